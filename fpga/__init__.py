@@ -1,0 +1,1 @@
+"""fpga (see DESIGN.md, Layout)."""

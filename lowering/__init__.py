@@ -1,0 +1,1 @@
+"""lowering (see DESIGN.md, Layout)."""

@@ -1,0 +1,94 @@
+"""Command line: ``python -m pycde_accel {gen,sim,synth,ir,report} [MODEL] [--out DIR] ...``.
+
+MODEL is ``path/to/file.py[:function]`` (the function, default ``build``, returns
+``(torch.nn.Module, tuple_of_example_tensors)``) or a built-in name; no MODEL means the built-in
+default. Errors the user can fix are one line on stderr and a non-zero exit; ``--debug`` shows
+the traceback of anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+
+from .config import AccelConfig, parse_array
+from .errors import UserError
+
+EPILOG = """examples:
+  python -m pycde_accel gen                      # default model, SV into build/
+  python -m pycde_accel gen mlp --array 8x8 --out out/mlp
+  python -m pycde_accel gen my_model.py:build --out out/mine
+"""
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", nargs="?", default=None,
+                   help="path/to/file.py[:function] or a built-in name (default: the built-in default model)")
+    p.add_argument("--out", default="build", help="output folder (default: build/)")
+    p.add_argument("--array", default=None, metavar="RxC", help="systolic array rows x cols, e.g. 8x8")
+    p.add_argument("--seed", type=int, default=0, help="seed for calibration and test inputs (default 0)")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pycde_accel",
+        description="Compile a PyTorch model into an int8 systolic FPGA accelerator (SystemVerilog via CIRCT).",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    g = sub.add_parser("gen", help="generate SV, IR and design.json for a model",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_common(g)
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> AccelConfig:
+    cfg = AccelConfig()
+    if getattr(args, "array", None):
+        rows, cols = parse_array(args.array)
+        cfg = cfg.replace(rows=rows, cols=cols)
+    return cfg.validate()
+
+
+def _cmd_gen(args: argparse.Namespace) -> int:
+    from . import flow
+    result = flow.gen(args.model, Path(args.out), config_from_args(args), seed=args.seed,
+                      progress=_progress)
+    print(f"wrote {result}")
+    return 0
+
+
+def _progress(msg: str) -> None:
+    """Progress for long steps: on stderr, only when it is a terminal."""
+    if sys.stderr.isatty():
+        print(f"[pycde-accel] {msg}", file=sys.stderr, flush=True)
+
+
+COMMANDS = {"gen": _cmd_gen}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # an internal error: one line unless --debug
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        else:
+            print(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)",
+                  file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

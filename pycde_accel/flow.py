@@ -1,0 +1,34 @@
+"""The compiler driver: model spec + config -> output folder (DESIGN.md "Output directory").
+
+Each step is a function of the previous step's result; ``gen`` strings them together and writes
+everything through :func:`pycde_accel.outdir.staged_output`, so a failure leaves no output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+from .config import AccelConfig
+from .outdir import staged_output
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def gen(model: str | None, out: Path, config: AccelConfig, *, seed: int = 0,
+        progress: Progress = _quiet) -> Path:
+    """Generate the accelerator for ``model`` into ``out``; return ``out``."""
+    from .rtl_lib import emit
+
+    config.validate()
+    with staged_output(out) as stage:
+        progress(f"emitting the {config.array} systolic core")
+        emit.emit_core(config, stage / "sv")
+        design = {"config": config.to_dict()}
+        (stage / "design.json").write_text(json.dumps(design, indent=2, sort_keys=True) + "\n")
+    return out

@@ -1,0 +1,1 @@
+"""pycde_accel/frontend (see DESIGN.md, Layout)."""

@@ -1,0 +1,1 @@
+"""rtl_lib (see DESIGN.md, Layout)."""
