@@ -23,12 +23,16 @@ def _quiet(_: str) -> None:
 def gen(model: str | None, out: Path, config: AccelConfig, *, seed: int = 0,
         progress: Progress = _quiet) -> Path:
     """Generate the accelerator for ``model`` into ``out``; return ``out``."""
-    from .rtl_lib import emit
+    from . import frontend
 
     config.validate()
     with staged_output(out) as stage:
+        progress(f"frontend: export, quantize and check {model or 'the default model'}")
+        fe = frontend.run(model, seed=seed)
+        front = frontend.write(fe, stage)
+        from .rtl_lib import emit
         progress(f"emitting the {config.array} systolic core")
         emit.emit_core(config, stage / "sv")
-        design = {"config": config.to_dict()}
+        design = {"config": config.to_dict(), **front}
         (stage / "design.json").write_text(json.dumps(design, indent=2, sort_keys=True) + "\n")
     return out

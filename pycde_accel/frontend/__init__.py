@@ -1,1 +1,86 @@
-"""pycde_accel/frontend (see DESIGN.md, Layout)."""
+"""The PyTorch frontend: model -> torch.export -> layer graph -> int8 quantization -> integer
+reference model, plus the torch-mlir import that heads the IR chain.
+
+Public API::
+
+    result = run("mlp", seed=0)          # FrontendResult: model, graph, quantized model, accuracy
+    write(result, out_dir)               # design.json fragment (returned), weights.npz, ir/00_linalg.mlir
+    reference.run(result.quantized, reference.quantize_inputs(result.quantized, inputs))  # bit-exact
+    quantize.requantize / quantize.residual_add   # the scalar integer primitives
+
+Modules: loader (model specs), models (built-ins), capture (torch.export -> graph), graph (node
+dataclasses, ReLU fusion), floateval (float64 graph semantics), quantize (scheme, primitives,
+calibration), reference (integer model), evaluate (accuracy), design (design.json/weights.npz),
+mlir_import (torch-mlir).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import capture as capture_mod
+from . import design, evaluate, graph, loader, mlir_import, quantize, reference
+from .loader import LoadedModel, load_model
+
+#: seeded calibration batches drawn in addition to the example inputs
+CALIBRATION_BATCHES = 32
+EVAL_BATCHES = 100
+
+
+@dataclass
+class FrontendResult:
+    model: LoadedModel
+    graph: graph.Graph            # float graph, ReLU fused, BatchNorm folded
+    quantized: quantize.QuantizedModel
+    accuracy: dict
+
+
+def _fallback_source(model: LoadedModel) -> str:
+    if model.file is None:
+        return ""
+    try:
+        fn = getattr(inspect.getmodule(type(model.module)), "__name__", None)
+        _, line = inspect.getsourcelines(type(model.module))
+        if inspect.getsourcefile(type(model.module)) and Path(inspect.getsourcefile(type(model.module))).name == model.file.name:
+            return f"{model.file.name}:{line}"
+    except (TypeError, OSError):
+        pass
+    return model.file.name
+
+
+def calibration_inputs(model: LoadedModel, seed: int, batches: int = CALIBRATION_BATCHES) -> list[list[np.ndarray]]:
+    rng = np.random.default_rng([seed, evaluate.CALIB_STREAM])
+    data = [[t.detach().double().numpy() for t in model.example_inputs]]
+    data += [loader.sample_inputs(model, rng) for _ in range(batches)]
+    return data
+
+
+def run(spec: str | None, seed: int = 0, *, eval_batches: int = EVAL_BATCHES) -> FrontendResult:
+    model = load_model(spec)
+    g = graph.fuse_relu(capture_mod.capture(model.module, model.example_inputs,
+                                            fallback_source=_fallback_source(model)))
+    qm = quantize.quantize_graph(g, calibration_inputs(model, seed))
+    acc = evaluate.evaluate(model, qm, seed, eval_batches)
+    return FrontendResult(model, g, qm, acc)
+
+
+def write(result: FrontendResult, out: Path) -> dict:
+    """Write weights.npz and ir/00_linalg.mlir into ``out``; return the design.json entries."""
+    out = Path(out)
+    design.write_npz(out / "weights.npz", design.weight_arrays(result.quantized))
+    ir = out / "ir"
+    ir.mkdir(parents=True, exist_ok=True)
+    (ir / f"{mlir_import.STAGE}.mlir").write_text(
+        mlir_import.import_linalg(result.model.module, result.model.example_inputs))
+    d = design.design_dict(result.quantized, result.model.name, result.model.spec)
+    d["accuracy"] = result.accuracy
+    d["ir"] = [f"ir/{mlir_import.STAGE}.mlir"]
+    return d
+
+
+__all__ = ["FrontendResult", "LoadedModel", "load_model", "run", "write", "capture_mod", "design",
+           "evaluate", "graph", "loader", "mlir_import", "quantize", "reference"]

@@ -1,0 +1,99 @@
+"""The frontend's part of ``design.json`` and the integer weights in ``weights.npz``.
+
+design.json keys written here (all integers exact; floats are the scales used to derive them):
+
+* ``model``: ``{"name", "spec"}`` (file name only, never a directory).
+* ``graph``: ``inputs``/``outputs`` (``name``, ``shape``, ``scale``) and ``nodes`` in topological
+  order, each ``{"name", "kind", "inputs", "shape", "module", "source", "attrs", "scale", "quant"}``
+  where ``scale`` is the output tensor's activation scale and ``quant`` holds:
+  linear/conv2d ``{"weight": npz key, "bias": npz key or null, "m0": [per channel], "shift": [...]}``;
+  matmul ``{"m0", "shift"}``; add ``{"ma", "mb", "shift"}``; others ``{}``.
+* ``quantization``: the scheme in words, the weights file, the primitive functions' names.
+
+weights.npz: ``<node>.weight`` int8 (torch layout: linear ``[out, in]``, conv2d
+``[OC, C, KH, KW]``), ``<node>.bias`` int32. It is written with fixed zip timestamps, so it is
+byte-identical from run to run, like design.json.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from . import graph as g
+from .quantize import QuantizedModel
+
+SCHEME = ("int8 symmetric (no zero points); per-output-channel weight scales, per-tensor activation "
+          "scales (max-abs calibration); int32 bias; requantize = TFLite MultiplyByQuantizedMultiplier "
+          "with m0 in [2^30, 2^31) and a right shift in [0, 31] per output channel; fused ReLU clamps "
+          "to [0, 127] else [-128, 127]; residual add = sat8(RoundingDivideByPOT(a*ma + b*mb, shift))")
+
+
+def _ints(v) -> list[int] | int:
+    a = np.asarray(v)
+    return int(a) if a.ndim == 0 else [int(x) for x in a.ravel()]
+
+
+def design_dict(qm: QuantizedModel, model_name: str, model_spec: str) -> dict:
+    graph = qm.graph
+    nodes = []
+    for n in graph.nodes:
+        if isinstance(n, g.Input):
+            continue
+        lq = qm.layers.get(n.name)
+        quant: dict = {}
+        if isinstance(n, (g.Linear, g.Conv2d)):
+            quant = {"weight": f"{n.name}.weight", "bias": f"{n.name}.bias" if lq.bias is not None else None,
+                     "m0": _ints(lq.m0), "shift": _ints(lq.shift)}
+        elif isinstance(n, g.MatMul):
+            quant = {"m0": _ints(lq.m0), "shift": _ints(lq.shift)}
+        elif isinstance(n, g.Add):
+            quant = {"ma": int(lq.ma), "mb": int(lq.mb), "shift": int(lq.shift)}
+        nodes.append({"name": n.name, "kind": n.kind, "inputs": list(n.inputs), "shape": list(n.shape),
+                      "module": n.module, "source": n.source, "attrs": n.attrs(),
+                      "scale": qm.scales[n.name], "quant": quant})
+
+    def io_entry(name):
+        return {"name": name, "shape": list(graph.node(name).shape), "scale": qm.scales[name]}
+
+    return {
+        "model": {"name": model_name, "spec": model_spec},
+        "graph": {"inputs": [io_entry(i) for i in graph.inputs],
+                  "outputs": [io_entry(o) for o in graph.outputs],
+                  "nodes": nodes},
+        "quantization": {
+            "scheme": SCHEME,
+            "weights": "weights.npz",
+            "input_quantization": "q = clip(rint(x / scale), -128, 127), rint ties to even",
+            "primitives": {
+                "requantize": "pycde_accel.frontend.quantize.requantize",
+                "residual_add": "pycde_accel.frontend.quantize.residual_add",
+                "reference": "pycde_accel.frontend.reference.run",
+            },
+        },
+    }
+
+
+def weight_arrays(qm: QuantizedModel) -> dict[str, np.ndarray]:
+    arrays: dict[str, np.ndarray] = {}
+    for n in qm.graph.nodes:
+        lq = qm.layers.get(n.name)
+        if isinstance(n, (g.Linear, g.Conv2d)):
+            arrays[f"{n.name}.weight"] = lq.weight.astype(np.int8)
+            if lq.bias is not None:
+                arrays[f"{n.name}.bias"] = lq.bias.astype(np.int32)
+    return arrays
+
+
+def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """``numpy.savez`` format (``numpy.load`` reads it) with fixed timestamps and sorted members."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+        for key in sorted(arrays):
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.ascontiguousarray(arrays[key]), allow_pickle=False)
+            info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, buf.getvalue())
