@@ -74,7 +74,8 @@ def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
         nudge = 2^30 if p >= 0 else 1 - 2^30
         return trunc((p + nudge) / 2^31)                     # division truncating toward zero
 
-    i.e. the high 32 bits of ``2 * a * b`` rounded to nearest, ties away from zero. ``a`` and
+    i.e. the high 32 bits of ``2 * a * b`` rounded to nearest with ties toward +infinity:
+    ``floor(a * b / 2^31 + 1/2)`` (so -0.5 -> 0, -1.5 -> -1, 0.5 -> 1), saturated. ``a`` and
     ``b`` must lie in int32 (ValueError otherwise); the result lies in int32.
     """
     a, b = _i64(a), _i64(b)
@@ -168,7 +169,8 @@ def quantize_multiplier(m: float) -> tuple[int, int]:
 
     TFLite's ``QuantizeMultiplier``: ``m = q * 2^e`` with ``q`` in [0.5, 1) (frexp),
     ``m0 = round_half_away(q * 2^31)`` (if that is 2^31: ``m0 = 2^30, e += 1``), ``shift = -e``.
-    If ``shift`` would exceed 31, ``m0`` is divided down (rounding half away) to ``shift = 31``.
+    If ``shift`` would exceed 31, ``m0`` is divided down (rounding half away) to ``shift = 31``;
+    if ``m`` is so close to 1 that ``shift`` would be -1, ``(m0, shift) = (2^31 - 1, 0)``.
     ``m == 0`` gives ``(0, 0)``. ValueError for ``m`` outside [0, 1).
     """
     if not (0.0 <= m < 1.0) or math.isnan(m):
@@ -181,8 +183,11 @@ def quantize_multiplier(m: float) -> tuple[int, int]:
         m0 //= 2
         e += 1
     shift = -e
+    if shift < 0:   # m rounded up to 1.0: take the largest Q0.31 value instead of a left shift
+        return INT32_MAX, 0
     if shift > MAX_SHIFT:
-        m0 = int(rounding_divide_by_pot(m0, shift - MAX_SHIFT))
+        e = shift - MAX_SHIFT      # m0 < 2^31, so e >= 32 leaves 0
+        m0 = 0 if e >= 32 else (m0 + (1 << (e - 1))) >> e
         shift = MAX_SHIFT
     return m0, shift
 
