@@ -80,7 +80,9 @@ def parse_stat(path: Path) -> YosysStats:
         if len(modules) != 1:
             raise UserError(f"yosys: {path.name} has no design totals")
         block = modules[0]
-    cells = {str(k): int(v) for k, v in block.get("num_cells_by_type", {}).items()}
+    # ``$scopeinfo`` cells only record the flattened hierarchy; they are no hardware.
+    cells = {str(k): int(v) for k, v in block.get("num_cells_by_type", {}).items()
+             if not str(k).startswith("$scopeinfo")}
     return YosysStats(cells=dict(sorted(cells.items())), port_bits=int(block.get("num_port_bits", 0)))
 
 

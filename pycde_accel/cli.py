@@ -23,6 +23,16 @@ EPILOG = """examples:
 """
 
 
+SYNTH_EPILOG = """Open-flow targets write DIR/synth/report.json and report.md (with the Yosys and nextpnr
+logs beside them); Vivado/Quartus targets write project scripts into DIR/vivado/ or DIR/quartus/.
+
+examples:
+  python -m pycde_accel synth --target ecp5-85f --out out/default
+  python -m pycde_accel synth mlp --array 2x2 --target ice40-up5k
+  python -m pycde_accel synth --target xc7a100t     # Vivado Tcl + XDC, no Vivado needed
+"""
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", nargs="?", default=None,
                    help="path/to/file.py[:function] or a built-in name (default: the built-in default model)")
@@ -42,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("gen", help="generate SV, IR and design.json for a model",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_common(g)
+    s = sub.add_parser("synth", help="generate, then synthesize with Yosys + nextpnr (or write vendor scripts)",
+                       epilog=SYNTH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_common(s)
+    s.add_argument("--target", default=None, metavar="NAME",
+                   help="FPGA target (default: the config's, ecp5-85f); an unknown name lists the known ones")
     return parser
 
 
@@ -61,13 +76,26 @@ def _cmd_gen(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_synth(args: argparse.Namespace) -> int:
+    from .fpga import get_device, project
+    cfg = config_from_args(args)
+    if args.target:
+        cfg = cfg.replace(target=get_device(args.target).name)
+    result = project.synth_model(args.model, Path(args.out), cfg, seed=args.seed, progress=_progress)
+    if result.report is not None:
+        print(project.summary(result.report))
+    for path in result.written:
+        print(f"wrote {path}")
+    return 0
+
+
 def _progress(msg: str) -> None:
     """Progress for long steps: on stderr, only when it is a terminal."""
     if sys.stderr.isatty():
         print(f"[pycde-accel] {msg}", file=sys.stderr, flush=True)
 
 
-COMMANDS = {"gen": _cmd_gen}
+COMMANDS = {"gen": _cmd_gen, "synth": _cmd_synth}
 
 
 def main(argv: list[str] | None = None) -> int:

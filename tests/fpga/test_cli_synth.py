@@ -1,0 +1,66 @@
+"""``python -m pycde_accel synth``: target lookup, fit check first, report or vendor files.
+
+``flow.gen`` is replaced by one that writes the tiny design into ``out/sv``, so these tests
+check the synth wiring without depending on the frontend or the systolic core.
+"""
+
+import json
+import shutil
+
+import pytest
+
+from pycde_accel import cli, flow
+
+
+@pytest.fixture
+def fake_gen(monkeypatch, tiny_sv):
+    calls = []
+
+    def gen(model, out, config, *, seed=0, progress=None):
+        calls.append(config)
+        (out / "sv").mkdir(parents=True)
+        for f in tiny_sv:
+            shutil.copyfile(f, out / "sv" / f.name)
+        (out / "sv" / "filelist.f").write_text("".join(f.name + "\n" for f in tiny_sv))
+        (out / "design.json").write_text(json.dumps({"config": config.to_dict()}))
+        return out
+
+    monkeypatch.setattr(flow, "gen", gen)
+    return calls
+
+
+def test_unknown_target_is_one_line_with_the_list(capsys, fake_gen, tmp_path):
+    assert cli.main(["synth", "--target", "nope", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "ecp5-85f" in err and "ice40-up5k" in err and "xc7a100t" in err
+    assert not fake_gen
+
+
+def test_fit_check_refuses_before_generating(capsys, fake_gen, tmp_path):
+    out = tmp_path / "o"
+    assert cli.main(["synth", "--array", "16x16", "--target", "ecp5-25f", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "256 DSP" in err and "has 28" in err
+    assert not fake_gen and not out.exists()
+
+
+def test_open_flow_writes_the_report_under_synth(capsys, fake_gen, tmp_path):
+    out = tmp_path / "o"
+    assert cli.main(["synth", "--array", "2x2", "--target", "ecp5-85f", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "DSP 1" in printed and "Fmax clk" in printed
+    rep = json.loads((out / "synth" / "report.json").read_text())
+    assert rep["top"] == "TinyMac" and rep["config"]["rows"] == 2 and rep["target"] == "ecp5-85f"
+    assert (out / "synth" / "report.md").is_file()
+    assert fake_gen[0].target == "ecp5-85f"
+
+
+def test_vendor_target_writes_project_scripts(capsys, fake_gen, tmp_path):
+    out = tmp_path / "o"
+    assert cli.main(["synth", "--target", "xc7a100t", "--out", str(out)]) == 0
+    tcl = (out / "vivado" / "build.tcl").read_text()
+    assert "read_verilog -sv [file join $here ../sv/TinyMul.sv]" in tcl
+    assert "read_verilog -sv [file join $here ../sv/TinyMac.sv]" in tcl
+    assert "-top TinyMac" in tcl
+    assert "create_clock -period 10.000" in (out / "vivado" / "clocks.xdc").read_text()
+    assert not (out / "synth").exists()

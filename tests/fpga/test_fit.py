@@ -1,0 +1,55 @@
+import re
+
+import pytest
+
+from pycde_accel.config import AccelConfig
+from pycde_accel.errors import UserError
+from pycde_accel.fpga import check_fit, estimate, get_device, synthesize
+from pycde_accel.fpga.devices import ECP5_EBR_SHAPES
+from pycde_accel.fpga.fit import blocks_for, dsp_per_mac
+
+
+def test_default_config_fits_the_big_ecp5():
+    est = check_fit(AccelConfig(), get_device("ecp5-85f"))
+    assert est.dsp == 16
+    assert 0 < est.bram <= 208
+
+
+def test_oversized_config_is_refused_with_the_numbers():
+    cfg = AccelConfig(rows=16, cols=16)
+    with pytest.raises(UserError) as e:
+        check_fit(cfg, get_device("ecp5-25f"))
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert "256 DSP" in msg and "has 28" in msg and "16x16" in msg and "ecp5-25f" in msg
+
+
+def test_bram_and_lut_refusals_name_their_numbers():
+    cfg = AccelConfig(rows=2, cols=2, spad_a_depth=1 << 16, spad_b_depth=1 << 16)
+    with pytest.raises(UserError, match=r"block RAMs .* but it has 56 \(1008 kbit\)"):
+        check_fit(cfg, get_device("ecp5-25f"))
+    cfg = AccelConfig(rows=64, cols=64, spad_a_depth=2, spad_b_depth=2, spad_c_depth=2)
+    with pytest.raises(UserError) as e:
+        check_fit(cfg, get_device("ecp5-85f"))
+    assert re.search(r"about \d+ LUTs but it has 83640", str(e.value))
+    assert "4096 DSP" in str(e.value)
+
+
+def test_block_and_dsp_arithmetic():
+    assert blocks_for(1024, 18, ECP5_EBR_SHAPES) == 1
+    assert blocks_for(1024, 32, ECP5_EBR_SHAPES) == 2     # 512x36 twice, or 1024x18 twice
+    assert blocks_for(256, 128, ECP5_EBR_SHAPES) == 4     # 512x36 x4
+    assert dsp_per_mac(8, get_device("ecp5-85f")) == 1
+    assert dsp_per_mac(18, get_device("ecp5-85f")) == 1
+    assert dsp_per_mac(20, get_device("ecp5-85f")) == 4
+    assert dsp_per_mac(17, get_device("ice40-up5k")) == 4
+    assert estimate(AccelConfig(rows=8, cols=8), get_device("ecp5-85f")).dsp == 64
+
+
+def test_synthesize_refuses_before_running_yosys(tmp_path):
+    sv = tmp_path / "x.sv"
+    sv.write_text("module x(input clk); endmodule\n")
+    work = tmp_path / "work"
+    with pytest.raises(UserError, match="does not fit ice40-up5k"):
+        synthesize([sv], "x", "ice40-up5k", work, config=AccelConfig(rows=4, cols=4))
+    assert not work.exists()

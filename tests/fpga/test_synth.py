@@ -1,0 +1,89 @@
+"""Real Yosys + nextpnr runs on the tiny design (a few seconds each once YoWASP is compiled)."""
+
+import json
+
+import pytest
+
+from pycde_accel.errors import UserError
+from pycde_accel.fpga import get_device, synthesize
+
+
+def test_ecp5_report_has_plausible_numbers(ecp5_run):
+    rep, work = ecp5_run
+    assert rep.placed and rep.target == "ecp5-85f" and rep.top == "TinyMac"
+    assert rep.dsp == 1                      # the one 8x8 product: one MULT18X18D
+    assert rep.ff >= 8 + 8 + 16 + 16 + 16    # a_r, b_r, p_r, acc, acc_q
+    assert rep.carry >= 8                    # the 16-bit accumulator adder in CCU2C (2 bits each)
+    assert rep.bram == 0
+    assert set(rep.clocks) == {"clk"}
+    assert 50 < rep.fmax_mhz < 500
+    assert rep.clocks["clk"]["constraint_mhz"] == 100
+    cp = rep.critical_path
+    assert cp is not None and cp.steps and cp.start_cell and cp.end_cell
+    assert abs(cp.delay_ns - sum(s.delay_ns for s in cp.steps)) < 0.01
+    assert cp.delay_ns <= 1000 / rep.fmax_mhz + 0.05
+    for name in ("yosys.log", "nextpnr.log", "synth.ys", "netlist.json", "report.json", "report.md"):
+        assert (work / name).is_file(), name
+
+
+def test_ice40_report_has_plausible_numbers(ice40_run):
+    rep, work = ice40_run
+    assert rep.placed and rep.family == "ice40"
+    assert rep.dsp == 1                      # SB_MAC16
+    # Yosys packs the input registers, product and accumulator into the SB_MAC16;
+    # only acc_q stays in the fabric
+    assert rep.ff >= 16 and "$scopeinfo" not in rep.cells
+    assert rep.port_bits == 34
+    assert 10 < rep.fmax_mhz < 500
+    assert rep.critical_path is not None
+
+
+def test_presets_match_what_nextpnr_says_the_chips_have(ecp5_run, ice40_run):
+    """The preset counts are the chip's, not guesses: nextpnr's report lists what is available."""
+    for (rep, work), pairs in ((ecp5_run, {"dsp": "MULT18X18D", "bram": "DP16KD", "lut": "TRELLIS_COMB",
+                                           "ff": "TRELLIS_FF"}),
+                               (ice40_run, {"dsp": "ICESTORM_DSP", "bram": "ICESTORM_RAM",
+                                            "lut": "ICESTORM_LC"})):
+        util = json.loads((work / "nextpnr.json").read_text())["utilization"]
+        dev = get_device(rep.target)
+        for attr, bel in pairs.items():
+            assert util[bel]["available"] == getattr(dev, attr), (rep.target, bel)
+
+
+def test_report_files_are_deterministic_and_path_free(ecp5_run, tiny_sv, tmp_path):
+    rep, work = ecp5_run
+    text = (work / "report.json").read_text()
+    data = json.loads(text)
+    assert text == json.dumps(data, indent=2, sort_keys=True) + "\n"
+    assert data["resources"]["dsp"] == 1 and data["fmax_mhz"] == rep.fmax_mhz
+    assert data["files"] == ["rtl/TinyMul.sv", "rtl/TinyMac.sv"]
+    for t in (text, (work / "report.md").read_text()):
+        assert str(work) not in t and "/tmp" not in t and "/root" not in t
+    # a second run elsewhere gives the same bytes
+    again = synthesize(tiny_sv, "TinyMac", "ecp5-85f", tmp_path / "again", seed=1, freq_mhz=100)
+    assert (tmp_path / "again" / "report.json").read_text() == text
+    assert again.to_markdown() == (work / "report.md").read_text()
+
+
+def test_a_tool_failure_is_one_line_naming_the_tool_and_keeps_the_log(tmp_path):
+    bad = tmp_path / "bad.sv"
+    bad.write_text("module bad(input clk, output y);\n  assign y = nosuchsignal +;\nendmodule\n")
+    work = tmp_path / "work"
+    with pytest.raises(UserError) as e:
+        synthesize([bad], "bad", "ecp5-85f", work)
+    msg = str(e.value)
+    assert msg.startswith("yosys failed: ") and "ERROR: syntax error" in msg and "\n" not in msg
+    assert (work / "yosys.log").is_file() and str(work / "yosys.log") in msg
+
+
+def test_handoff_targets_are_not_synthesized_here(tiny_sv, tmp_path):
+    with pytest.raises(UserError, match="vivado handoff only.*ecp5-85f"):
+        synthesize(tiny_sv, "TinyMac", "xc7a100t", tmp_path)
+
+
+def test_ice40_with_more_ports_than_pins_reports_synthesis_and_why_not_placed(tiny_maker, tmp_path):
+    files = tiny_maker(tmp_path / "sv", acc_width=32)          # 50 port bits > 39 pins
+    rep = synthesize(files, "TinyMac", "ice40-up5k", tmp_path / "work")
+    assert not rep.placed and rep.fmax_mhz is None and rep.dsp == 1
+    assert "50 port bits" in rep.note and "39 IO pins" in rep.note
+    assert not (tmp_path / "work" / "nextpnr.log").exists()
