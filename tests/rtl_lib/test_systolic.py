@@ -1,0 +1,122 @@
+"""The systolic core in Verilator: bit-exact matmuls, back-pressure, cycle counts, refusals.
+
+One Verilator build per array shape (cached by SV hash and shared by the xdist workers); each
+test is one cocotb simulation holding several runs of back-to-back tiles.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pycde_accel.config import AccelConfig
+from pycde_accel.errors import ConfigError
+from pycde_accel.rtl_lib.systolic import (first_result_latency, make_systolic_core,
+                                          run_cycles, tile_occupancy)
+from pycde_accel.sim import pytest_cache_root
+from pycde_accel.sim.systolic import build_core, run_systolic
+
+SHAPES = [(1, 1), (2, 3), (4, 4), (3, 5)]
+
+
+@pytest.fixture(scope="session")
+def cache_root(tmp_path_factory):
+    return pytest_cache_root(tmp_path_factory)
+
+
+def _core(cache_root, rows, cols, **kw):
+    cfg = AccelConfig(rows=rows, cols=cols, **kw)
+    return cfg, build_core(cfg, cache_root)
+
+
+def check_timing(cfg: AccelConfig, res: dict) -> None:
+    """Without back-pressure, every measured edge equals the docstring's formula."""
+    rows, cols = cfg.rows, cfg.cols
+    assert res["cycles"] == run_cycles(rows, cols, res["ks"]), res
+    for t, (li, fo) in enumerate(zip(res["last_in"], res["first_out"])):
+        assert fo - li == first_result_latency(rows, cols), (t, res)
+    for t in range(1, len(res["ks"])):
+        gap = res["last_in"][t] - res["last_in"][t - 1]
+        assert gap == tile_occupancy(rows, res["ks"][t]), (t, res)
+    assert res["last_in"][0] - res["first_in"] == res["ks"][0] - 1
+
+
+@pytest.mark.parametrize("rows,cols", SHAPES, ids=[f"{r}x{c}" for r, c in SHAPES])
+def test_random_matmuls_and_cycle_formula(cache_root, tmp_path, rows, cols):
+    cfg, sim = _core(cache_root, rows, cols)
+    runs = [{"name": f"single_k{k}", "ks": [k], "seed": 10 + k}
+            for k in sorted({1, max(rows - 1, 1), rows, 17, 256})]
+    runs += [
+        {"name": "b2b_k256", "ks": [256] * 4, "seed": 1},
+        {"name": "b2b_mixed", "ks": [7, 1, 300, 2, rows, 3, 33, 1], "seed": 2},
+        {"name": "b2b_k1", "ks": [1] * 6, "seed": 3},
+    ]
+    results = run_systolic(sim, cfg, runs, tmp_path)
+    assert [r["name"] for r in results] == [r["name"] for r in runs]
+    for res in results:
+        check_timing(cfg, res)
+
+
+@pytest.mark.parametrize("rows,cols", SHAPES, ids=[f"{r}x{c}" for r, c in SHAPES])
+def test_extreme_operands(cache_root, tmp_path, rows, cols):
+    cfg, sim = _core(cache_root, rows, cols)
+    runs = [{"name": f"{mode}", "ks": [300, 1, rows + 1], "mode": mode, "seed": 5}
+            for mode in ("min", "max", "minmax")]
+    for res in run_systolic(sim, cfg, runs, tmp_path):
+        check_timing(cfg, res)
+
+
+@pytest.mark.parametrize("rows,cols", SHAPES, ids=[f"{r}x{c}" for r, c in SHAPES])
+def test_random_backpressure_loses_nothing(cache_root, tmp_path, rows, cols):
+    cfg, sim = _core(cache_root, rows, cols)
+    probs = [(0.5, 0.5, 0.5), (1.0, 1.0, 0.2), (0.3, 0.9, 1.0), (0.9, 0.3, 0.7),
+             (0.7, 0.7, 0.1)]
+    runs = [{"name": f"bp{i}", "ks": [5, 1, 2, rows, 40, 1, 3, 9], "seed": 100 + i,
+             "bp": {"a": pa, "b": pb, "c": pc}} for i, (pa, pb, pc) in enumerate(probs)]
+    runs.append({"name": "bp_long", "ks": [256, 1, 256], "seed": 7, "mode": "minmax",
+                 "bp": {"a": 0.8, "b": 0.8, "c": 0.3}})
+    results = run_systolic(sim, cfg, runs, tmp_path)  # the bench checks data and counts
+    for res in results:  # back-pressure can only make a run slower than the formula
+        assert res["cycles"] >= run_cycles(rows, cols, res["ks"])
+
+
+def test_max_k_at_the_accumulator_limit(cache_root, tmp_path):
+    """acc_width=20 holds exactly max_k=31 products of -128 * -128 (31 * 2^14 < 2^19)."""
+    cfg, sim = _core(cache_root, 2, 2, acc_width=20, max_k=31)
+    runs = [{"name": m, "ks": [31, 31, 1], "mode": m, "seed": 1} for m in ("min", "minmax")]
+    runs.append({"name": "random", "ks": [31, 2, 30], "seed": 2})
+    for res in run_systolic(sim, cfg, runs, tmp_path):
+        check_timing(cfg, res)
+
+
+def test_k_4096_all_min(cache_root, tmp_path):
+    """The default config's max_k with the largest products: no overflow in 32 bits."""
+    cfg, sim = _core(cache_root, 2, 3)
+    runs = [{"name": "kmax", "ks": [cfg.max_k], "mode": "min", "seed": 1}]
+    for res in run_systolic(sim, cfg, runs, tmp_path):
+        check_timing(cfg, res)
+
+
+@pytest.mark.slow
+def test_16x16(cache_root, tmp_path):
+    cfg, sim = _core(cache_root, 16, 16)
+    runs = [{"name": "b2b", "ks": [256, 1, 16, 17, 300], "seed": 1},
+            {"name": "min", "ks": [40, 2], "mode": "min", "seed": 2},
+            {"name": "bp", "ks": [20, 3, 16, 64], "seed": 3,
+             "bp": {"a": 0.6, "b": 0.8, "c": 0.4}}]
+    results = run_systolic(sim, cfg, runs, tmp_path)
+    check_timing(cfg, results[0])
+    check_timing(cfg, results[1])
+
+
+@pytest.mark.parametrize("change,needle", [
+    ({"rows": 0}, "rows must be an integer >= 1"),
+    ({"cols": 0}, "cols must be an integer >= 1"),
+    ({"data_width": 1}, "data_width must be an integer >= 2"),
+    ({"acc_width": 1}, "acc_width must be an integer >= 2"),
+    ({"acc_width": 16}, "acc_width=16 can overflow"),
+    ({"max_k": 1 << 20}, "can overflow"),
+])
+def test_generator_refuses_bad_configs(change, needle):
+    with pytest.raises(ConfigError, match=needle) as info:
+        make_systolic_core(AccelConfig().replace(**change))
+    assert "\n" not in str(info.value)
