@@ -99,7 +99,7 @@ def synthesize(sv_files: Sequence[os.PathLike | str], top: str, target: str | De
         raise UserError(f"synthesis: cannot create the work folder {work} ({e.strerror})") from e
     files = stage_sources(sv_files, work)
 
-    progress(f"yosys: {device.yosys_synth} of {top} ({len(files)} files)")
+    progress(f"yosys: {device.yosys_synth} of {top} ({len(files)} file{'s' if len(files) != 1 else ''})")
     t0 = time.monotonic()
     stats = yosys.run_yosys(files, top, device, work)
     progress(f"yosys: done in {time.monotonic() - t0:.0f} s")

@@ -24,7 +24,8 @@ EPILOG = """examples:
 
 
 SYNTH_EPILOG = """Open-flow targets write DIR/synth/report.json and report.md (with the Yosys and nextpnr
-logs beside them); Vivado/Quartus targets write project scripts into DIR/vivado/ or DIR/quartus/.
+logs beside them; nextpnr runs out of context with seed 1, towards the config's clock);
+Vivado/Quartus targets write project scripts into DIR/vivado/ or DIR/quartus/.
 
 examples:
   python -m pycde_accel synth --target ecp5-85f --out out/default

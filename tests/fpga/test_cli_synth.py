@@ -64,3 +64,14 @@ def test_vendor_target_writes_project_scripts(capsys, fake_gen, tmp_path):
     assert "-top TinyMac" in tcl
     assert "create_clock -period 10.000" in (out / "vivado" / "clocks.xdc").read_text()
     assert not (out / "synth").exists()
+
+
+@pytest.mark.slow
+def test_real_synth_of_the_generated_2x2_core(capsys, tmp_path):
+    """The whole path: flow.gen (frontend + systolic core) then Yosys + nextpnr (~15-30 s)."""
+    out = tmp_path / "o"
+    assert cli.main(["synth", "--array", "2x2", "--target", "ecp5-85f", "--out", str(out)]) == 0
+    rep = json.loads((out / "synth" / "report.json").read_text())
+    assert rep["resources"]["dsp"] == 4                 # one MULT18X18D per PE
+    assert rep["placed"] and rep["fmax_mhz"] > 50
+    assert rep["config"]["rows"] == 2 and (out / "sv" / "filelist.f").is_file()
