@@ -16,7 +16,6 @@ mlir_import (torch-mlir).
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,19 +38,6 @@ class FrontendResult:
     accuracy: dict
 
 
-def _fallback_source(model: LoadedModel) -> str:
-    if model.file is None:
-        return ""
-    try:
-        fn = getattr(inspect.getmodule(type(model.module)), "__name__", None)
-        _, line = inspect.getsourcelines(type(model.module))
-        if inspect.getsourcefile(type(model.module)) and Path(inspect.getsourcefile(type(model.module))).name == model.file.name:
-            return f"{model.file.name}:{line}"
-    except (TypeError, OSError):
-        pass
-    return model.file.name
-
-
 def calibration_inputs(model: LoadedModel, seed: int, batches: int = CALIBRATION_BATCHES) -> list[list[np.ndarray]]:
     rng = np.random.default_rng([seed, evaluate.CALIB_STREAM])
     data = [[t.detach().double().numpy() for t in model.example_inputs]]
@@ -62,7 +48,7 @@ def calibration_inputs(model: LoadedModel, seed: int, batches: int = CALIBRATION
 def run(spec: str | None, seed: int = 0, *, eval_batches: int = EVAL_BATCHES) -> FrontendResult:
     model = load_model(spec)
     g = graph.fuse_relu(capture_mod.capture(model.module, model.example_inputs,
-                                            fallback_source=_fallback_source(model)))
+                                            fallback_source=model.fallback_source))
     qm = quantize.quantize_graph(g, calibration_inputs(model, seed))
     acc = evaluate.evaluate(model, qm, seed, eval_batches)
     return FrontendResult(model, g, qm, acc)

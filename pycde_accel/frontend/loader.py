@@ -32,6 +32,7 @@ class LoadedModel:
     module: "object"                # torch.nn.Module, in eval mode
     example_inputs: tuple           # tuple of torch.Tensor
     file: Path | None = None        # the model file (None for built-ins)
+    fallback_source: str = ""       # "model.py:LINE" for errors whose op has no frame in the file
 
 
 def _first_line(e: BaseException) -> str:
@@ -97,7 +98,21 @@ def load_model(spec: str | None) -> LoadedModel:
             raise UserError(f"{where}() {want}, got {_describe(t)} as example input {i}")
         if not t.is_floating_point():
             raise UserError(f"{where}(): example input {i} has dtype {t.dtype}; float inputs expected")
-    return LoadedModel(path.name, where, module.eval(), tuple(inputs), path)
+    return LoadedModel(path.name, where, module.eval(), tuple(inputs), path,
+                       _fallback_source(path, module, fn))
+
+
+def _fallback_source(path: Path, module, fn) -> str:
+    """The model's class definition if it is in the model file, else the build function's."""
+    import inspect
+    for obj in (type(module), fn):
+        try:
+            src = inspect.getsourcefile(obj)
+            if src and Path(src).resolve() == path.resolve():
+                return f"{path.name}:{inspect.getsourcelines(obj)[1]}"
+        except (TypeError, OSError):
+            continue
+    return path.name
 
 
 def _describe(v) -> str:
