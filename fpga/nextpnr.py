@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from pycde_accel.errors import UserError
 
@@ -97,8 +98,18 @@ def args(device: Device, seed: int, freq_mhz: float) -> list[str]:
             "--freq", f"{freq_mhz:g}", "--timing-allow-fail"]
 
 
-def run_nextpnr(device: Device, work: Path, seed: int, freq_mhz: float) -> PnrResult:
-    run_tool(device.nextpnr[0], args(device, seed, freq_mhz), work, LOG)
+#: log-line markers of the long nextpnr steps -> progress messages
+PHASES = {
+    "Info: Packing IOs": "packing",
+    "Info: Running main analytical placer": "placing (analytical)",
+    "Info: Running simulated annealing placer": "placing (annealing refinement)",
+    "Info: Routing..": "routing",
+}
+
+
+def run_nextpnr(device: Device, work: Path, seed: int, freq_mhz: float,
+                progress: Callable[[str], None] | None = None) -> PnrResult:
+    run_tool(device.nextpnr[0], args(device, seed, freq_mhz), work, LOG, PHASES, progress)
     return parse_report(work / REPORT)
 
 

@@ -101,7 +101,7 @@ def synthesize(sv_files: Sequence[os.PathLike | str], top: str, target: str | De
 
     progress(f"yosys: {device.yosys_synth} of {top} ({len(files)} file{'s' if len(files) != 1 else ''})")
     t0 = time.monotonic()
-    stats = yosys.run_yosys(files, top, device, work)
+    stats = yosys.run_yosys(files, top, device, work, progress)
     progress(f"yosys: done in {time.monotonic() - t0:.0f} s")
     res = yosys.classify(stats.cells, device.family)
     main = {k: res.pop(k) for k in ("lut", "ff", "dsp", "bram", "carry")}
@@ -116,7 +116,7 @@ def synthesize(sv_files: Sequence[os.PathLike | str], top: str, target: str | De
     else:
         progress(f"{device.nextpnr[0]}: place and route, seed {seed}, towards {freq_mhz:g} MHz")
         t0 = time.monotonic()
-        pnr = nextpnr.run_nextpnr(device, work, seed, freq_mhz)
+        pnr = nextpnr.run_nextpnr(device, work, seed, freq_mhz, progress)
         tools["nextpnr"] = tool_version(device.nextpnr[0])
         fmax = min((c["achieved_mhz"] for c in pnr.clocks.values()), default=None)
         progress(f"{device.nextpnr[0]}: done in {time.monotonic() - t0:.0f} s"

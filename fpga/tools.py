@@ -15,6 +15,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 from pycde_accel.errors import UserError
 
@@ -26,20 +27,41 @@ _ENTRY = {
 }
 
 
-def run_tool(tool: str, args: list[str], cwd: Path, log_name: str) -> Path:
+def run_tool(tool: str, args: list[str], cwd: Path, log_name: str,
+             phases: dict[str, str] | None = None,
+             progress: Callable[[str], None] | None = None) -> Path:
     """Run ``tool`` with ``args`` in ``cwd``; its stdout+stderr go to ``cwd/log_name``.
 
+    ``phases`` maps a log-line marker to a message: when a line containing it appears,
+    ``progress(f"{tool}: {message}")`` is called (for steps that take minutes).
     Returns the log path. Raises UserError (tool, first error line, log path) on failure.
     """
     module, func = _ENTRY[tool]
     code = f"import sys, {module}; sys.exit({module}.{func}(sys.argv[1:]))"
     log = cwd / log_name
+    phases = phases or {}
     with open(log, "wb") as fh:
         try:
-            proc = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, stdout=fh,
-                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            proc = subprocess.Popen([sys.executable, "-c", code, *args], cwd=cwd,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL)
         except OSError as e:  # pragma: no cover - the interpreter itself missing
             raise UserError(f"{tool}: cannot start ({e})") from e
+        try:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                fh.write(raw)
+                if progress is not None and phases:
+                    line = raw.decode(errors="replace").strip()
+                    for prefix, msg in phases.items():
+                        if prefix in line:
+                            progress(f"{tool}: {msg}")
+                            break
+            proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
     if proc.returncode != 0:
         raise UserError(f"{tool} failed: {first_error(log)} (full log: {log})")
     return log

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from pycde_accel.errors import UserError
 
@@ -59,12 +60,20 @@ def script(files: list[str], top: str, device: Device) -> str:
     return "\n".join(cmds) + "\n"
 
 
-def run_yosys(files: list[str], top: str, device: Device, work: Path) -> YosysStats:
+#: log-line markers of the long Yosys steps -> progress messages
+PHASES = {
+    "Executing SYNTH_": "elaborating and optimizing",
+    "Executing ABC9 pass": "mapping logic to LUTs (abc9)",
+}
+
+
+def run_yosys(files: list[str], top: str, device: Device, work: Path,
+              progress: Callable[[str], None] | None = None) -> YosysStats:
     for f in files:
         if any(c.isspace() for c in f) or f.startswith("-"):
             raise UserError(f"yosys: cannot pass the file name {f!r} (spaces or leading '-')")
     (work / SCRIPT).write_text(script(files, top, device))
-    run_tool("yosys", [SCRIPT], work, LOG)
+    run_tool("yosys", [SCRIPT], work, LOG, PHASES, progress)
     return parse_stat(work / STAT)
 
 

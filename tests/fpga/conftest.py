@@ -32,10 +32,18 @@ def tiny_sv(tmp_path_factory) -> list[Path]:
 
 
 @pytest.fixture(scope="session")
-def ecp5_run(tiny_sv, tmp_path_factory):
+def ecp5_progress() -> list[str]:
+    """The progress messages of the ``ecp5_run`` synthesis."""
+    return []
+
+
+@pytest.fixture(scope="session")
+def ecp5_run(tiny_sv, tmp_path_factory, ecp5_progress):
     from pycde_accel.fpga import synthesize
     work = tmp_path_factory.mktemp("ecp5_work")
-    return synthesize(tiny_sv, "TinyMac", "ecp5-85f", work, seed=1, freq_mhz=100), work
+    rep = synthesize(tiny_sv, "TinyMac", "ecp5-85f", work, seed=1, freq_mhz=100,
+                     progress=ecp5_progress.append)
+    return rep, work
 
 
 @pytest.fixture(scope="session")

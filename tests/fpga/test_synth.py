@@ -26,6 +26,13 @@ def test_ecp5_report_has_plausible_numbers(ecp5_run):
         assert (work / name).is_file(), name
 
 
+def test_long_steps_report_progress(ecp5_run, ecp5_progress):
+    for expected in ("yosys: synth_ecp5 of TinyMac (2 files)", "yosys: mapping logic to LUTs (abc9)",
+                     "nextpnr-ecp5: placing (analytical)", "nextpnr-ecp5: routing"):
+        assert expected in ecp5_progress
+    assert ecp5_progress[-1].startswith("nextpnr-ecp5: done in") and "Fmax" in ecp5_progress[-1]
+
+
 def test_ice40_report_has_plausible_numbers(ice40_run):
     rep, work = ice40_run
     assert rep.placed and rep.family == "ice40"
