@@ -126,4 +126,5 @@ def test_gen_writes_the_frontend_results(tmp_path, capsys):
     assert design["model"]["name"] == "mlp"
     assert design["accuracy"]["top1_agreement"] >= 0.95 and design["accuracy"]["num_rows"] >= 100
     assert (out / "weights.npz").is_file() and (out / "ir" / "00_linalg.mlir").is_file()
+    assert (out / "ir" / "00_linalg_float.mlir").is_file()
     assert (out / "sv").is_dir()

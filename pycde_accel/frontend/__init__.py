@@ -4,14 +4,14 @@ reference model, plus the torch-mlir import that heads the IR chain.
 Public API::
 
     result = run("mlp", seed=0)          # FrontendResult: model, graph, quantized model, accuracy
-    write(result, out_dir)               # design.json fragment (returned), weights.npz, ir/00_linalg.mlir
+    write(result, out_dir)               # design.json fragment (returned), weights.npz, ir/00_linalg*.mlir
     reference.run(result.quantized, reference.quantize_inputs(result.quantized, inputs))  # bit-exact
     quantize.requantize / quantize.residual_add   # the scalar integer primitives
 
 Modules: loader (model specs), models (built-ins), capture (torch.export -> graph), graph (node
 dataclasses, ReLU fusion), floateval (float64 graph semantics), quantize (scheme, primitives,
-calibration), reference (integer model), evaluate (accuracy), design (design.json/weights.npz),
-mlir_import (torch-mlir).
+calibration), reference (integer model), intmodule (the integer model as torch ops, for
+torch-mlir), evaluate (accuracy), design (design.json/weights.npz), mlir_import (torch-mlir).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from . import capture as capture_mod
-from . import design, evaluate, graph, loader, mlir_import, quantize, reference
+from . import design, evaluate, graph, intmodule, loader, mlir_import, quantize, reference
 from .loader import LoadedModel, load_model
 
 #: seeded calibration batches drawn in addition to the example inputs
@@ -55,18 +55,20 @@ def run(spec: str | None, seed: int = 0, *, eval_batches: int = EVAL_BATCHES) ->
 
 
 def write(result: FrontendResult, out: Path) -> dict:
-    """Write weights.npz and ir/00_linalg.mlir into ``out``; return the design.json entries."""
+    """Write weights.npz, ir/00_linalg.mlir (integer model) and ir/00_linalg_float.mlir (float
+    model) into ``out``; return the design.json entries."""
     out = Path(out)
     design.write_npz(out / "weights.npz", design.weight_arrays(result.quantized))
     ir = out / "ir"
     ir.mkdir(parents=True, exist_ok=True)
-    (ir / f"{mlir_import.STAGE}.mlir").write_text(
+    (ir / f"{mlir_import.STAGE}.mlir").write_text(mlir_import.import_integer_linalg(result.quantized))
+    (ir / f"{mlir_import.FLOAT_STAGE}.mlir").write_text(
         mlir_import.import_linalg(result.model.module, result.model.example_inputs))
     d = design.design_dict(result.quantized, result.model.name, result.model.spec)
     d["accuracy"] = result.accuracy
-    d["ir"] = [f"ir/{mlir_import.STAGE}.mlir"]
+    d["ir"] = {"int8": f"ir/{mlir_import.STAGE}.mlir", "float": f"ir/{mlir_import.FLOAT_STAGE}.mlir"}
     return d
 
 
 __all__ = ["FrontendResult", "LoadedModel", "load_model", "run", "write", "capture_mod", "design",
-           "evaluate", "graph", "loader", "mlir_import", "quantize", "reference"]
+           "evaluate", "graph", "intmodule", "loader", "mlir_import", "quantize", "reference"]

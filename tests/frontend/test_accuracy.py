@@ -67,11 +67,12 @@ def test_written_artifacts_are_deterministic_and_consistent(tmp_path):
         design = frontend.write(r, d)
         (d / "design.json").write_text(json.dumps(design, indent=2, sort_keys=True))
         outs.append(d)
-    for f in ("design.json", "weights.npz", "ir/00_linalg.mlir"):
+    for f in ("design.json", "weights.npz", "ir/00_linalg.mlir", "ir/00_linalg_float.mlir"):
         assert (outs[0] / f).read_bytes() == (outs[1] / f).read_bytes(), f
     design = json.loads((outs[0] / "design.json").read_text())
     assert design["model"] == {"name": "resblock", "spec": "resblock"}
-    assert design["accuracy"]["seed"] == 3 and design["ir"] == ["ir/00_linalg.mlir"]
+    assert design["accuracy"]["seed"] == 3
+    assert design["ir"] == {"int8": "ir/00_linalg.mlir", "float": "ir/00_linalg_float.mlir"}
     nodes = {n["name"]: n for n in design["graph"]["nodes"]}
     assert [n["kind"] for n in design["graph"]["nodes"]] == \
         ["conv2d", "conv2d", "conv2d", "add", "maxpool2d", "reshape", "linear"]
@@ -87,6 +88,9 @@ def test_written_artifacts_are_deterministic_and_consistent(tmp_path):
             if lq.bias is not None:
                 b = weights[node["quant"]["bias"]]
                 assert b.dtype == np.int32 and (b == lq.bias).all()
-    ir = (outs[0] / "ir/00_linalg.mlir").read_text()
-    assert "func.func @forward" in ir and "linalg." in ir and str(tmp_path) not in ir
+    for f in ("ir/00_linalg.mlir", "ir/00_linalg_float.mlir"):
+        ir = (outs[0] / f).read_text()
+        assert "func.func @forward" in ir and "linalg." in ir and str(tmp_path) not in ir
+    assert "xf32>" in (outs[0] / "ir/00_linalg_float.mlir").read_text()
+    assert "xf32>" not in (outs[0] / "ir/00_linalg.mlir").read_text()
     assert str(tmp_path) not in (outs[0] / "design.json").read_text()
