@@ -50,6 +50,7 @@ def test_vendor_scripts_are_refused_for_open_flow_targets(tiny_sv, tmp_path):
 
 def test_clock_port_is_found_in_the_top_header(tmp_path):
     f = tmp_path / "t.sv"
-    f.write_text("module other(input clock); endmodule\nmodule t(\n  input rst,\n        aclk,\n  output y\n);\nendmodule\n")
+    f.write_text("module other(input clock); endmodule\n"
+                 "module t(\n  input rst,\n        aclk,\n  output y\n);\nendmodule\n")
     assert find_clock_port([f], "t") == "aclk"
     assert find_clock_port([f], "other") == "clock"
