@@ -31,8 +31,7 @@ from ..errors import UserError
 from ..toolchain import setup_verilator_env
 
 #: Verilator options for every build: CIRCT's SV has width/unused lint that is harmless.
-DEFAULT_BUILD_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "--x-assign", "fast",
-                      "--x-initial", "fast")
+DEFAULT_BUILD_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style")
 
 
 class SimFailure(AssertionError):
