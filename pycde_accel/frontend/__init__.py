@@ -11,7 +11,8 @@ Public API::
 Modules: loader (model specs), models (built-ins), capture (torch.export -> graph), graph (node
 dataclasses, ReLU fusion), floateval (float64 graph semantics), quantize (scheme, primitives,
 calibration), reference (integer model), intmodule (the integer model as torch ops, for
-torch-mlir), evaluate (accuracy), design (design.json/weights.npz), mlir_import (torch-mlir).
+torch-mlir), evaluate (accuracy), design (design.json/weights.npz), mlir_import (torch-mlir),
+mlir_exec (JIT-run linalg text to check it against the reference).
 """
 
 from __future__ import annotations

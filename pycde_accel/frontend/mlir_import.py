@@ -5,7 +5,8 @@ output_type="linalg-on-tensors")`` (which runs torch.export itself), function ``
 
 * ``ir/00_linalg.mlir`` (:data:`STAGE`): the *quantized integer* model
   (:class:`~pycde_accel.frontend.intmodule.IntegerModule`): int8 tensors in and out, integer
-  arithmetic only (no floating-point type anywhere; tested), bit-exact with the reference. This
+  arithmetic only (no floating-point type anywhere; tested), bit-exact with the reference (tested
+  by compiling it to LLVM and running it, :mod:`~pycde_accel.frontend.mlir_exec`). This
   is the file the lowering continues from.
 * ``ir/00_linalg_float.mlir`` (:data:`FLOAT_STAGE`): the float torch model as the user wrote it,
   for inspection.
