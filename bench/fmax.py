@@ -55,8 +55,9 @@ def locality(cp) -> str:
     if len(pes) == 1 and not outside:
         return (f"local to {pes[0]} (from {cp.start_cell} to {cp.end_cell}; the start register's "
                 f"name is the net it drives)")
+    shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
     return (f"NOT local to one PE: from {cp.start_cell} to {cp.end_cell} through "
-            f"{', '.join(pes) or 'no PE'}" + (f" and {', '.join(outside)}" if outside else ""))
+            f"{', '.join(pes) or 'no PE'}" + (f"; cells outside the PEs: {shown}" if outside else ""))
 
 
 def measure_array(work: Path, seed: int) -> dict:
