@@ -29,11 +29,15 @@ _ENTRY = {
 
 def run_tool(tool: str, args: list[str], cwd: Path, log_name: str,
              phases: dict[str, str] | None = None,
-             progress: Callable[[str], None] | None = None) -> Path:
+             progress: Callable[[str], None] | None = None,
+             tool_log: str | None = None) -> Path:
     """Run ``tool`` with ``args`` in ``cwd``; its stdout+stderr go to ``cwd/log_name``.
 
     ``phases`` maps a log-line marker to a message: when a line containing it appears,
     ``progress(f"{tool}: {message}")`` is called (for steps that take minutes).
+    ``tool_log`` names a log the tool writes itself (Yosys ``-l``): YoWASP Yosys's stdout
+    stops after its first ABC run, so only that log is complete. On failure the error line is
+    looked for there first, then in the captured output.
     Returns the log path. Raises UserError (tool, first error line, log path) on failure.
     """
     module, func = _ENTRY[tool]
@@ -63,20 +67,29 @@ def run_tool(tool: str, args: list[str], cwd: Path, log_name: str,
             proc.wait()
             raise
     if proc.returncode != 0:
-        raise UserError(f"{tool} failed: {first_error(log)} (full log: {log})")
+        full = cwd / tool_log if tool_log and (cwd / tool_log).is_file() else log
+        err = first_error(full, strict=full != log)
+        if err is None:
+            err = first_error(log)
+        raise UserError(f"{tool} failed: {err} (full log: {full})")
     return log
 
 
-def first_error(log: Path) -> str:
-    """The first ``ERROR`` line of a tool log, else its last non-empty line, as one line."""
+def first_error(log: Path, strict: bool = False) -> str | None:
+    """The first ``ERROR`` line of a tool log, else its last non-empty line, as one line.
+
+    With ``strict``, None when there is no ERROR line.
+    """
     try:
         lines = log.read_text(errors="replace").splitlines()
     except OSError:
-        return "no log"
+        return None if strict else "no log"
     for line in lines:
         s = line.strip()
         if s.startswith("ERROR") or " ERROR: " in s or s.startswith("error:"):
             return s
+    if strict:
+        return None
     for line in reversed(lines):
         s = line.strip()
         if s and not s.startswith(("Yosys ", "Time spent", "End of script")):

@@ -2,7 +2,8 @@
 
 Contract: ``run_yosys(files, top, device, work)`` reads every file (names relative to ``work``)
 with ``read_verilog -sv`` in the given order, runs the device's ``synth_*`` command for ``top``
-and writes ``work/synth.ys`` (the script, rerunnable by hand), ``work/yosys.log``,
+and writes ``work/synth.ys`` (the script, rerunnable by hand), ``work/yosys.log`` (the complete
+log; ``yosys.stdout.log`` has what the process printed, which YoWASP cuts after ABC),
 ``work/netlist.json`` (for nextpnr) and ``work/stat.json`` (``stat -json``). It returns the
 :class:`YosysStats` parsed from ``stat.json``. ``classify`` maps cell types to resource classes
 (LUT, FF, DSP, BRAM, carry ...) per family.
@@ -23,7 +24,8 @@ from .tools import run_tool
 NETLIST = "netlist.json"
 STAT = "stat.json"
 SCRIPT = "synth.ys"
-LOG = "yosys.log"
+LOG = "yosys.log"                 # written by Yosys itself: complete
+STDOUT_LOG = "yosys.stdout.log"   # what the process printed: stops after the first ABC run
 
 #: family -> resource class -> cell types (a trailing ``*`` matches a prefix).
 CELL_CLASSES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -73,7 +75,7 @@ def run_yosys(files: list[str], top: str, device: Device, work: Path,
         if any(c.isspace() for c in f) or f.startswith("-"):
             raise UserError(f"yosys: cannot pass the file name {f!r} (spaces or leading '-')")
     (work / SCRIPT).write_text(script(files, top, device))
-    run_tool("yosys", [SCRIPT], work, LOG, PHASES, progress)
+    run_tool("yosys", ["-l", LOG, SCRIPT], work, STDOUT_LOG, PHASES, progress, tool_log=LOG)
     return parse_stat(work / STAT)
 
 

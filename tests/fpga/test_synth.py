@@ -24,6 +24,8 @@ def test_ecp5_report_has_plausible_numbers(ecp5_run):
     assert cp.delay_ns <= 1000 / rep.fmax_mhz + 0.05
     for name in ("yosys.log", "nextpnr.log", "synth.ys", "netlist.json", "report.json", "report.md"):
         assert (work / name).is_file(), name
+    # Yosys's own log is complete (YoWASP's stdout stops after ABC)
+    assert "End of script" in (work / "yosys.log").read_text()
 
 
 def test_long_steps_report_progress(ecp5_run, ecp5_progress):
