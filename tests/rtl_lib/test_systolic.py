@@ -79,6 +79,15 @@ def test_random_backpressure_loses_nothing(cache_root, tmp_path, rows, cols):
         assert res["cycles"] >= run_cycles(rows, cols, res["ks"])
 
 
+@pytest.mark.parametrize("rows,cols", [(1, 1), (4, 4)], ids=["1x1", "4x4"])
+def test_reset_mid_tile_leaves_nothing_behind(cache_root, tmp_path, rows, cols):
+    cfg, sim = _core(cache_root, rows, cols)
+    runs = [{"name": "after_reset", "ks": [5, 1, 7], "seed": 1, "reset_after": 40},
+            {"name": "after_short_reset", "ks": [2, 9], "seed": 2, "reset_after": 2}]
+    for res in run_systolic(sim, cfg, runs, tmp_path):
+        check_timing(cfg, res)
+
+
 def test_max_k_at_the_accumulator_limit(cache_root, tmp_path):
     """acc_width=20 holds exactly max_k=31 products of -128 * -128 (31 * 2^14 < 2^19)."""
     cfg, sim = _core(cache_root, 2, 2, acc_width=20, max_k=31)
