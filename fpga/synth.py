@@ -76,6 +76,16 @@ def stage_sources(sv_files: Sequence[os.PathLike | str], work: Path) -> list[str
     return out
 
 
+def check_synthesized(counts: dict[str, int], top: str, device: Device, work: Path) -> None:
+    """Refuse, before placing, a netlist with more hard multipliers or block RAMs than exist."""
+    over = [f"{counts[k]} {what} but {device.name} has {have}"
+            for k, what, have in (("dsp", device.dsp_cell, device.dsp), ("bram", "block RAMs", device.bram))
+            if counts[k] > have]
+    if over:
+        raise UserError(f"{top} does not fit after synthesis: " + "; ".join(over)
+                        + f" (cell counts in {work / yosys.STAT})")
+
+
 def synthesize(sv_files: Sequence[os.PathLike | str], top: str, target: str | Device,
                work_dir: os.PathLike | str, *, config: AccelConfig | None = None,
                seed: int = DEFAULT_SEED, freq_mhz: float | None = None, place: bool = True,
@@ -105,6 +115,7 @@ def synthesize(sv_files: Sequence[os.PathLike | str], top: str, target: str | De
     progress(f"yosys: done in {time.monotonic() - t0:.0f} s")
     res = yosys.classify(stats.cells, device.family)
     main = {k: res.pop(k) for k in ("lut", "ff", "dsp", "bram", "carry")}
+    check_synthesized(main, top, device, work)
     tools = {"yosys": tool_version("yosys")}
 
     pnr, note = None, ""

@@ -96,3 +96,32 @@ def test_ice40_with_more_ports_than_pins_reports_synthesis_and_why_not_placed(ti
     assert not rep.placed and rep.fmax_mhz is None and rep.dsp == 1
     assert "50 port bits" in rep.note and "39 IO pins" in rep.note
     assert not (tmp_path / "work" / "nextpnr.log").exists()
+
+
+MANY_MULTS = """module many #(parameter N = 30) (input clk, input [8*N-1:0] a, input [8*N-1:0] b,
+                                    output reg [16*N-1:0] p);
+  genvar i;
+  for (i = 0; i < N; i = i + 1) begin : g
+    always @(posedge clk) p[16*i +: 16] <= $signed(a[8*i +: 8]) * $signed(b[8*i +: 8]);
+  end
+endmodule
+"""
+
+
+def test_a_netlist_with_too_many_multipliers_is_refused_before_placing(tmp_path):
+    sv = tmp_path / "many.sv"
+    sv.write_text(MANY_MULTS)
+    with pytest.raises(UserError) as e:
+        synthesize([sv], "many", "ecp5-25f", tmp_path / "work")
+    assert "30 MULT18X18D but ecp5-25f has 28" in str(e.value)
+    assert not (tmp_path / "work" / "nextpnr.log").exists()
+
+
+def test_a_nextpnr_failure_is_one_line_naming_the_tool(tmp_path):
+    from pycde_accel.fpga import nextpnr
+    (tmp_path / "netlist.json").write_text("{ not json")
+    with pytest.raises(UserError) as e:
+        nextpnr.run_nextpnr(get_device("ecp5-25f"), tmp_path, seed=1, freq_mhz=100)
+    msg = str(e.value)
+    assert msg.startswith("nextpnr-ecp5 failed: ") and "ERROR" in msg and "\n" not in msg
+    assert (tmp_path / "nextpnr.log").is_file()
