@@ -6,6 +6,7 @@ Public API:
   get_device(name) -> Device; DEVICES; known_targets()                (fpga.devices)
   check_fit(config, device) -> FitEstimate                            (fpga.fit)
   write_vendor_project(sv_files, top, target, out_dir, ...)           (fpga.vendor)
+  project.synth_model(model, out, config) -> SynthOutput              (``synth`` subcommand)
 """
 
 from .devices import DEVICES, Device, get_device, known_targets

@@ -6,7 +6,8 @@
    part (Vivado, Quartus) is refused here: use ``fpga.vendor``.
 2. With a ``config``, ``fpga.fit.check_fit`` refuses a config that cannot fit, before any tool runs.
 3. The SV files are copied into ``work_dir/rtl/`` (so every tool sees short relative paths and
-   the work folder can be rerun by hand), Yosys synthesizes them (``fpga.yosys``).
+   the work folder can be rerun by hand), Yosys synthesizes them (``fpga.yosys``); a netlist
+   with more hard multipliers or block RAMs than the part has is refused here, with the counts.
 4. nextpnr places and routes the netlist with a fixed seed (``fpga.nextpnr``); on iCE40, when the
    top has more port bits than the package has pins (no out-of-context mode there), the report
    keeps the synthesis figures and says why it was not placed.
