@@ -128,3 +128,23 @@ def test_gen_writes_the_frontend_results(tmp_path, capsys):
     assert (out / "weights.npz").is_file() and (out / "ir" / "00_linalg.mlir").is_file()
     assert (out / "ir" / "00_linalg_float.mlir").is_file()
     assert (out / "sv").is_dir()
+
+
+@pytest.mark.slow
+def test_gen_is_byte_identical_and_path_free(tmp_path, capsys):
+    """The whole output (design.json, weights, IR, SV) twice from a model file: same bytes, and
+    the model's folder appears nowhere in design.json."""
+    model = tmp_path / "src" / "tiny.py"
+    model.parent.mkdir()
+    model.write_text(OK)
+    outs = [tmp_path / "a", tmp_path / "b"]
+    for out in outs:
+        code, err = _run(capsys, ["gen", str(model), "--out", str(out), "--seed", "5"])
+        assert code == 0, err
+    files = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
+    for f in files:
+        assert (outs[0] / f).read_bytes() == (outs[1] / f).read_bytes(), f
+    text = (outs[0] / "design.json").read_text()
+    assert str(tmp_path) not in text
+    assert json.loads(text)["model"] == {"name": "tiny.py", "spec": "tiny.py:build"}

@@ -68,6 +68,16 @@ def design_dict(qm: QuantizedModel, model_name: str, model_spec: str) -> dict:
             "scheme": SCHEME,
             "weights": "weights.npz",
             "input_quantization": "q = clip(rint(x / scale), -128, 127), rint ties to even",
+            "output_dequantization": "x = q * scale",
+            "layouts": {
+                "activations": "row-major in the node's shape (NCHW for images), as torch",
+                "linear": "acc[M, N] = x.reshape(M, K) @ weight.T + bias; weight [N, K] int8",
+                "conv2d": "acc[N*OH*OW, OC] = im2col(x) @ weight.reshape(OC, C*KH*KW).T + bias; "
+                          "im2col rows in (n, oh, ow) order, columns in (c, kh, kw) order, zero "
+                          "padding; result reshaped (n, oh, ow, oc) and transposed to NCHW",
+                "matmul": "acc[..., M, N] = a[..., M, K] @ b[..., K, N], per-tensor m0/shift",
+                "requantize": "per output channel n (the last axis of acc): m0[n], shift[n]",
+            },
             "primitives": {
                 "requantize": "pycde_accel.frontend.quantize.requantize",
                 "residual_add": "pycde_accel.frontend.quantize.residual_add",

@@ -31,6 +31,18 @@ def torch_outputs(module, inputs: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def evaluate(model: LoadedModel, qm: QuantizedModel, seed: int, n: int = 100) -> dict:
+    """Torch runs single-threaded here: the batches are tiny (threads only contend), and one
+    thread fixes the float summation order, so the figures are the same on any machine load."""
+    import torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _evaluate(model, qm, seed, n)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _evaluate(model: LoadedModel, qm: QuantizedModel, seed: int, n: int) -> dict:
     rng = np.random.default_rng([seed, EVAL_STREAM])
     agree = rows = 0
     max_err = 0.0

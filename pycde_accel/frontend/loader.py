@@ -2,8 +2,9 @@
 
 The file is imported with importlib under a private module name; the function (default
 ``build``) is called without arguments and must return ``(torch.nn.Module, tuple_of_tensors)``
-(a list of tensors is accepted too). Every way this can fail is a one-line
-:class:`~pycde_accel.errors.UserError`.
+(a list of tensors is accepted too). It runs with torch's global RNG seeded to 0 (and the
+caller's RNG state restored after), so an unseeded model is the same model every time. Every way
+this can fail is a one-line :class:`~pycde_accel.errors.UserError`.
 
 Sample inputs (:func:`sample_inputs`) for calibration and evaluation are drawn, seeded, from the
 examples' distribution: standard normal for the built-ins (whose examples are standard normal);
@@ -80,7 +81,11 @@ def load_model(spec: str | None) -> LoadedModel:
     if not callable(fn):
         raise UserError(f"{where} is not a function")
     try:
-        result = fn()
+        # A build function that initializes weights from torch's global RNG without seeding it
+        # still gives the same model (and so byte-identical outputs) every time.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            result = fn()
     except (KeyboardInterrupt, MemoryError):
         raise
     except BaseException as e:
