@@ -32,7 +32,7 @@ def gen(model: str | None, out: Path, config: AccelConfig, *, seed: int = 0,
         front = frontend.write(fe, stage)
         from .rtl_lib import emit
         progress(f"emitting the {config.array} systolic core")
-        emit.emit_core(config, stage / "sv")
-        design = {"config": config.to_dict(), **front}
+        emitted = emit.emit_core(config, stage / "sv")
+        design = {"config": config.to_dict(), "top": emitted.top, **front}
         (stage / "design.json").write_text(json.dumps(design, indent=2, sort_keys=True) + "\n")
     return out
