@@ -229,6 +229,8 @@ def capture(module, example_inputs, *, fallback_source: str = "") -> g.Graph:
                 gamma, beta, mean, var, eps = args[1], args[2], args[3], args[4], args[7]
             else:
                 gamma, beta, mean, var, eps = args[1], args[2], args[3], args[4], args[6]
+            if mean is None or var is None:
+                raise fail(n, "BatchNorm without running statistics (track_running_stats=False)")
             mean, var = const(n, mean), const(n, var)
             c = mean.shape[0]
             gamma = np.ones(c) if gamma is None else const(n, gamma)
