@@ -1,0 +1,213 @@
+"""The post-op kernels as linalg-on-tensors, written by small parametrized builders.
+
+Each kernel is an elementwise ``linalg.generic`` over ``n`` elements in destination-passing
+form: ``func.func @<name>(inputs..., scalars..., %out) -> tensor``. Bufferization turns the
+tensors into memrefs; the handshake lowering turns every memref into a memory port (load:
+``inK_ld0.addr`` out, ``inK_ld0.data`` in; store: ``inK_st0.address``/``inK_st0.data`` out, a
+``inK_st0.done`` token in) and every scalar into a once-per-run input channel.
+
+Kernels and their integer semantics (all exact; ``pycde_accel.frontend.quantize`` and the
+tests' reference implement the same):
+
+* ``requantize``: int32 acc -> int8, TFLite MultiplyByQuantizedMultiplier with a per-tensor
+  ``m0`` (Q0.31, in [2^30, 2^31)) and right ``shift`` (>= 0), both scalar kernel inputs, then
+  clamp to [-128, 127] or [0, 127] (``relu=True``).
+* ``residual_add``: y = clamp(RDBPOT(a*ma + b*mb, s), lo, hi); int8 a, b; scalar inputs ma, mb
+  (|m| < 2^15) and s (0..31).
+* ``maxpool``: y = max of ``k`` int8 inputs (one window of k taps; the caller streams the k taps
+  of each window as k parallel inputs).
+* ``clamp``: y = clamp(x, lo, hi) elementwise on int8, lo/hi fixed at build time.
+
+The arithmetic is written with cmpi+select (no maxsi/minsi) so that the same linalg also
+passes lower-scf-to-calyx (DESIGN.md, calyx limits).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class V:
+    name: str
+    ty: str
+
+
+class Body:
+    """Emits the arith ops of a linalg.generic body, one SSA value per call."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._n = 0
+
+    def _new(self, rhs: str, ty: str) -> V:
+        v = V(f"%v{self._n}", ty)
+        self._n += 1
+        self.lines.append(f"{v.name} = {rhs}")
+        return v
+
+    def const(self, value: int, ty: str) -> V:
+        return self._new(f"arith.constant {value} : {ty}", ty)
+
+    def bin(self, op: str, a: V, b: V) -> V:
+        assert a.ty == b.ty, (op, a, b)
+        return self._new(f"arith.{op} {a.name}, {b.name} : {a.ty}", a.ty)
+
+    def cmp(self, pred: str, a: V, b: V) -> V:
+        return self._new(f"arith.cmpi {pred}, {a.name}, {b.name} : {a.ty}", "i1")
+
+    def select(self, c: V, a: V, b: V) -> V:
+        return self._new(f"arith.select {c.name}, {a.name}, {b.name} : {a.ty}", a.ty)
+
+    def cast(self, op: str, a: V, ty: str) -> V:
+        return self._new(f"arith.{op} {a.name} : {a.ty} to {ty}", ty)
+
+    # ---- integer primitives shared by the kernels ----------------------------------------
+    def clamp(self, x: V, lo: int, hi: int) -> V:
+        lo_v, hi_v = self.const(lo, x.ty), self.const(hi, x.ty)
+        x = self.select(self.cmp("slt", x, lo_v), lo_v, x)
+        return self.select(self.cmp("sgt", x, hi_v), hi_v, x)
+
+    def max(self, a: V, b: V) -> V:
+        return self.select(self.cmp("sgt", a, b), a, b)
+
+    def rdbpot(self, x: V, e: V) -> V:
+        """RoundingDivideByPOT: (x >> e) + ((x & mask) > ((mask >> 1) + (x < 0)))."""
+        one, zero = self.const(1, x.ty), self.const(0, x.ty)
+        mask = self.bin("subi", self.bin("shli", one, e), one)
+        rem = self.bin("andi", x, mask)
+        neg = self.select(self.cmp("slt", x, zero), one, zero)
+        thr = self.bin("addi", self.bin("shrsi", mask, one), neg)
+        up = self.select(self.cmp("sgt", rem, thr), one, zero)
+        return self.bin("addi", self.bin("shrsi", x, e), up)
+
+    def srdhm(self, a: V, b: V) -> V:
+        """SaturatingRoundingDoublingHighMul on i32, exact (C truncating division by 2^31)."""
+        a64, b64 = self.cast("extsi", a, "i64"), self.cast("extsi", b, "i64")
+        p = self.bin("muli", a64, b64)
+        zero = self.const(0, "i64")
+        nudge = self.select(self.cmp("sge", p, zero), self.const(1 << 30, "i64"),
+                            self.const(1 - (1 << 30), "i64"))
+        s = self.bin("addi", p, nudge)
+        bias = self.select(self.cmp("slt", s, zero), self.const((1 << 31) - 1, "i64"), zero)
+        q = self.bin("shrsi", self.bin("addi", s, bias), self.const(31, "i64"))
+        q32 = self.cast("trunci", q, "i32")
+        imin = self.const(-(1 << 31), "i32")
+        ovf = self.bin("andi", self.cmp("eq", a, imin), self.cmp("eq", b, imin))
+        return self.select(ovf, self.const((1 << 31) - 1, "i32"), q32)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel: its name, element count, tensor inputs, scalar inputs, output type."""
+
+    name: str
+    n: int
+    inputs: tuple[tuple[str, str], ...]   # (name, element type)
+    scalars: tuple[tuple[str, str], ...]  # (name, type)
+    out_ty: str
+    params: dict = field(default_factory=dict, compare=False)
+    body_lines: tuple[str, ...] = ()
+    result: str = ""
+
+    def ports(self) -> dict:
+        """Port name prefixes of the lowered kernel (handshake extmem numbering: one ``inK`` per
+        function argument in order, then the start token; ``out0`` is the done token).
+
+        ``loads``: input name -> prefix P (``P_addr``/``_valid``/``_ready`` out, ``P_data``/
+        ``_valid``/``_ready`` in); ``scalars``: name -> port (data + ``_valid``/``_ready``, taken
+        once per run); ``store``: prefix P (``P_address``, ``P_data``, ``P_valid`` out, ``P_ready``
+        in; ``P_done_valid`` in / ``P_done_ready`` out answers each store); ``start``: the start
+        token's port (``_valid``/``_ready`` only); ``done``: ``out0`` (``_valid``/``_ready``).
+        """
+        k = 0
+        loads, scalars = {}, {}
+        for nm, _ in self.inputs:
+            loads[nm] = f"in{k}_ld0"
+            k += 1
+        for nm, _ in self.scalars:
+            scalars[nm] = f"in{k}"
+            k += 1
+        store = f"in{k}_st0"
+        return {"loads": loads, "scalars": scalars, "store": store, "start": f"in{k + 1}",
+                "done": "out0", "n": self.n}
+
+    def linalg(self) -> str:
+        """The kernel as MLIR text (linalg on tensors, destination-passing style)."""
+        t = lambda ty: f"tensor<{self.n}x{ty}>"  # noqa: E731
+        args = [f"%{nm}: {t(ty)}" for nm, ty in self.inputs]
+        args += [f"%{nm}: {ty}" for nm, ty in self.scalars]
+        args.append(f"%out: {t(self.out_ty)}")
+        nin = len(self.inputs)
+        maps = ", ".join(["#id"] * (nin + 1))
+        ins = ", ".join(f"%{nm}" for nm, _ in self.inputs)
+        ins_ty = ", ".join(t(ty) for _, ty in self.inputs)
+        bb = ", ".join([f"%{nm}_e: {ty}" for nm, ty in self.inputs] + [f"%out_e: {self.out_ty}"])
+        body = "\n".join(f"      {ln}" for ln in self.body_lines)
+        return (
+            "#id = affine_map<(d0) -> (d0)>\n"
+            "module {\n"
+            f"  func.func @{self.name}({', '.join(args)}) -> {t(self.out_ty)} {{\n"
+            f"    %r = linalg.generic {{indexing_maps = [{maps}], iterator_types = [\"parallel\"]}}\n"
+            f"        ins({ins} : {ins_ty}) outs(%out : {t(self.out_ty)}) {{\n"
+            f"    ^bb0({bb}):\n{body}\n"
+            f"      linalg.yield {self.result} : {self.out_ty}\n"
+            f"    }} -> {t(self.out_ty)}\n"
+            f"    return %r : {t(self.out_ty)}\n"
+            "  }\n"
+            "}\n")
+
+
+def _kernel(name, n, inputs, scalars, out_ty, build, **params) -> Kernel:
+    b = Body()
+    ins = [V(f"%{nm}_e", ty) for nm, ty in inputs]
+    sc = [V(f"%{nm}", ty) for nm, ty in scalars]
+    res = build(b, *ins, *sc)
+    assert res.ty == out_ty
+    return Kernel(name, n, tuple(inputs), tuple(scalars), out_ty, dict(params),
+                  tuple(b.lines), res.name)
+
+
+def requantize(n: int = 64, relu: bool = False, name: str | None = None) -> Kernel:
+    lo = 0 if relu else -128
+
+    def build(b: Body, x: V, m0: V, shift: V) -> V:
+        y = b.rdbpot(b.srdhm(x, m0), shift)
+        return b.cast("trunci", b.clamp(y, lo, 127), "i8")
+
+    return _kernel(name or ("requantize_relu" if relu else "requantize"), n,
+                   [("x", "i32")], [("m0", "i32"), ("shift", "i32")], "i8", build, relu=relu)
+
+
+def residual_add(n: int = 64, lo: int = -128, hi: int = 127, name: str = "residual_add") -> Kernel:
+    def build(b: Body, a: V, c: V, ma: V, mb: V, s: V) -> V:
+        a32, c32 = b.cast("extsi", a, "i32"), b.cast("extsi", c, "i32")
+        acc = b.bin("addi", b.bin("muli", a32, ma), b.bin("muli", c32, mb))
+        return b.cast("trunci", b.clamp(b.rdbpot(acc, s), lo, hi), "i8")
+
+    return _kernel(name, n, [("a", "i8"), ("b", "i8")],
+                   [("ma", "i32"), ("mb", "i32"), ("s", "i32")], "i8", build, lo=lo, hi=hi)
+
+
+def maxpool(n: int = 64, k: int = 4, name: str = "maxpool") -> Kernel:
+    def build(b: Body, *taps: V) -> V:
+        m = taps[0]
+        for t in taps[1:]:
+            m = b.max(m, t)
+        return m
+
+    return _kernel(name, n, [(f"t{i}", "i8") for i in range(k)], [], "i8", build, k=k)
+
+
+def clamp(n: int = 64, lo: int = -128, hi: int = 127, name: str = "clamp") -> Kernel:
+    return _kernel(name, n, [("x", "i8")], [], "i8", lambda b, x: b.clamp(x, lo, hi), lo=lo, hi=hi)
+
+
+#: The post-op kernels by name, each with the default build parameters.
+KERNELS = {
+    "requantize": requantize,
+    "requantize_relu": lambda n=64: requantize(n, relu=True),
+    "residual_add": residual_add,
+    "maxpool": maxpool,
+    "clamp": lambda n=64: clamp(n, lo=0, hi=100),
+}

@@ -1,0 +1,35 @@
+"""The project's own passes, by the name used in a stage's pipeline string.
+
+Each module holds one pass: ``NAME`` and ``run(module, **options)``; its docstring shows the IR
+before and after. Options come from the pipeline string as ``name{key=value}``.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from . import (backedge_buffers, drop_mem_completion_join, drop_returned_buffers,
+               invariant_buffers, lowering_options, prefix_modules, sink_constants, store_input_buffers)
+
+_MODULES = (drop_returned_buffers, sink_constants, drop_mem_completion_join, backedge_buffers,
+            store_input_buffers, invariant_buffers, prefix_modules, lowering_options)
+
+
+def _parse_options(spec: str) -> dict[str, str]:
+    if "{" not in spec:
+        return {}
+    body = spec[spec.index("{") + 1:spec.rindex("}")]
+    out = {}
+    for item in body.split():
+        k, _, v = item.partition("=")
+        out[k] = v
+    return out
+
+
+def _entry(mod):
+    return SimpleNamespace(name=mod.NAME, doc=mod.__doc__,
+                           run=lambda module, spec="": mod.run(module, **_parse_options(spec)))
+
+
+#: pass name -> object with ``run(module, spec)``.
+REGISTRY = {m.NAME: _entry(m) for m in _MODULES}

@@ -1,0 +1,219 @@
+"""The staged lowering: every stage and its passes declared here, as data.
+
+A route is a list of :class:`Stage`; stage ``i`` (from 1) reads stage ``i-1``'s output and
+writes ``ir/NN_<name>.mlir``. Stage 00 is the linalg-on-tensors input (the frontend's
+``ir/00_*.mlir`` for a model, or a kernel builder's text). Every stage runs in a worker process
+(:mod:`.worker`) so a C++ abort cannot take the tool down; a failing stage raises
+:class:`~pycde_accel.errors.UserError` naming the stage and the pass, and leaves next to the
+dumps ``NN_<name>.failed-input.mlir`` and ``NN_<name>.repro.sh`` (one command reproducing it).
+
+Routes (``schedule`` chooses between the first and the last):
+
+* ``dynamic`` (default): handshake with the project's throughput passes (DESIGN.md's four
+  rewrites: :mod:`.passes`), ~1 element per cycle.
+* ``dynamic-stock``: CIRCT's own handshake lowering with ``handshake-insert-buffers``, the
+  baseline the bench compares against.
+* ``static``: scf -> calyx -> hw; see :data:`STATIC_LIMIT` for where this CIRCT build stops.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str       # the NN_<name>.mlir file name part
+    mlir: str       # "torch" (torch-mlir's upstream MLIR) or "circt" (pycde's CIRCT)
+    pipeline: str   # top-level passes, comma-separated, as inside builtin.module(...)
+    doc: str
+    sv: bool = False  # the stage ends in export-verilog (writes sv/<kernel>.sv)
+
+
+_BUFFERIZE = Stage(
+    "bufferize", "torch",
+    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+    "pycde-accel-drop-returned-buffers",
+    "memrefs in destination-passing style: every buffer is a function argument")
+_SCF = Stage("scf", "torch", "func.func(convert-linalg-to-loops)", "linalg -> scf.for loops")
+_CF = Stage("cf", "torch", "convert-scf-to-cf", "scf -> cf branches (input of lower-cf-to-handshake)")
+_HANDSHAKE = Stage(
+    "handshake", "circt",
+    "pycde-accel-sink-constants,flatten-memref,lower-cf-to-handshake{source-constants},"
+    "canonicalize,handshake-lower-extmem-to-hw,canonicalize,"
+    "handshake.func(handshake-materialize-forks-sinks)",
+    "CIRCT handshake; memrefs become memory ports; constants sourced in the blocks that use them")
+_HANDSHAKE_STOCK = Stage(
+    "handshake", "circt",
+    "flatten-memref,lower-cf-to-handshake,canonicalize,handshake-lower-extmem-to-hw,canonicalize,"
+    "handshake.func(handshake-materialize-forks-sinks)",
+    "CIRCT handshake as CIRCT lowers it (DESIGN.md's working order)")
+_HANDSHAKE_OPT = Stage(
+    "handshake_opt", "circt",
+    "pycde-accel-drop-mem-completion-join,pycde-accel-backedge-buffers,"
+    "pycde-accel-store-input-buffers{slots=4},pycde-accel-invariant-buffers{slots=4}",
+    "the project's throughput rewrites (lowering/passes)")
+_HANDSHAKE_BUF = Stage(
+    "handshake_buffers", "circt", "handshake.func(handshake-insert-buffers)",
+    "CIRCT's own buffer insertion (strategy all)")
+_HW = Stage(
+    "hw", "circt",
+    "lower-handshake-to-hw,lower-esi-to-physical,lower-esi-ports,lower-esi-to-hw,"
+    "hw-flatten-io{recursive=true},canonicalize,pycde-accel-prefix-modules",
+    "hw + seq; struct ports flattened, helper modules prefixed: the file System.import_mlir reads")
+_SV = Stage(
+    "sv", "circt", "pycde-accel-lowering-options,lower-seq-to-sv,hw.module(lower-hw-to-sv),export-verilog",
+    "sv dialect; SystemVerilog that Verilator and Yosys accept", sv=True)
+
+_CALYX = Stage(
+    "calyx", "circt",
+    "scf-for-to-while,lower-scf-to-calyx{write-json=0},canonicalize",
+    "CIRCT calyx from scf (loops as while, as lower-scf-to-calyx needs)")
+_CALYX_HW = Stage(
+    "calyx_hw", "circt",
+    "calyx.component(calyx-remove-groups-fsm),lower-calyx-to-fsm,materialize-calyx-to-fsm,"
+    "calyx-remove-groups-fsm,lower-calyx-to-hw",
+    "calyx -> hw (stops at calyx.seq_mem in this CIRCT build)")
+
+ROUTES: dict[str, tuple[Stage, ...]] = {
+    "dynamic": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE, _HANDSHAKE_OPT, _HW, _SV),
+    "dynamic-stock": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE_STOCK, _HANDSHAKE_BUF, _HW, _SV),
+    "static": (_BUFFERIZE, _SCF, _CALYX, _CALYX_HW),
+}
+SCHEDULES = {"dynamic": "dynamic", "static": "static"}
+
+#: Seconds one stage may take before it is killed and reported.
+STAGE_TIMEOUT = 300.0
+
+
+def _stages(route) -> tuple[Stage, ...]:
+    if isinstance(route, str):
+        if route not in ROUTES:
+            raise UserError(f"unknown lowering route {route!r}; one of {', '.join(ROUTES)}")
+        return ROUTES[route]
+    return tuple(route)
+
+
+def stage_files(route="dynamic") -> list[str]:
+    """``NN_<name>`` of each stage of ``route``, in order (00 is the linalg input)."""
+    return [f"{i:02d}_{s.name}" for i, s in enumerate(_stages(route), start=1)]
+
+
+@dataclass
+class Lowered:
+    """What a route produced: the stage dumps in order, and (dynamic routes) hw and SV files."""
+
+    route: str
+    dumps: list[Path]
+    hw: Path | None = None
+    sv: Path | None = None
+
+
+def _worker_cmd(stage: Stage, src: str, dst: str, generic: str | None, sv: str | None) -> list[str]:
+    cmd = [sys.executable, "-m", "pycde_accel.lowering.worker", "--mlir", stage.mlir,
+           "--pipeline", stage.pipeline]
+    if generic:
+        cmd += ["--generic-out", generic]
+    if sv:
+        cmd += ["--sv", sv]
+    return cmd + [src, dst]
+
+
+def _fail(ir_dir: Path, tag: str, stage: Stage, src: Path, sv_name: str | None,
+          what: str, last_pass: str) -> UserError:
+    saved = ir_dir / f"{tag}.failed-input.mlir"
+    if src.resolve() != saved.resolve():
+        shutil.copyfile(src, saved)
+    cmd = _worker_cmd(stage, saved.name, f"{tag}.mlir", None, sv_name)
+    cmd[0] = "python"
+    repro = ir_dir / f"{tag}.repro.sh"
+    repro.write_text(f"cd \"$(dirname \"$0\")\" && {shlex.join(cmd)}\n")
+    return UserError(f"lowering stage {tag} ({stage.mlir}) failed in pass '{last_pass}': {what}; "
+                     f"input saved as {saved}, reproduce with: sh {repro}")
+
+
+def _run_stage(stage: Stage, tag: str, src: Path, ir_dir: Path, generic: bool,
+               sv_path: Path | None, timeout: float) -> Path:
+    dst = ir_dir / f"{tag}.mlir"
+    gen = ir_dir / f"{tag}.generic.mlir" if generic else None
+    cmd = _worker_cmd(stage, str(src), str(dst), gen and str(gen), sv_path and str(sv_path))
+    env = dict(os.environ)
+    env.setdefault("PYTHONHASHSEED", "0")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        last = _last_pass(e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or ""))
+        raise _fail(ir_dir, tag, stage, src, sv_path and sv_path.name,
+                    f"timed out after {timeout:g} s", last) from None
+    if proc.returncode != 0:
+        last = _last_pass(proc.stderr)
+        err = [ln[8:] for ln in proc.stderr.splitlines() if ln.startswith("@@error ")]
+        if err:
+            what = err[-1]
+        elif proc.returncode < 0:
+            what = f"the process was killed by signal {-proc.returncode} (a crash inside CIRCT/MLIR)"
+        else:
+            tail = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("@@")]
+            what = f"exit status {proc.returncode}" + (f": {tail[-1].strip()}" if tail else "")
+        raise _fail(ir_dir, tag, stage, src, sv_path and sv_path.name, _short(what), last)
+    return dst
+
+
+def _short(text: str, limit: int = 400) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _last_pass(stderr: str) -> str:
+    passes = [ln[7:].strip() for ln in stderr.splitlines() if ln.startswith("@@pass ")]
+    return passes[-1] if passes else "<start>"
+
+
+def lower(linalg: str | Path, ir_dir: Path, *, route="dynamic", name: str | None = None,
+          sv_dir: Path | None = None, until: str | None = None,
+          timeout: float = STAGE_TIMEOUT) -> Lowered:
+    """Run ``route`` (a name in :data:`ROUTES` or a sequence of :class:`Stage`) on ``linalg``
+    (MLIR text, or the path of the stage-00 file).
+
+    Dumps go to ``ir_dir``; SV (dynamic routes) to ``sv_dir/<name>.sv`` (default: next to
+    ``ir_dir``'s parent in ``sv/``). ``until`` stops after the stage of that name.
+    """
+    stages = _stages(route)
+    ir_dir = Path(ir_dir)
+    ir_dir.mkdir(parents=True, exist_ok=True)
+    if isinstance(linalg, Path):
+        src = linalg
+    else:
+        src = ir_dir / "00_linalg.mlir"
+        src.write_text(linalg)
+    name = name or "kernel"
+    sv_dir = Path(sv_dir) if sv_dir is not None else ir_dir.parent / "sv"
+    out = Lowered(route if isinstance(route, str) else "custom", [src])
+    for tag in stage_files(stages):  # no stale failure reports from an earlier run
+        for stale in (ir_dir / f"{tag}.failed-input.mlir", ir_dir / f"{tag}.repro.sh"):
+            stale.unlink(missing_ok=True)
+    for i, (stage, tag) in enumerate(zip(stages, stage_files(stages))):
+        nxt = stages[i + 1] if i + 1 < len(stages) else None
+        crossing = nxt is not None and nxt.mlir != stage.mlir
+        sv_path = None
+        if stage.sv:
+            sv_dir.mkdir(parents=True, exist_ok=True)
+            sv_path = sv_dir / f"{name}.sv"
+        dst = _run_stage(stage, tag, src, ir_dir, crossing, sv_path, timeout)
+        out.dumps.append(dst)
+        if stage.name == "hw":
+            out.hw = dst
+        if sv_path is not None:
+            out.sv = sv_path
+        src = ir_dir / f"{tag}.generic.mlir" if crossing else dst
+        if until is not None and stage.name == until:
+            break
+    return out
