@@ -76,3 +76,32 @@ def test_yosys_synth_ecp5_one_dsp_per_pe(tmp_path):
     stat = (out.filelist.parent / "stat.txt").read_text()
     m = re.search(r"(\d+)\s+MULT18X18D", stat)
     assert m and int(m.group(1)) == 4, stat
+
+
+def test_emit_module_adds_esi_primitives(tmp_path):
+    """A module with an ESI channel buffer needs pycde's ESIPrimitives.sv in the filelist."""
+    from pycde import Clock, Module, Reset, generator
+    from pycde.common import InputChannel, OutputChannel
+    from pycde.types import Bits
+
+    from pycde_accel.rtl_lib.emit import emit_module
+    from pycde_accel.toolchain import setup_verilator_env, verilator_bin
+
+    class EmitEsiProbe(Module):
+        clk = Clock()
+        rst = Reset()
+        x = InputChannel(Bits(8))
+        y = OutputChannel(Bits(8))
+
+        @generator
+        def build(ports):
+            ports.y = ports.x.buffer(ports.clk, ports.rst, 2)
+
+    out = emit_module(EmitEsiProbe, tmp_path / "sv")
+    assert out.top == "EmitEsiProbe"
+    assert out.filelist.read_text().splitlines() == ["ESIPrimitives.sv", "EmitEsiProbe.sv"]
+    env = setup_verilator_env(dict(os.environ))
+    r = subprocess.run([verilator_bin(), "--lint-only", "-Wno-fatal", "--top-module", out.top,
+                        "-f", "filelist.f"], cwd=out.filelist.parent, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
