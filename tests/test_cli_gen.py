@@ -94,6 +94,10 @@ def test_unsupported_op_subprocess(tmp_path):
     ("import_raises", "import torch\nraise RuntimeError('broken model file')\n", "{f}",
      "model file m.py raised on import: RuntimeError: broken model file"),
     ("unknown_builtin", None, "mlpx", "model 'mlpx': not a built-in (lenet5, mlp, resblock)"),
+    ("acc_overflow", "import torch\nfrom torch import nn\n\n\ndef build():\n    m = nn.Linear(4, 1)\n"
+                     "    with torch.no_grad():\n        m.weight.fill_(1e-6)\n        m.bias.fill_(1.0)\n"
+                     "    return m, (torch.randn(1, 4),)\n", "{f}",
+     "the int8 model needs wider than int32 accumulators: linear: accumulator leaves int32"),
 ])
 def test_user_errors(tmp_path, capsys, case, text, spec, expect):
     f = tmp_path / "m.py"

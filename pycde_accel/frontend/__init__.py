@@ -24,6 +24,7 @@ import numpy as np
 
 from . import capture as capture_mod
 from . import design, evaluate, graph, intmodule, loader, mlir_import, quantize, reference
+from ..errors import UserError
 from .loader import LoadedModel, load_model
 
 #: seeded calibration batches drawn in addition to the example inputs
@@ -51,7 +52,10 @@ def run(spec: str | None, seed: int = 0, *, eval_batches: int = EVAL_BATCHES) ->
     g = graph.fuse_relu(capture_mod.capture(model.module, model.example_inputs,
                                             fallback_source=model.fallback_source))
     qm = quantize.quantize_graph(g, calibration_inputs(model, seed))
-    acc = evaluate.evaluate(model, qm, seed, eval_batches)
+    try:
+        acc = evaluate.evaluate(model, qm, seed, eval_batches)
+    except reference.AccumulatorOverflow as e:
+        raise UserError(f"the int8 model needs wider than int32 accumulators: {e}") from e
     return FrontendResult(model, g, qm, acc)
 
 
