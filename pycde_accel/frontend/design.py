@@ -10,6 +10,8 @@ design.json keys written here (all integers exact; floats are the scales used to
   matmul ``{"m0", "shift"}``; add ``{"ma", "mb", "shift"}``; others ``{}``.
 * ``quantization``: the scheme in words, the weights file, the primitive functions' names.
 
+:func:`load_quantized` reads an output folder back into a :class:`QuantizedModel`.
+
 weights.npz: ``<node>.weight`` int8 (torch layout: linear ``[out, in]``, conv2d
 ``[OC, C, KH, KW]``), ``<node>.bias`` int32. It is written with fixed zip timestamps, so it is
 byte-identical from run to run, like design.json.
@@ -107,3 +109,64 @@ def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
             info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
             zf.writestr(info, buf.getvalue())
+
+
+def read_npz(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def load_quantized(out_dir: Path) -> QuantizedModel:
+    """Rebuild the quantized model from ``design.json`` + ``weights.npz`` in an output folder, so
+    that the integer reference can run from the folder alone (e.g. in simulation):
+    ``reference.run(load_quantized(out), int8_inputs)``. Float weights and biases are not
+    stored: linear/conv2d nodes carry the int8 codes as their ``weight`` and no ``bias``, so the
+    result is for integer use only (not for :mod:`floateval` or re-quantization)."""
+    import json
+    from .quantize import LayerQuant
+    out_dir = Path(out_dir)
+    d = json.loads((out_dir / "design.json").read_text())
+    arrays = read_npz(out_dir / d["quantization"]["weights"])
+    gd = d["graph"]
+    nodes: list[g.Node] = []
+    scales: dict[str, float] = {}
+    layers: dict[str, LayerQuant] = {}
+    for i, e in enumerate(gd["inputs"]):
+        nodes.append(g.Input(e["name"], (), tuple(e["shape"]), index=i))
+        scales[e["name"]] = e["scale"]
+    for e in gd["nodes"]:
+        common = dict(name=e["name"], inputs=tuple(e["inputs"]), shape=tuple(e["shape"]),
+                      module=e["module"], source=e["source"])
+        a, qd = e["attrs"], e["quant"]
+        kind = e["kind"]
+        if kind in ("linear", "conv2d"):
+            w = arrays[qd["weight"]].astype(np.int64)
+            b = arrays[qd["bias"]].astype(np.int64) if qd["bias"] is not None else None
+            layers[e["name"]] = LayerQuant(weight=w, bias=b, m0=np.array(qd["m0"], np.int64),
+                                           shift=np.array(qd["shift"], np.int64))
+            if kind == "linear":
+                nodes.append(g.Linear(**common, weight=w.astype(np.float64), bias=None, relu=a["relu"]))
+            else:
+                nodes.append(g.Conv2d(**common, weight=w.astype(np.float64), bias=None,
+                                      stride=tuple(a["stride"]), padding=tuple(a["padding"]), relu=a["relu"]))
+        elif kind == "matmul":
+            layers[e["name"]] = LayerQuant(m0=int(qd["m0"]), shift=int(qd["shift"]))
+            nodes.append(g.MatMul(**common, relu=a["relu"]))
+        elif kind == "add":
+            layers[e["name"]] = LayerQuant(ma=int(qd["ma"]), mb=int(qd["mb"]), shift=int(qd["shift"]))
+            nodes.append(g.Add(**common, relu=a["relu"]))
+        elif kind == "relu":
+            nodes.append(g.ReLU(**common))
+        elif kind == "maxpool2d":
+            nodes.append(g.MaxPool2d(**common, kernel=tuple(a["kernel"]), stride=tuple(a["stride"]),
+                                     padding=tuple(a["padding"])))
+        elif kind == "reshape":
+            nodes.append(g.Reshape(**common))
+        elif kind == "transpose":
+            nodes.append(g.Transpose(**common, perm=tuple(a["perm"])))
+        else:
+            raise ValueError(f"design.json: unknown node kind {kind!r}")
+        scales[e["name"]] = e["scale"]
+    graph = g.Graph(nodes=nodes, inputs=[e["name"] for e in gd["inputs"]],
+                    outputs=[e["name"] for e in gd["outputs"]])
+    return QuantizedModel(graph=graph, scales=scales, layers=layers)
