@@ -9,6 +9,7 @@ with the index of the edge it moved on (edges counted from the clock's start, se
   ``p=1`` is always on), used for ``valid`` of drivers and ``ready`` of sinks.
 * :class:`StreamDriver`: drives beats (dicts of field -> int) onto a stream.
 * :class:`StreamSink`: takes beats from a stream with a random ``ready``.
+* :class:`StreamMonitor`: passive, records every beat that moves (drives nothing).
 
 Fields are given as ``{"data": dut.a_data, "last": dut.a_last}``; valid/ready as handles.
 """
@@ -125,3 +126,27 @@ class StreamSink:
                 self.received.append(b)
         self.ready.value = 0
         return got
+
+
+class StreamMonitor:
+    """Record every beat that moves on a stream (valid and ready high at a rising edge).
+
+    Passive: drives nothing, so it can watch a stream between two DUT blocks. Start it with
+    ``cocotb.start_soon(mon.run())``; beats collect in ``mon.beats``.
+    """
+
+    def __init__(self, clk: SimHandleBase, fields: Mapping[str, SimHandleBase],
+                 valid: SimHandleBase, ready: SimHandleBase, period_ns: float):
+        self.clk, self.fields, self.valid, self.ready = clk, dict(fields), valid, ready
+        self.period_ns = period_ns
+        self.beats: list[Beat] = []
+
+    async def run(self) -> None:
+        while True:
+            await ReadOnly()
+            beat = None
+            if _read(self.valid) == 1 and _read(self.ready) == 1:
+                beat = {k: _read(h) for k, h in self.fields.items()}
+            await RisingEdge(self.clk)
+            if beat is not None:
+                self.beats.append(Beat(beat, edge_index(self.period_ns)))

@@ -79,3 +79,15 @@ def test_build_error_is_reported(tmp_path):
     (tmp_path / "filelist.f").write_text("bad.sv\n")
     with pytest.raises(SimFailure, match="Verilator build of bad failed"):
         build(tmp_path / "filelist.f", "bad", build_dir=tmp_path / "build")
+
+
+def test_waves_give_a_vcd(tmp_path_factory, tmp_path):
+    src = tmp_path_factory.mktemp("fifo2_waves")
+    (src / "fifo2.sv").write_text(FIFO2_SV)
+    (src / "filelist.f").write_text("fifo2.sv\n")
+    sim = build(src / "filelist.f", "fifo2", cache_root=pytest_cache_root(tmp_path_factory),
+                waves=True)
+    run(sim, "stream_selftest", tmp_path, testcase="short_with_waves", module_dirs=[HERE],
+        waves=True)
+    vcd = tmp_path / "dump.vcd"
+    assert vcd.exists() and "$var" in vcd.read_text()[:20000]
