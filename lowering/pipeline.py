@@ -62,8 +62,9 @@ _HANDSHAKE_OPT = Stage(
     "pycde-accel-store-input-buffers{slots=4},pycde-accel-invariant-buffers{slots=4}",
     "the project's throughput rewrites (lowering/passes)")
 _HANDSHAKE_BUF = Stage(
-    "handshake_buffers", "circt", "handshake.func(handshake-insert-buffers)",
-    "CIRCT's own buffer insertion (strategy all)")
+    "handshake_buffers", "circt",
+    "handshake.func(handshake-insert-buffers),pycde-accel-split-struct-buffers",
+    "CIRCT's own buffer insertion (strategy all); struct buffers split per field for Yosys")
 _HW = Stage(
     "hw", "circt",
     "lower-handshake-to-hw,lower-esi-to-physical,lower-esi-ports,lower-esi-to-hw,"
@@ -73,20 +74,19 @@ _SV = Stage(
     "sv", "circt", "pycde-accel-lowering-options,lower-seq-to-sv,hw.module(lower-hw-to-sv),export-verilog",
     "sv dialect; SystemVerilog that Verilator and Yosys accept", sv=True)
 
-_CALYX = Stage(
-    "calyx", "circt",
-    "scf-for-to-while,lower-scf-to-calyx{write-json=0},canonicalize",
-    "CIRCT calyx from scf (loops as while, as lower-scf-to-calyx needs)")
+_SCF_WHILE = Stage("scf_while", "torch", "scf-for-to-while",
+                   "scf.for as scf.while (calyx.repeat is not FSM-compilable in this CIRCT)")
+_CALYX = Stage("calyx", "circt", "lower-scf-to-calyx,canonicalize", "CIRCT calyx from scf")
 _CALYX_HW = Stage(
     "calyx_hw", "circt",
-    "calyx.component(calyx-remove-groups-fsm),lower-calyx-to-fsm,materialize-calyx-to-fsm,"
-    "calyx-remove-groups-fsm,lower-calyx-to-hw",
+    "calyx.component(lower-calyx-to-fsm),calyx.component(materialize-calyx-to-fsm),"
+    "calyx.component(calyx-remove-groups-fsm),lower-calyx-to-hw",
     "calyx -> hw (stops at calyx.seq_mem in this CIRCT build)")
 
 ROUTES: dict[str, tuple[Stage, ...]] = {
     "dynamic": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE, _HANDSHAKE_OPT, _HW, _SV),
     "dynamic-stock": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE_STOCK, _HANDSHAKE_BUF, _HW, _SV),
-    "static": (_BUFFERIZE, _SCF, _CALYX, _CALYX_HW),
+    "static": (_BUFFERIZE, _SCF, _SCF_WHILE, _CALYX, _CALYX_HW),
 }
 SCHEDULES = {"dynamic": "dynamic", "static": "static"}
 
@@ -169,6 +169,7 @@ def _run_stage(stage: Stage, tag: str, src: Path, ir_dir: Path, generic: bool,
 
 def _short(text: str, limit: int = 400) -> str:
     text = " ".join(text.split())
+    text = text.split(" note: ")[0]  # the diagnostic, without the dump of the op
     return text if len(text) <= limit else text[:limit] + " ..."
 
 

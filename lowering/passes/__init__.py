@@ -9,10 +9,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from . import (backedge_buffers, drop_mem_completion_join, drop_returned_buffers,
-               invariant_buffers, lowering_options, prefix_modules, sink_constants, store_input_buffers)
+               invariant_buffers, lowering_options, split_struct_buffers, prefix_modules, sink_constants, store_input_buffers)
 
 _MODULES = (drop_returned_buffers, sink_constants, drop_mem_completion_join, backedge_buffers,
-            store_input_buffers, invariant_buffers, prefix_modules, lowering_options)
+            store_input_buffers, invariant_buffers, split_struct_buffers, prefix_modules,
+            lowering_options)
 
 
 def _parse_options(spec: str) -> dict[str, str]:

@@ -51,12 +51,23 @@ def defining_op(ir, value):
     return value.owner.operation if hasattr(value.owner, "operation") else value.owner
 
 
+def attrs_of(op) -> dict:
+    """An op's attributes as a dict (iteration yields names or NamedAttributes by version)."""
+    out = {}
+    for a in op.attributes:
+        if isinstance(a, str):
+            out[a] = op.attributes[a]
+        else:
+            out[a.name] = a.attr
+    return out
+
+
 def recreate(ir, rewriter, op, operands):
     """A copy of ``op`` (same name, result types, attributes) with new operands; replaces it."""
     with rewriter.ip, op.location:
         new = ir.Operation.create(op.name, results=[r.type for r in op.results],
                                   operands=list(operands),
-                                  attributes={a.name: a.attr for a in op.attributes})
+                                  attributes=attrs_of(op))
     rewriter.replace_op(op, new)
     return new
 

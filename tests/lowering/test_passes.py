@@ -142,3 +142,18 @@ def test_prefix_modules(circt_ctx):
 def test_lowering_options(circt_ctx):
     out = _run(circt_ctx, "circt", "module {}", "pycde-accel-lowering-options")
     assert 'circt.loweringOptions = "disallowLocalVariables,locationInfoStyle=none,omitVersionComment"' in out
+
+
+def test_split_struct_buffers(circt_ctx):
+    out = _run(circt_ctx, "circt", """
+      handshake.func @k(%arg0: i4, %arg1: i8, %arg2: none, ...) -> (!hw.struct<address: i4, data: i8>, none)
+          attributes {argNames = ["a", "d", "in2"], resNames = ["o0", "o1"]} {
+        %0 = hw.struct_create (%arg0, %arg1) : !hw.struct<address: i4, data: i8>
+        %1 = buffer [2] seq %0 : !hw.struct<address: i4, data: i8>
+        return %1, %arg2 : !hw.struct<address: i4, data: i8>, none
+      }""", "pycde-accel-split-struct-buffers")
+    a = re.search(r"(%\d+) = buffer \[2\] seq %arg0 : i4", out)
+    d = re.search(r"(%\d+) = buffer \[2\] seq %arg1 : i8", out)
+    assert a and d, out
+    assert f"hw.struct_create ({a.group(1)}, {d.group(1)})" in out
+    assert "buffer [2] seq %0" not in out and out.count("hw.struct_create") == 1

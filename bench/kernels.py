@@ -1,0 +1,103 @@
+"""Throughput and size of the post-op kernels under each lowering route.
+
+For every kernel in ``pycde_accel.lowering.kernels.KERNELS`` and every route (``dynamic-stock``:
+CIRCT's handshake lowering with handshake-insert-buffers; ``dynamic``: with the project's
+handshake passes, the default; ``static``: scf -> calyx -> hw) this lowers the kernel for
+``--n`` elements, runs it in Verilator with memories that answer after ``--latency`` cycles and
+no back-pressure, and measures the steady-state rate (elements per cycle between the first and
+the last store), then synthesizes it with Yosys (synth_ecp5) for LUT4 and FF counts. A route
+that does not reach SV records the stage and error that stopped it.
+
+Usage: python bench/kernels.py [--n 256] [--latency 1] [--kernels a,b] [--routes r1,r2]
+                               [--no-synth] [--work DIR]
+The last stdout line is one JSON object: ``min_elements_per_cycle`` (the slowest kernel under
+the default route) and ``kernels``: kernel -> route -> {elements_per_cycle, cycles_per_element,
+lut, ff} or {error}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from pycde_accel.errors import UserError
+from pycde_accel.lowering import build_kernel, kernels
+from pycde_accel.lowering.simulate import simulate
+
+ROUTES = ("dynamic-stock", "dynamic", "static")
+DEFAULT_ROUTE = "dynamic"
+
+
+def _inputs(k, rng):
+    ins = {nm: rng.integers(-(1 << 20), 1 << 20, k.n) if ty == "i32" else rng.integers(-128, 128, k.n)
+           for nm, ty in k.inputs}
+    sc = {"m0": 1 << 30 | 12345, "shift": 7, "ma": 1000, "mb": -700, "s": 10}
+    return ins, {nm: sc[nm] for nm, _ in k.scalars}
+
+
+def measure(name: str, route: str, n: int, latency: int, work: Path, synth: bool) -> dict:
+    k = kernels.KERNELS[name](n)
+    out = work / name / route
+    try:
+        lowered = build_kernel(k, out, route=route)
+    except UserError as e:
+        return {"error": str(e).split("; input saved")[0]}
+    if lowered.sv is None:
+        return {"error": f"route {route} produced no SV"}
+    ins, sc = _inputs(k, np.random.default_rng(0))
+    with contextlib.redirect_stdout(io.StringIO()):  # the Verilator build is chatty
+        res = simulate(k, lowered.sv, out / "sim", ins, sc, latency=latency, backpressure=0.0,
+                       max_cycles=200 * n + 2000)
+    eps = res.elements_per_cycle
+    fig = {"elements_per_cycle": round(eps, 4),
+           "cycles_per_element": round(1 / eps, 3) if eps else None}
+    if synth:
+        from pycde_accel.fpga.synth import synthesize
+        rep = synthesize([lowered.sv], k.name, "ecp5-85f", out / "synth", place=False)
+        fig.update(lut=rep.lut, ff=rep.ff, dsp=rep.dsp, carry=rep.carry)
+    return fig
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--latency", type=int, default=1)
+    ap.add_argument("--kernels", default=",".join(kernels.KERNELS))
+    ap.add_argument("--routes", default=",".join(ROUTES))
+    ap.add_argument("--no-synth", action="store_true")
+    ap.add_argument("--work", default=None, help="keep builds here (default: a temporary folder)")
+    a = ap.parse_args(argv)
+    names = [s for s in a.kernels.split(",") if s]
+    routes = [s for s in a.routes.split(",") if s]
+    figures: dict[str, dict] = {}
+    with contextlib.ExitStack() as stack:
+        work = Path(a.work) if a.work else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        for name in names:
+            figures[name] = {}
+            for route in routes:
+                fig = measure(name, route, a.n, a.latency, work, not a.no_synth)
+                figures[name][route] = fig
+                if "error" in fig:
+                    print(f"{name:16s} {route:14s} no SV: {fig['error']}")
+                else:
+                    size = f"  LUT4 {fig['lut']:6d}  FF {fig['ff']:6d}" if "lut" in fig else ""
+                    print(f"{name:16s} {route:14s} {fig['elements_per_cycle']:.4f} elements/cycle "
+                          f"({fig['cycles_per_element']} cycles/element){size}", flush=True)
+    default = [f[DEFAULT_ROUTE]["elements_per_cycle"] for f in figures.values()
+               if DEFAULT_ROUTE in f and "elements_per_cycle" in f[DEFAULT_ROUTE]]
+    summary = {"min_elements_per_cycle": min(default) if len(default) == len(figures) else None,
+               "n": a.n, "memory_latency": a.latency, "default_route": DEFAULT_ROUTE,
+               "kernels": figures}
+    print(json.dumps(summary, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
