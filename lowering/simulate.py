@@ -39,7 +39,7 @@ def build(sv: Path, top: str, build_dir: Path):
                  build_args=["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC",
                              # tests run short: compile fast rather than simulate fast
                              "-CFLAGS", "-O0"],
-                 always=False)
+                 always=False, log_file=Path(build_dir).resolve() / "build.log")
     return runner
 
 

@@ -58,6 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(s)
     s.add_argument("--target", default=None, metavar="NAME",
                    help="FPGA target (default: the config's, ecp5-85f); an unknown name lists the known ones")
+    i = sub.add_parser("ir", help="list the lowering stages, or print one stage's IR (built on demand)")
+    _add_common(i)
+    i.add_argument("--list", action="store_true", help="list the stages of the route")
+    i.add_argument("--stage", default=None, metavar="NAME", help="print this stage's IR, e.g. 06_hw or hw")
+    i.add_argument("--schedule", default="dynamic", choices=("dynamic", "static"),
+                   help="dynamic (handshake, default) or static (calyx)")
+    i.add_argument("--kernel", default=None, metavar="NAME",
+                   help="a post-op kernel (requantize, residual_add, maxpool, clamp ...) instead of the model")
     return parser
 
 
@@ -90,13 +98,24 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_ir(args: argparse.Namespace) -> int:
+    from .lowering import inspect_ir
+    if args.list or not args.stage:
+        print(inspect_ir.list_stages(args.schedule))
+        return 0
+    sys.stdout.write(inspect_ir.stage_text(Path(args.out), args.stage, model=args.model,
+                                           kernel=args.kernel, schedule=args.schedule,
+                                           seed=args.seed))
+    return 0
+
+
 def _progress(msg: str) -> None:
     """Progress for long steps: on stderr, only when it is a terminal."""
     if sys.stderr.isatty():
         print(f"[pycde-accel] {msg}", file=sys.stderr, flush=True)
 
 
-COMMANDS = {"gen": _cmd_gen, "synth": _cmd_synth}
+COMMANDS = {"gen": _cmd_gen, "synth": _cmd_synth, "ir": _cmd_ir}
 
 
 def main(argv: list[str] | None = None) -> int:
