@@ -1,0 +1,232 @@
+"""Golden model of the accelerator running a layer program out of a DRAM image.
+
+:func:`execute` reads the program header at address 0 of the image, decodes each descriptor and
+runs it the way the hardware will, touching the image only through the addresses and strides in
+the descriptors (nothing of the compiler's own data structures is used):
+
+* GEMM: the loop nest of :func:`pycde_accel.backend.tiling.schedule`; ``load_a`` gathers one A
+  panel (``rows`` lanes x K beats; plain strided or im2col addressing, lanes past M and padding
+  positions zero) into a half of the A scratchpad, ``load_b`` one B panel (a packed weight panel
+  read as one aligned burst, or an activation read with strides, lanes past N zero) and its post-op
+  records into the B scratchpad; ``tile`` computes the ``rows x cols`` int32 tile as the systolic
+  core does (``sum_k A[i][k] * B[k][j]``, wrapping at ``acc_width``), then the post-op kernel adds
+  the bias (int32, wrapping), applies :func:`pycde_accel.frontend.quantize.requantize` per column
+  (m0, shift from the records; fused ReLU) and the write DMA stores the valid rows/columns.
+* ADD: :func:`~pycde_accel.frontend.quantize.residual_add` over the descriptor's 4 strided loops;
+  RELU: :func:`~pycde_accel.frontend.quantize.relu_int8`; MAXPOOL: the input read once, the max over
+  each window (padding -128); COPY: a strided gather into the destination strides.
+
+Every DMA byte is counted (``dram_bytes_read``/``dram_bytes_written`` per layer; a packed weight
+panel counts its whole aligned size, a strided read counts the elements it fetches, padding
+positions of im2col count nothing), as are the core tiles; the compiler's analytic figures
+(:mod:`pycde_accel.backend.tiling`) must agree with these. Scratchpad capacity is checked against
+the config when one is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import AccelConfig
+from ..frontend import quantize as q
+from . import program as P
+from .tiling import schedule
+
+
+class ExecutionError(RuntimeError):
+    """The program asked for something the hardware cannot do (out-of-image access, a panel that
+    does not fit its scratchpad, a bad descriptor)."""
+
+
+def _wrap(x: np.ndarray, bits: int) -> np.ndarray:
+    m = 1 << bits
+    return ((x + (m >> 1)) % m) - (m >> 1)
+
+
+def _loop_offsets(dims, strides) -> np.ndarray:
+    off = np.zeros(tuple(dims), dtype=np.int64)
+    for d, (n, s) in enumerate(zip(dims, strides)):
+        off += (np.arange(n, dtype=np.int64) * s).reshape((1,) * d + (n,) + (1,) * (len(dims) - d - 1))
+    return off
+
+
+@dataclass
+class LayerCounters:
+    index: int
+    op: str
+    tiles: int = 0
+    dram_bytes_read: int = 0
+    dram_bytes_written: int = 0
+
+
+class _Machine:
+    def __init__(self, image: bytearray, config: AccelConfig | None):
+        self.image = image
+        self.mem = np.frombuffer(image, dtype=np.int8)
+        self.cfg = config
+        self.acc_width = config.acc_width if config else 32
+
+    def read(self, addrs: np.ndarray, c: LayerCounters) -> np.ndarray:
+        addrs = np.asarray(addrs, np.int64)
+        if addrs.size and (addrs.min() < 0 or addrs.max() >= self.mem.size):
+            raise ExecutionError(f"layer {c.index}: read outside the image "
+                                 f"[{addrs.min()}, {addrs.max()}] of {self.mem.size} bytes")
+        c.dram_bytes_read += addrs.size
+        return self.mem[addrs].astype(np.int64)
+
+    def write(self, addrs: np.ndarray, values: np.ndarray, c: LayerCounters) -> None:
+        addrs = np.asarray(addrs, np.int64)
+        if addrs.size and (addrs.min() < 0 or addrs.max() >= self.mem.size):
+            raise ExecutionError(f"layer {c.index}: write outside the image")
+        q._check_range(f"layer {c.index} output", np.asarray(values), q.INT8_MIN, q.INT8_MAX)
+        c.dram_bytes_written += addrs.size
+        self.mem[addrs] = np.asarray(values, np.int64).astype(np.int8)
+
+    def read_words(self, addr: int, n: int, c: LayerCounters) -> np.ndarray:
+        raw = self.read(np.arange(addr, addr + 4 * n), c)
+        return np.frombuffer(raw.astype(np.int8).tobytes(), dtype="<i4").astype(np.int64)
+
+    # ---- GEMM ------------------------------------------------------------------------------
+    def gemm(self, d: P.Gemm, rows: int, cols: int, axi: int, c: LayerCounters) -> None:
+        K = d.K
+        if self.cfg:
+            if d.order == P.A_STATIONARY:
+                a_need, b_need = d.block * K, K
+            else:
+                a_need, b_need = K, d.block * K
+            if a_need > self.cfg.spad_a_depth or b_need > self.cfg.spad_b_depth or K > self.cfg.max_k:
+                raise ExecutionError(f"layer {d.index}: panels of K={K} (block {d.block}) do not fit "
+                                     f"the scratchpads / max_k")
+        if d.m_tiles * rows < d.M or d.n_tiles * cols < d.N or d.block < 1:
+            raise ExecutionError(f"layer {d.index}: tile counts do not cover M x N")
+        spad_a: dict = {}
+        spad_b: dict = {}
+        kh, kw = P.unpack2(d.kernel)
+        sh, sw = P.unpack2(d.stride)
+        ph, pw = P.unpack2(d.pad)
+        karange = np.arange(K, dtype=np.int64)
+        for st in schedule(d.batch, d.m_tiles, d.n_tiles, d.order, d.block):
+            if st.kind == "load_a":
+                m = st.mt * rows + np.arange(rows, dtype=np.int64)
+                valid_m = m < d.M
+                panel = np.zeros((rows, K), dtype=np.int64)
+                if d.has(P.IM2COL):
+                    pix = m[valid_m]
+                    n, rem = np.divmod(pix, d.out_h * d.out_w)
+                    oh, ow = np.divmod(rem, d.out_w)
+                    kk, ci = np.divmod(karange, d.in_c)
+                    ki, kj = np.divmod(kk, kw)
+                    hh = oh[:, None] * sh + ki[None, :] - ph
+                    ww = ow[:, None] * sw + kj[None, :] - pw
+                    inside = (hh >= 0) & (hh < d.in_h) & (ww >= 0) & (ww < d.in_w)
+                    addr = (d.a_base + n[:, None] * d.a_stride_batch + ci[None, :] * d.in_stride_c
+                            + hh * d.in_stride_h + ww * d.in_stride_w)
+                    vals = np.zeros(addr.shape, dtype=np.int64)
+                    vals[inside] = self.read(addr[inside], c)
+                    panel[valid_m] = vals
+                else:
+                    addr = (d.a_base + st.batch * d.a_stride_batch + m[valid_m, None] * d.a_stride_m
+                            + karange[None, :] * d.a_stride_k)
+                    panel[valid_m] = self.read(addr, c)
+                spad_a[(st.a_half, st.a_slot)] = panel
+            elif st.kind == "load_b":
+                if d.has(P.B_PACKED):
+                    start = d.b_base + st.nt * d.b_stride_n
+                    raw = self.read(np.arange(start, start + d.b_stride_n), c)
+                    panel = raw[:K * cols].reshape(K, cols)
+                else:
+                    n = st.nt * cols + np.arange(cols, dtype=np.int64)
+                    valid_n = n < d.N
+                    panel = np.zeros((K, cols), dtype=np.int64)
+                    addr = (d.b_base + st.batch * d.b_stride_batch + karange[:, None] * d.b_stride_k
+                            + n[None, valid_n] * d.b_stride_n)
+                    panel[:, valid_n] = self.read(addr, c)
+                if d.has(P.PER_TENSOR):
+                    rec = np.repeat(self.read_words(d.p_base, 4, c).reshape(1, 4), cols, axis=0)
+                else:
+                    rec = self.read_words(d.p_base + st.nt * cols * P.PARAM_RECORD_BYTES, 4 * cols, c)
+                    rec = rec.reshape(cols, 4)
+                spad_b[(st.b_half, st.b_slot)] = (panel, rec)
+            else:
+                a = spad_a[(st.a_half, st.a_slot)]
+                b, rec = spad_b[(st.b_half, st.b_slot)]
+                acc = _wrap(a @ b, self.acc_width)                     # the systolic core
+                c.tiles += 1
+                if d.has(P.BIAS):
+                    acc = _wrap(_wrap(acc, 32) + rec[:, 0][None, :], 32)
+                y = q.requantize(_wrap(acc, 32), rec[:, 1][None, :], rec[:, 2][None, :], d.has(P.RELU))
+                m = st.mt * rows + np.arange(rows, dtype=np.int64)
+                n = st.nt * cols + np.arange(cols, dtype=np.int64)
+                vm, vn = m < d.M, n < d.N
+                addr = (d.c_base + st.batch * d.c_stride_batch + m[vm, None] * d.c_stride_m + n[None, vn])
+                self.write(addr, y[np.ix_(vm, vn)], c)
+
+    # ---- element-wise ----------------------------------------------------------------------
+    def add(self, d: P.Add, c: LayerCounters) -> None:
+        a = self.read(d.a_base + _loop_offsets(d.dims, d.a_strides), c)
+        b = self.read(d.b_base + _loop_offsets(d.dims, d.b_strides), c)
+        y = q.residual_add(a, b, d.ma, d.mb, d.shift, d.has(P.RELU))
+        self.write(d.out_base + _loop_offsets(d.dims, d.out_strides), y, c)
+
+    def relu(self, d: P.Relu, c: LayerCounters) -> None:
+        x = self.read(d.in_base + _loop_offsets(d.dims, d.in_strides), c)
+        self.write(d.out_base + _loop_offsets(d.dims, d.out_strides), q.relu_int8(x), c)
+
+    def copy(self, d: P.Copy, c: LayerCounters) -> None:
+        x = self.read(d.src_base + _loop_offsets(d.dims, d.src_strides), c)
+        self.write(d.dst_base + _loop_offsets(d.dims, d.dst_strides), x, c)
+
+    def maxpool(self, d: P.MaxPool, c: LayerCounters) -> None:
+        kh, kw = P.unpack2(d.kernel)
+        sh, sw = P.unpack2(d.stride)
+        ph, pw = P.unpack2(d.pad)
+        x = self.read(d.in_base + _loop_offsets((d.n, d.c, d.h, d.w), d.in_strides), c)
+        xp = np.full((d.n, d.c, d.h + 2 * ph, d.w + 2 * pw), q.INT8_MIN, dtype=np.int64)
+        xp[:, :, ph:ph + d.h, pw:pw + d.w] = x
+        y = np.full((d.n, d.c, d.out_h, d.out_w), q.INT8_MIN, dtype=np.int64)
+        for i in range(kh):
+            for j in range(kw):
+                y = np.maximum(y, xp[:, :, i:i + sh * d.out_h:sh, j:j + sw * d.out_w:sw])
+        self.write(d.out_base + _loop_offsets((d.n, d.c, d.out_h, d.out_w), d.out_strides), y, c)
+
+
+@dataclass
+class Execution:
+    image: bytearray
+    program: P.Program
+    layers: list            # LayerCounters per layer
+
+
+def execute(image, config: AccelConfig | None = None, program_addr: int = 0) -> Execution:
+    """Run the program stored at ``program_addr`` of ``image`` (bytes or bytearray; a copy is
+    made) and return the final image with per-layer counters."""
+    img = bytearray(image)
+    prog = P.Program.decode(bytes(img[program_addr:]))
+    if config is not None and (prog.rows, prog.cols) != (config.rows, config.cols):
+        raise ExecutionError(f"program tiled for {prog.rows}x{prog.cols}, config is {config.array}")
+    m = _Machine(img, config)
+    counters = []
+    for d in prog.layers:
+        c = LayerCounters(d.index, d.KIND)
+        if isinstance(d, P.Gemm):
+            m.gemm(d, prog.rows, prog.cols, prog.axi_bytes, c)
+        elif isinstance(d, P.Add):
+            m.add(d, c)
+        elif isinstance(d, P.Relu):
+            m.relu(d, c)
+        elif isinstance(d, P.MaxPool):
+            m.maxpool(d, c)
+        elif isinstance(d, P.Copy):
+            m.copy(d, c)
+        else:  # pragma: no cover
+            raise ExecutionError(f"layer {d.index}: op {d.KIND} has no semantics")
+        counters.append(c)
+    return Execution(img, prog, counters)
+
+
+def run(compiled, inputs_q) -> tuple[list, Execution]:
+    """Write the int8 model inputs into the compiled image, execute, read the outputs."""
+    ex = execute(compiled.load_inputs(inputs_q), compiled.config)
+    return compiled.read_outputs(ex.image), ex

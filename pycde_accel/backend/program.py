@@ -1,0 +1,365 @@
+"""The layer program: one fixed-size descriptor per accelerator layer, a header, and their encodings.
+
+The on-chip controller (or the host) fetches the program from DRAM by DMA and runs the layers in
+order; :mod:`pycde_accel.backend.executor` is the golden model of exactly that.
+
+Binary encoding (all words little-endian 32 bit)
+------------------------------------------------
+Header, :data:`HEADER_WORDS` = 8 words::
+
+    w0  magic        0x43434150 (the bytes b"PACC")
+    w1  version      :data:`VERSION`
+    w2  num_layers
+    w3  desc_words   words per descriptor (:data:`DESC_WORDS` = 32)
+    w4  rows         array rows the program was tiled for
+    w5  cols         array cols
+    w6  axi_bytes    AXI data width in bytes the image is aligned to
+    w7  checksum     sum of all descriptor words mod 2^32
+
+Then ``num_layers`` descriptors of :data:`DESC_WORDS` words each. Descriptor word 0 is
+``op | flags << 8`` (op in bits 0-7, flag bits 8-15, bits 16-31 zero); word 1 is the layer index;
+words 2.. are the op's fields, one word each, in the order of the dataclass fields listed in
+``FIELDS`` below (unused trailing words are zero). Fields named ``*stride*``, ``ma``, ``mb`` are
+signed (two's complement); all others unsigned. Strides and addresses are in bytes (every
+activation is int8, so a byte is an element). Address fields are absolute DRAM byte addresses.
+
+Ops and their fields (``dims``/strides lists are 4 entries, outermost first; unused outer
+entries have count 1 and stride 0):
+
+* ``GEMM`` (1): ``C = post(A @ B)``, tiled per :mod:`pycde_accel.backend.tiling`.
+  a_base, b_base, c_base, p_base (post-op parameter records), M, N, K, batch, m_tiles, n_tiles,
+  block (panels of the stationary operand per block),
+  a_stride_batch, a_stride_m, a_stride_k, b_stride_batch, b_stride_k, b_stride_n (packed B: the
+  byte size of one packed panel), c_stride_batch, c_stride_m, and for im2col (flag IM2COL):
+  in_c, in_h, in_w, out_h, out_w, kernel (kh | kw << 16), stride (sh | sw << 16),
+  pad (ph | pw << 16), in_stride_c, in_stride_h, in_stride_w (a_stride_batch is the stride of n).
+  Flags: RELU, BIAS (records carry a bias), B_PACKED (B is a pre-packed weight), IM2COL (A is read
+  from a feature map by im2col addressing), PER_TENSOR (one parameter record for every column),
+  B_STAT (loop order B-stationary; clear: A-stationary).
+* ``ADD`` (2): residual add. a_base, b_base, out_base, ma, mb, shift, dims[4], a_strides[4],
+  b_strides[4], out_strides[4]. Flag RELU.
+* ``RELU`` (3): standalone ReLU. in_base, out_base, dims[4], in_strides[4], out_strides[4].
+* ``MAXPOOL`` (4): in_base, out_base, n, c, h, w, out_h, out_w, kernel, stride, pad (packed as in
+  GEMM), in_strides (n, c, h, w), out_strides (n, c, h, w). Padding is -128.
+* ``COPY`` (5): strided gather (reshape/transpose that is not a view). src_base, dst_base,
+  dims[4], src_strides[4], dst_strides[4].
+
+Post-op parameter records (GEMM ``p_base``): 16 bytes per output column n: int32 bias (0 without
+flag BIAS), int32 m0, int32 shift, int32 zero; ``n_tiles * cols`` records (the padding columns are
+zero), or one record with flag PER_TENSOR.
+
+JSON form (``Program.to_json()``): ``{"magic", "version", "rows", "cols", "axi_bytes",
+"layers": [{"op": "gemm", "index", "name", "module", "flags": [...], <fields>}]}``; ``name`` and
+``module`` (the frontend's node name and module path) are not in the binary form.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+MAGIC = 0x43434150          # b"PACC" little-endian
+VERSION = 1
+HEADER_WORDS = 8
+DESC_WORDS = 32
+ND = 4                      # loop dims of element-wise / copy descriptors
+
+# flag bits (shifted by 8 in word 0)
+RELU, BIAS, B_PACKED, IM2COL, PER_TENSOR, B_STAT = 1, 2, 4, 8, 16, 32
+FLAG_NAMES = {RELU: "relu", BIAS: "bias", B_PACKED: "b_packed", IM2COL: "im2col", PER_TENSOR: "per_tensor",
+              B_STAT: "b_stationary"}
+
+A_STATIONARY, B_STATIONARY = 0, 1
+PARAM_RECORD_BYTES = 16
+
+
+class ProgramError(ValueError):
+    """A malformed binary program (bad magic, version, size or checksum)."""
+
+
+def pack2(lo: int, hi: int) -> int:
+    """Two 16-bit values in one word (``lo | hi << 16``)."""
+    if not (0 <= lo < 1 << 16 and 0 <= hi < 1 << 16):
+        raise ValueError(f"pack2: {lo}, {hi} do not fit 16 bits")
+    return lo | hi << 16
+
+
+def unpack2(w: int) -> tuple[int, int]:
+    return w & 0xFFFF, w >> 16
+
+
+def _signed_field(name: str) -> bool:
+    return "stride" in name or name in ("ma", "mb")
+
+
+def _flat_fields(desc) -> list[tuple[str, int]]:
+    """(name, value) of each word after word 1, lists expanded to name[i]."""
+    out = []
+    for f in dataclasses.fields(desc):
+        if f.name in ("flags", "index", "name", "module"):
+            continue
+        v = getattr(desc, f.name)
+        if isinstance(v, tuple):
+            out += [(f"{f.name}[{i}]", x) for i, x in enumerate(v)]
+        else:
+            out.append((f.name, v))
+    return out
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """Common part: ``index`` (layer position), ``flags`` and, not encoded, the frontend's node
+    ``name`` and ``module`` path."""
+    OP: ClassVar[int] = 0
+    KIND: ClassVar[str] = "?"
+
+    def words(self) -> list[int]:
+        ws = [self.OP | self.flags << 8, self.index]
+        for name, v in _flat_fields(self):
+            v = int(v)
+            lo, hi = (-(1 << 31), (1 << 31) - 1) if _signed_field(name) else (0, (1 << 32) - 1)
+            if not lo <= v <= hi:
+                raise ValueError(f"{self.KIND} layer {self.index}: field {name}={v} does not fit a "
+                                 f"{'signed' if lo else 'unsigned'} 32-bit word")
+            ws.append(v & 0xFFFFFFFF)
+        if len(ws) > DESC_WORDS:  # pragma: no cover - a layout bug, checked by the tests
+            raise AssertionError(f"{self.KIND}: {len(ws)} words > {DESC_WORDS}")
+        return ws + [0] * (DESC_WORDS - len(ws))
+
+    @classmethod
+    def from_words(cls, ws: list[int], name: str = "", module: str = "") -> "Descriptor":
+        kw = {"flags": (ws[0] >> 8) & 0xFF, "index": ws[1], "name": name, "module": module}
+        i = 2
+        for f in dataclasses.fields(cls):
+            if f.name in kw:
+                continue
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            n = len(default) if isinstance(default, tuple) else 1
+            vals = []
+            for j in range(n):
+                v = ws[i]
+                i += 1
+                if _signed_field(f.name) and v >= 1 << 31:
+                    v -= 1 << 32
+                vals.append(v)
+            kw[f.name] = tuple(vals) if isinstance(default, tuple) else vals[0]
+        return cls(**kw)
+
+    def has(self, flag: int) -> bool:
+        return bool(self.flags & flag)
+
+    def to_json(self) -> dict:
+        d = {"op": self.KIND, "index": self.index, "name": self.name, "module": self.module,
+             "flags": [n for b, n in FLAG_NAMES.items() if self.flags & b]}
+        for f in dataclasses.fields(self):
+            if f.name not in ("flags", "index", "name", "module"):
+                v = getattr(self, f.name)
+                d[f.name] = list(v) if isinstance(v, tuple) else v
+        return d
+
+    @staticmethod
+    def from_json(d: dict) -> "Descriptor":
+        cls = OPS_BY_KIND[d["op"]]
+        flags = 0
+        for b, n in FLAG_NAMES.items():
+            if n in d["flags"]:
+                flags |= b
+        kw = {"flags": flags, "index": d["index"], "name": d.get("name", ""), "module": d.get("module", "")}
+        for f in dataclasses.fields(cls):
+            if f.name not in kw:
+                v = d[f.name]
+                kw[f.name] = tuple(v) if isinstance(v, list) else v
+        return cls(**kw)
+
+
+_Z4 = (0, 0, 0, 0)
+_O4 = (1, 1, 1, 1)
+
+
+@dataclass(frozen=True)
+class Gemm(Descriptor):
+    index: int = 0
+    flags: int = 0
+    a_base: int = 0
+    b_base: int = 0
+    c_base: int = 0
+    p_base: int = 0
+    M: int = 1
+    N: int = 1
+    K: int = 1
+    batch: int = 1
+    m_tiles: int = 1
+    n_tiles: int = 1
+    block: int = 1
+    a_stride_batch: int = 0
+    a_stride_m: int = 0
+    a_stride_k: int = 0
+    b_stride_batch: int = 0
+    b_stride_k: int = 0
+    b_stride_n: int = 0
+    c_stride_batch: int = 0
+    c_stride_m: int = 0
+    in_c: int = 0
+    in_h: int = 0
+    in_w: int = 0
+    out_h: int = 0
+    out_w: int = 0
+    kernel: int = 0
+    stride: int = 0
+    pad: int = 0
+    in_stride_c: int = 0
+    in_stride_h: int = 0
+    in_stride_w: int = 0
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 1
+    KIND: ClassVar[str] = "gemm"
+
+    @property
+    def order(self) -> int:
+        return B_STATIONARY if self.flags & B_STAT else A_STATIONARY
+
+
+@dataclass(frozen=True)
+class Add(Descriptor):
+    index: int = 0
+    flags: int = 0
+    a_base: int = 0
+    b_base: int = 0
+    out_base: int = 0
+    ma: int = 0
+    mb: int = 0
+    shift: int = 0
+    dims: tuple = _O4
+    a_strides: tuple = _Z4
+    b_strides: tuple = _Z4
+    out_strides: tuple = _Z4
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 2
+    KIND: ClassVar[str] = "add"
+
+
+@dataclass(frozen=True)
+class Relu(Descriptor):
+    index: int = 0
+    flags: int = 0
+    in_base: int = 0
+    out_base: int = 0
+    dims: tuple = _O4
+    in_strides: tuple = _Z4
+    out_strides: tuple = _Z4
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 3
+    KIND: ClassVar[str] = "relu"
+
+
+@dataclass(frozen=True)
+class MaxPool(Descriptor):
+    index: int = 0
+    flags: int = 0
+    in_base: int = 0
+    out_base: int = 0
+    n: int = 1
+    c: int = 1
+    h: int = 1
+    w: int = 1
+    out_h: int = 1
+    out_w: int = 1
+    kernel: int = 0
+    stride: int = 0
+    pad: int = 0
+    in_strides: tuple = _Z4
+    out_strides: tuple = _Z4
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 4
+    KIND: ClassVar[str] = "maxpool"
+
+
+@dataclass(frozen=True)
+class Copy(Descriptor):
+    index: int = 0
+    flags: int = 0
+    src_base: int = 0
+    dst_base: int = 0
+    dims: tuple = _O4
+    src_strides: tuple = _Z4
+    dst_strides: tuple = _Z4
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 5
+    KIND: ClassVar[str] = "copy"
+
+
+OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy)}
+OPS_BY_KIND = {c.KIND: c for c in OPS.values()}
+
+
+@dataclass(frozen=True)
+class Program:
+    """The header values and the descriptors, in execution order."""
+    rows: int
+    cols: int
+    axi_bytes: int
+    layers: tuple = ()
+
+    def encode(self) -> bytes:
+        body: list[int] = []
+        for i, d in enumerate(self.layers):
+            if d.index != i:
+                raise ValueError(f"layer {i} has index {d.index}")
+            body += d.words()
+        header = [MAGIC, VERSION, len(self.layers), DESC_WORDS, self.rows, self.cols, self.axi_bytes,
+                  sum(body) & 0xFFFFFFFF]
+        return struct.pack(f"<{HEADER_WORDS + len(body)}I", *header, *body)
+
+    @property
+    def nbytes(self) -> int:
+        return 4 * (HEADER_WORDS + DESC_WORDS * len(self.layers))
+
+    @staticmethod
+    def decode(data: bytes, names: list[tuple[str, str]] | None = None) -> "Program":
+        """Parse an encoded program (``data`` may run past its end). ``names``: optional
+        (name, module) per layer, which the binary form does not carry."""
+        data = bytes(data)
+        if len(data) < 4 * HEADER_WORDS:
+            raise ProgramError("program shorter than its header")
+        h = struct.unpack_from(f"<{HEADER_WORDS}I", data)
+        if h[0] != MAGIC:
+            raise ProgramError(f"bad magic 0x{h[0]:08x} (expected 0x{MAGIC:08x})")
+        if h[1] != VERSION:
+            raise ProgramError(f"program version {h[1]}, this decoder reads {VERSION}")
+        if h[3] != DESC_WORDS:
+            raise ProgramError(f"descriptor size {h[3]} words, expected {DESC_WORDS}")
+        n = h[2]
+        need = 4 * (HEADER_WORDS + DESC_WORDS * n)
+        if len(data) < need:
+            raise ProgramError(f"program of {n} layers needs {need} bytes, got {len(data)}")
+        body = struct.unpack_from(f"<{DESC_WORDS * n}I", data, 4 * HEADER_WORDS)
+        if sum(body) & 0xFFFFFFFF != h[7]:
+            raise ProgramError("descriptor checksum mismatch")
+        layers = []
+        for i in range(n):
+            ws = list(body[i * DESC_WORDS:(i + 1) * DESC_WORDS])
+            op = ws[0] & 0xFF
+            if op not in OPS:
+                raise ProgramError(f"layer {i}: unknown op {op}")
+            nm, mod = names[i] if names else ("", "")
+            layers.append(OPS[op].from_words(ws, nm, mod))
+        return Program(rows=h[4], cols=h[5], axi_bytes=h[6], layers=tuple(layers))
+
+    def to_json(self) -> dict:
+        return {"magic": MAGIC, "version": VERSION, "rows": self.rows, "cols": self.cols,
+                "axi_bytes": self.axi_bytes, "desc_words": DESC_WORDS,
+                "layers": [d.to_json() for d in self.layers]}
+
+    @staticmethod
+    def from_json(d: dict) -> "Program":
+        if d.get("magic") != MAGIC or d.get("version") != VERSION:
+            raise ProgramError("JSON program: wrong magic or version")
+        return Program(rows=d["rows"], cols=d["cols"], axi_bytes=d["axi_bytes"],
+                       layers=tuple(Descriptor.from_json(x) for x in d["layers"]))
