@@ -1,0 +1,388 @@
+"""AXI4 master DMA: a burst splitter, a read engine, a write engine, and both on one AXI port.
+
+Command (the same for reads and writes; valid/ready, taken on an edge where both are high)
+------------------------------------------------------------------------------------------
+A 2-D transfer, beat-aligned: ``rows`` rows of ``beats`` bus beats each; row r starts at byte
+address ``addr + r * stride``. A 1-D transfer is ``rows = 1``. ``addr`` and ``stride`` must be
+multiples of the bus width in bytes (``data_width / 8``; the low address bits are ignored),
+``beats >= 1`` and ``rows >= 1`` (0 is not a valid command). This form fetches a tile of a
+row-major matrix in DRAM (rows of ``beats * data_width/8`` bytes, ``stride`` = the matrix row
+pitch) with one command. Byte-granular (unaligned) transfers are not supported: the compiler
+lays tensors out beat-aligned.
+
+Ports: ``cmd_addr`` (addr_width), ``cmd_beats`` (beat_width, default 16), ``cmd_rows``
+(row_width, default 16), ``cmd_stride`` (addr_width), ``cmd_valid``, ``cmd_ready`` (out).
+
+Bursts
+------
+Each row is cut into INCR bursts of at most ``max_burst`` beats (<= 256) that never cross a
+4 KiB boundary: a burst's length is ``min(beats left in the row, max_burst, beats to the next
+4 KiB boundary)``. ``arsize/awsize = log2(data_width/8)``, ``arburst/awburst = INCR``, ID 0
+(in-order responses), ``*cache = 0b0011``, ``*prot = 0``, ``*lock = 0``.
+At most ``max_outstanding`` bursts are in flight per engine (read: AR issued, last R beat not yet
+taken; write: AW issued, B not yet taken); the splitter issues at most one burst per cycle.
+
+Read engine ``axi_dma_rd`` (port ``m_axi_ar*``, ``m_axi_r*``)
+-----------------------------------------------------------
+Data out on ``out_data`` (data_width), ``out_last`` (the command's last beat), ``out_row_last``
+(a row's last beat), ``out_valid``, ``out_ready``: R beats pass straight through (``rready =
+out_ready``; no buffer, zero added latency, AXI back-pressure does the rest). ``done`` (out) is
+high for the cycle the command's last beat is taken. Commands may be queued back to back: the
+splitter takes the next command as soon as it has issued the last burst of the previous one.
+Sustained rate with no back-pressure: 1 beat per cycle once the first burst's data arrives
+(as long as the memory's latency is covered by ``max_outstanding`` bursts).
+
+Write engine ``axi_dma_wr`` (port ``m_axi_aw*``, ``m_axi_w*``, ``m_axi_b*``)
+---------------------------------------------------------------------------
+Data in on ``in_data``, ``in_valid``, ``in_ready`` (out): exactly ``rows * beats`` beats per
+command, in order (``wstrb`` all ones); a W beat is sent only after its burst's AW was accepted
+(``in_ready = wready`` while an accepted burst has beats left, 0 otherwise), ``wlast`` on a
+burst's last beat. ``done`` is high for the cycle the B response of the command's last burst is
+taken (i.e. all its data is written).
+
+Both engines: ``busy`` (out: a command is being split or has bursts in flight), ``err`` (out,
+sticky until reset: a response other than OKAY), ``bytes_read`` / ``bytes_written`` (out, 32
+bits, wrapping: data_width/8 per data beat taken; for the CSR performance counters).
+``clk``, ``rst`` (synchronous, active high; a reset mid-transfer leaves the AXI port in
+whatever state it was: reset the slave with it).
+
+``axi_dma`` puts both on one AXI4 master port ``m_axi_*`` (reads and writes are independent).
+"""
+
+from __future__ import annotations
+
+from pycde import Clock, Input, Module, Output, Reset, generator
+from pycde.constructs import Mux, Wire
+from pycde.seq import FIFO
+from pycde.signals import BitsSignal
+from pycde.types import Bits
+
+from ..errors import ConfigError
+from .common import NamedReg, name_module
+
+COUNTER_WIDTH = 32
+
+
+def _log2(n: int) -> int:
+    return (n - 1).bit_length()
+
+
+def _add(a, b, w):
+    return (a.as_uint(w) + b.as_uint(w)).as_bits(w)
+
+
+def _sub(a, b, w):
+    return (a.as_uint(w) - b.as_uint(w)).as_bits(w)
+
+
+def _check(data_width, addr_width, max_burst, max_outstanding, beat_width, row_width):
+    if data_width not in (32, 64, 128, 256, 512):
+        raise ConfigError(f"axi dma: data_width must be 32..512 (power of two), got {data_width}")
+    if not 1 <= max_burst <= 256:
+        raise ConfigError(f"axi dma: max_burst must be in 1..256, got {max_burst}")
+    if max_outstanding < 1:
+        raise ConfigError(f"axi dma: max_outstanding must be >= 1, got {max_outstanding}")
+    if addr_width < 13:
+        raise ConfigError(f"axi dma: addr_width must be >= 13, got {addr_width}")
+    if beat_width < 1 or row_width < 1:
+        raise ConfigError("axi dma: beat_width and row_width must be >= 1")
+
+
+def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: int = 256,
+                        beat_width: int = 16, row_width: int = 16) -> type[Module]:
+    """Command -> stream of bursts (``burst_addr``, ``burst_len`` = beats-1 as AXI ``*len``,
+    ``burst_row_last``, ``burst_last``, ``burst_valid``, ``burst_ready``). Registered output: a
+    burst is offered the cycle after the command is taken, then one per cycle while taken."""
+    _check(data_width, addr_width, max_burst, 1, beat_width, row_width)
+    AW, LW, RW = addr_width, beat_width, row_width
+    lsb = _log2(data_width // 8)
+    page_beats = 4096 >> lsb            # beats in a 4 KiB page
+    maxb = min(max_burst, page_beats)
+    BW = max(LW, _log2(page_beats + 1), _log2(maxb + 1))  # width of burst-length arithmetic
+
+    class BurstSplitter(Module):
+        clk = Clock()
+        rst = Reset()
+        cmd_addr = Input(Bits(AW))
+        cmd_beats = Input(Bits(LW))
+        cmd_rows = Input(Bits(RW))
+        cmd_stride = Input(Bits(AW))
+        cmd_valid = Input(Bits(1))
+        cmd_ready = Output(Bits(1))
+        burst_addr = Output(Bits(AW))
+        burst_len = Output(Bits(8))
+        burst_row_last = Output(Bits(1))
+        burst_last = Output(Bits(1))
+        burst_valid = Output(Bits(1))
+        burst_ready = Input(Bits(1))
+        active = Output(Bits(1))
+
+        @generator
+        def build(p):
+            clk, rst = p.clk, p.rst
+            zero = Bits(1)(0)
+            active = NamedReg(1, clk, rst, 0, name="active")
+            cmd_fire = p.cmd_valid & ~active.q
+            addr = NamedReg(AW, clk, None, None, name="cur_addr")
+            row_addr = NamedReg(AW, clk, None, None, name="row_addr")
+            row_left = NamedReg(LW, clk, None, None, name="row_left")
+            rows_left = NamedReg(RW, clk, None, None, name="rows_left")
+            row_beats = NamedReg(LW, clk, None, None, ce=cmd_fire, name="row_beats")
+            stride = NamedReg(AW, clk, None, None, ce=cmd_fire, name="stride")
+            row_beats.next(p.cmd_beats)
+            stride.next(p.cmd_stride)
+            b_valid = NamedReg(1, clk, rst, 0, name="burst_valid_q")
+            issue = active.q & (~b_valid.q | p.burst_ready)
+
+            # beats to the next 4 KiB boundary: page_beats - (addr within the page, in beats)
+            in_page = addr.q[lsb:12].as_uint(BW)
+            to_page = _sub(Bits(BW)(page_beats), in_page.as_bits(BW), BW)
+            left = row_left.q.as_uint(BW).as_bits(BW)
+            cap = Mux(to_page.as_uint() < maxb, Bits(BW)(maxb), to_page)
+            row_done = left.as_uint() <= cap.as_uint()
+            blen = Mux(row_done, cap, left)
+            last_row = rows_left.q == Bits(RW)(1)
+            cmd_last = row_done & last_row
+
+            step = BitsSignal.concat([blen, Bits(lsb)(0)]).as_uint(AW).as_bits(AW)
+            next_row = _add(row_addr.q, stride.q, AW)
+            go_row = issue & row_done & ~last_row
+            addr.next(Mux(cmd_fire, Mux(issue, addr.q, Mux(row_done, _add(addr.q, step, AW),
+                                                                  next_row)), p.cmd_addr))
+            row_addr.next(Mux(cmd_fire, Mux(go_row, row_addr.q, next_row), p.cmd_addr))
+            row_left.next(Mux(cmd_fire, Mux(issue, row_left.q,
+                                            Mux(row_done, _sub(left, blen, BW)[0:LW],
+                                                row_beats.q)), p.cmd_beats))
+            rows_left.next(Mux(cmd_fire, Mux(go_row, rows_left.q,
+                                             _sub(rows_left.q, Bits(RW)(1), RW)), p.cmd_rows))
+            active.next(Mux(cmd_fire, active.q & ~(issue & cmd_last), Bits(1)(1)))
+
+            b_addr = NamedReg(AW, clk, None, None, ce=issue, name="burst_addr_q")
+            b_len = NamedReg(8, clk, None, None, ce=issue, name="burst_len_q")
+            b_row_last = NamedReg(1, clk, None, None, ce=issue, name="burst_row_last_q")
+            b_last = NamedReg(1, clk, None, None, ce=issue, name="burst_last_q")
+            b_addr.next(addr.q)
+            b_len.next(_sub(blen, Bits(BW)(1), BW)[0:8])
+            b_row_last.next(row_done)
+            b_last.next(cmd_last)
+            b_valid.next(issue | (b_valid.q & ~p.burst_ready))
+            p.cmd_ready = ~active.q
+            p.burst_addr = b_addr.q
+            p.burst_len = b_len.q
+            p.burst_row_last = b_row_last.q
+            p.burst_last = b_last.q
+            p.burst_valid = b_valid.q
+            p.active = active.q
+
+    return name_module(BurstSplitter,
+                       f"axi_dma_burst_d{data_width}_a{AW}_b{max_burst}_l{LW}_r{RW}")
+
+
+def _cmd_ports(AW, LW, RW):
+    return {"cmd_addr": Input(Bits(AW)), "cmd_beats": Input(Bits(LW)),
+            "cmd_rows": Input(Bits(RW)), "cmd_stride": Input(Bits(AW)),
+            "cmd_valid": Input(Bits(1)), "cmd_ready": Output(Bits(1))}
+
+
+def _ar_ports(prefix, AW):
+    c = prefix
+    return {f"{c}id": Output(Bits(1)), f"{c}addr": Output(Bits(AW)), f"{c}len": Output(Bits(8)),
+            f"{c}size": Output(Bits(3)), f"{c}burst": Output(Bits(2)),
+            f"{c}lock": Output(Bits(1)), f"{c}cache": Output(Bits(4)),
+            f"{c}prot": Output(Bits(3)), f"{c}valid": Output(Bits(1)),
+            f"{c}ready": Input(Bits(1))}
+
+
+def _counter(clk, rst, inc, amount: int, name: str):
+    cnt = NamedReg(COUNTER_WIDTH, clk, rst, 0, name=name)
+    cnt.next(Mux(inc, cnt.q, _add(cnt.q, Bits(COUNTER_WIDTH)(amount), COUNTER_WIDTH)))
+    return cnt.q
+
+
+def _outstanding(clk, rst, inc, dec, limit: int, name: str):
+    """In-flight burst count: +1 on ``inc``, -1 on ``dec``; returns (count, below_limit)."""
+    w = _log2(limit + 1)
+    cnt = NamedReg(w, clk, rst, 0, name=name)
+    up = _add(cnt.q, Bits(w)(1), w)
+    down = _sub(cnt.q, Bits(w)(1), w)
+    cnt.next(Mux(inc, Mux(dec, cnt.q, down), Mux(dec, up, cnt.q)))
+    return cnt.q, cnt.q.as_uint() < limit
+
+
+def _connect_cmd(p, split):
+    p.cmd_ready = split.cmd_ready
+
+
+def _drive_ax(p, c, split, can_issue, lsb):
+    setattr(p, f"{c}id", Bits(1)(0))
+    setattr(p, f"{c}addr", split.burst_addr)
+    setattr(p, f"{c}len", split.burst_len)
+    setattr(p, f"{c}size", Bits(3)(lsb))
+    setattr(p, f"{c}burst", Bits(2)(1))
+    setattr(p, f"{c}lock", Bits(1)(0))
+    setattr(p, f"{c}cache", Bits(4)(3))
+    setattr(p, f"{c}prot", Bits(3)(0))
+    setattr(p, f"{c}valid", split.burst_valid & can_issue)
+
+
+def make_dma_read(data_width: int = 64, addr_width: int = 32, max_burst: int = 256,
+                  max_outstanding: int = 4, beat_width: int = 16,
+                  row_width: int = 16) -> type[Module]:
+    """The read engine (see the module docstring)."""
+    _check(data_width, addr_width, max_burst, max_outstanding, beat_width, row_width)
+    DW, AW = data_width, addr_width
+    lsb = _log2(DW // 8)
+    Split = make_burst_splitter(DW, AW, max_burst, beat_width, row_width)
+    ports = {"clk": Clock(), "rst": Reset(), **_cmd_ports(AW, beat_width, row_width),
+             **_ar_ports("m_axi_ar", AW),
+             "m_axi_rid": Input(Bits(1)), "m_axi_rdata": Input(Bits(DW)),
+             "m_axi_rresp": Input(Bits(2)), "m_axi_rlast": Input(Bits(1)),
+             "m_axi_rvalid": Input(Bits(1)), "m_axi_rready": Output(Bits(1)),
+             "out_data": Output(Bits(DW)), "out_last": Output(Bits(1)),
+             "out_row_last": Output(Bits(1)), "out_valid": Output(Bits(1)),
+             "out_ready": Input(Bits(1)), "done": Output(Bits(1)), "busy": Output(Bits(1)),
+             "err": Output(Bits(1)), "bytes_read": Output(Bits(COUNTER_WIDTH))}
+
+    def build(p):
+        clk, rst = p.clk, p.rst
+        burst_ready = Wire(Bits(1), "burst_ready")
+        split = Split(clk=clk, rst=rst, cmd_addr=p.cmd_addr, cmd_beats=p.cmd_beats,
+                      cmd_rows=p.cmd_rows, cmd_stride=p.cmd_stride, cmd_valid=p.cmd_valid,
+                      burst_ready=burst_ready, instance_name="split")
+        _connect_cmd(p, split)
+        r_fire = p.m_axi_rvalid & p.out_ready
+        r_end = r_fire & p.m_axi_rlast
+        ar_fire_w = Wire(Bits(1), "ar_fire")
+        inflight, can_issue = _outstanding(clk, rst, ar_fire_w, r_end, max_outstanding,
+                                           "rd_inflight")
+        can = can_issue.as_bits()
+        ar_fire = split.burst_valid & can & p.m_axi_arready
+        ar_fire_w.assign(ar_fire)
+        burst_ready.assign(can & p.m_axi_arready)
+        _drive_ax(p, "m_axi_ar", split, can, lsb)
+        flags = FIFO(Bits(2), max(2, max_outstanding), clk, rst)
+        flags.push(BitsSignal.concat([split.burst_last, split.burst_row_last]), ar_fire)
+        head = flags.pop(r_end)
+        p.m_axi_rready = p.out_ready
+        p.out_data = p.m_axi_rdata
+        p.out_valid = p.m_axi_rvalid
+        p.out_last = p.m_axi_rlast & head[1]
+        p.out_row_last = p.m_axi_rlast & head[0]
+        p.done = r_end & head[1]
+        busy = split.active | split.burst_valid | (inflight != Bits(inflight.type.width)(0))
+        p.busy = busy
+        err = NamedReg(1, clk, rst, 0, name="rd_err")
+        err.next(err.q | (r_fire & (p.m_axi_rresp != Bits(2)(0))))
+        p.err = err.q
+        p.bytes_read = _counter(clk, rst, r_fire, DW // 8, "rd_bytes")
+
+    cls = type("DmaRead", (Module,), {**ports, "build": generator(build)})
+    return name_module(cls, f"axi_dma_rd_d{DW}_a{AW}_b{max_burst}_o{max_outstanding}")
+
+
+def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 256,
+                   max_outstanding: int = 4, beat_width: int = 16,
+                   row_width: int = 16) -> type[Module]:
+    """The write engine (see the module docstring)."""
+    _check(data_width, addr_width, max_burst, max_outstanding, beat_width, row_width)
+    DW, AW = data_width, addr_width
+    nb = DW // 8
+    lsb = _log2(nb)
+    Split = make_burst_splitter(DW, AW, max_burst, beat_width, row_width)
+    ports = {"clk": Clock(), "rst": Reset(), **_cmd_ports(AW, beat_width, row_width),
+             **_ar_ports("m_axi_aw", AW),
+             "m_axi_wdata": Output(Bits(DW)), "m_axi_wstrb": Output(Bits(nb)),
+             "m_axi_wlast": Output(Bits(1)), "m_axi_wvalid": Output(Bits(1)),
+             "m_axi_wready": Input(Bits(1)),
+             "m_axi_bid": Input(Bits(1)), "m_axi_bresp": Input(Bits(2)),
+             "m_axi_bvalid": Input(Bits(1)), "m_axi_bready": Output(Bits(1)),
+             "in_data": Input(Bits(DW)), "in_valid": Input(Bits(1)), "in_ready": Output(Bits(1)),
+             "done": Output(Bits(1)), "busy": Output(Bits(1)), "err": Output(Bits(1)),
+             "bytes_written": Output(Bits(COUNTER_WIDTH))}
+
+    def build(p):
+        clk, rst = p.clk, p.rst
+        burst_ready = Wire(Bits(1), "burst_ready")
+        split = Split(clk=clk, rst=rst, cmd_addr=p.cmd_addr, cmd_beats=p.cmd_beats,
+                      cmd_rows=p.cmd_rows, cmd_stride=p.cmd_stride, cmd_valid=p.cmd_valid,
+                      burst_ready=burst_ready, instance_name="split")
+        _connect_cmd(p, split)
+        b_fire = p.m_axi_bvalid  # bready is always high
+        aw_fire_w = Wire(Bits(1), "aw_fire")
+        inflight, can_issue = _outstanding(clk, rst, aw_fire_w, b_fire, max_outstanding,
+                                           "wr_inflight")
+        can = can_issue.as_bits()
+        aw_fire = split.burst_valid & can & p.m_axi_awready
+        aw_fire_w.assign(aw_fire)
+        burst_ready.assign(can & p.m_axi_awready)
+        _drive_ax(p, "m_axi_aw", split, can, lsb)
+        depth = max(2, max_outstanding)
+        # W side: the lengths of accepted bursts, in order
+        lens = FIFO(Bits(8), depth, clk, rst)
+        lens.push(split.burst_len, aw_fire)
+        have = ~lens.empty
+        w_fire = have & p.in_valid & p.m_axi_wready
+        beat = NamedReg(8, clk, rst, 0, name="w_beat")
+        head_len = lens.output
+        w_last = beat.q == head_len
+        lens.pop(w_fire & w_last)
+        beat.next(Mux(w_fire, beat.q, Mux(w_last, _add(beat.q, Bits(8)(1), 8), Bits(8)(0))))
+        p.m_axi_wdata = p.in_data
+        p.m_axi_wstrb = Bits(nb)((1 << nb) - 1)
+        p.m_axi_wlast = w_last
+        p.m_axi_wvalid = have & p.in_valid
+        p.in_ready = have & p.m_axi_wready
+        # B side: which burst ends a command
+        lasts = FIFO(Bits(1), depth, clk, rst)
+        lasts.push(split.burst_last, aw_fire)
+        head_last = lasts.pop(b_fire)
+        p.m_axi_bready = Bits(1)(1)
+        p.done = b_fire & head_last
+        p.busy = split.active | split.burst_valid | (inflight != Bits(inflight.type.width)(0))
+        err = NamedReg(1, clk, rst, 0, name="wr_err")
+        err.next(err.q | (b_fire & (p.m_axi_bresp != Bits(2)(0))))
+        p.err = err.q
+        p.bytes_written = _counter(clk, rst, w_fire, nb, "wr_bytes")
+
+    cls = type("DmaWrite", (Module,), {**ports, "build": generator(build)})
+    return name_module(cls, f"axi_dma_wr_d{DW}_a{AW}_b{max_burst}_o{max_outstanding}")
+
+
+def make_axi_dma(data_width: int = 64, addr_width: int = 32, max_burst: int = 256,
+                 max_outstanding: int = 4, beat_width: int = 16,
+                 row_width: int = 16) -> type[Module]:
+    """Read and write engines on one AXI4 master port ``m_axi_*``; their other ports are
+    prefixed ``rd_`` / ``wr_`` (``rd_cmd_*``, ``rd_out_*``, ``wr_cmd_*``, ``wr_in_*``...)."""
+    Rd = make_dma_read(data_width, addr_width, max_burst, max_outstanding, beat_width, row_width)
+    Wr = make_dma_write(data_width, addr_width, max_burst, max_outstanding, beat_width,
+                        row_width)
+    ports = {"clk": Clock(), "rst": Reset()}
+    rd_axi, wr_axi, rd_user, wr_user = [], [], [], []
+    for cls, axi, user, pre in ((Rd, rd_axi, rd_user, "rd_"), (Wr, wr_axi, wr_user, "wr_")):
+        for port in cls._builder.inputs:
+            name, typ = port.name, port.type
+            if name in ("clk", "rst"):
+                continue
+            (axi if name.startswith("m_axi") else user).append((name, "in"))
+            ports[name if name.startswith("m_axi") else pre + name] = Input(typ)
+        for port in cls._builder.outputs:
+            name, typ = port.name, port.type
+            (axi if name.startswith("m_axi") else user).append((name, "out"))
+            ports[name if name.startswith("m_axi") else pre + name] = Output(typ)
+
+    def build(p):
+        for cls, axi, user, pre, inst in ((Rd, rd_axi, rd_user, "rd_", "rd"),
+                                          (Wr, wr_axi, wr_user, "wr_", "wr")):
+            kw = {"clk": p.clk, "rst": p.rst}
+            for name, d in axi + user:
+                if d == "in":
+                    kw[name] = getattr(p, name if name.startswith("m_axi") else pre + name)
+            i = cls(**kw, instance_name=inst)
+            for name, d in axi + user:
+                if d == "out":
+                    setattr(p, name if name.startswith("m_axi") else pre + name,
+                            getattr(i, name))
+
+    cls = type("AxiDma", (Module,), {**ports, "build": generator(build)})
+    return name_module(cls, f"axi_dma_d{data_width}_a{addr_width}_b{max_burst}"
+                            f"_o{max_outstanding}")
