@@ -30,9 +30,14 @@ def gen(model: str | None, out: Path, config: AccelConfig, *, seed: int = 0,
         progress(f"frontend: export, quantize and check {model or 'the default model'}")
         fe = frontend.run(model, seed=seed)
         front = frontend.write(fe, stage)
+        from .backend import compile_program
+        progress(f"back end: tiling the layers onto the {config.array} array, DRAM image")
+        compiled = compile_program(fe, config)
+        (stage / "dram.bin").write_bytes(compiled.image)
         from .rtl_lib import emit
         progress(f"emitting the {config.array} systolic core")
         emitted = emit.emit_core(config, stage / "sv")
-        design = {"config": config.to_dict(), "top": emitted.top, **front}
+        design = {"config": config.to_dict(), "top": emitted.top, **front,
+                  "program": compiled.to_json()}
         (stage / "design.json").write_text(json.dumps(design, indent=2, sort_keys=True) + "\n")
     return out
