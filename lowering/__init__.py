@@ -9,6 +9,8 @@ Public API:
   linalg builders; :func:`build_kernel` lowers one.
 * :func:`import_kernel`: put a lowered kernel into a PyCDE ``System`` (``System.import_mlir``)
   and return its module class for rtl_lib to instantiate.
+* :func:`stream.stream_module` / :func:`stream.emit_stream`: a kernel as a streaming PyCDE
+  module ``<name>_stream`` (element streams in/out, ``done`` pulse): what rtl_lib instantiates.
 * :mod:`.passes`: the project's handshake passes; :mod:`.simulate`: Verilator runs.
 
 Kernel protocol (dynamic route): the kernel is a ``clock``/``reset`` module whose ports are

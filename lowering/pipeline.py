@@ -90,6 +90,20 @@ ROUTES: dict[str, tuple[Stage, ...]] = {
 }
 SCHEDULES = {"dynamic": "dynamic", "static": "static"}
 
+#: Where the static route stops on this toolchain (pycde 0.12.1's CIRCT), and why.
+STATIC_LIMIT = """\
+The static route writes 01_bufferize .. 04_calyx and stops in 05_calyx_hw:
+* lower-scf-to-calyx puts each scf.while condition in a calyx.comb_group used as
+  `calyx.while %cond with @group`; lower-calyx-to-fsm rejects that ("comb_group ... is unused in
+  the control execution schedule") and calyx-remove-comb-groups, the pass that would turn the
+  group into a register write, is not registered in this CIRCT build.
+* past that, lower-calyx-to-hw cannot convert calyx.seq_mem ("couldn't convert to core
+  primitive", DESIGN.md), and every kernel's memrefs become seq_mems.
+Getting past both needs two project passes over calyx (comb-group removal; seq_mem -> component
+ports or hw/seq memories). CIRCT's pipeline dialect (lower-pipeline-to-hw) is the other static
+route; it has no scf or linalg front end here, so kernels would have to be built as
+pipeline.scheduled ops directly. Neither is done: the dynamic route reaches 1 element/cycle."""
+
 #: Seconds one stage may take before it is killed and reported.
 STAGE_TIMEOUT = 300.0
 

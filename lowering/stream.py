@@ -1,0 +1,127 @@
+"""A lowered kernel as a streaming PyCDE module: element streams in, element stream out.
+
+``stream_module(system, kernel, lowered)`` imports the kernel's hw stage into ``system``
+(``System.import_mlir``) and returns a PyCDE module class ``<name>_stream`` that rtl_lib can
+instantiate next to the systolic core. Ports (all valid/ready, a beat moves when both are high):
+
+* ``clk``, ``rst``;
+* per tensor input ``X``: ``X`` (its element width), ``X_valid`` in, ``X_ready`` out - the
+  elements in order; the kernel's load addresses are in order 0..n-1, so the stream answers
+  them (the address channel is always taken, the data channel is the stream);
+* per scalar input ``S`` (requantize's ``m0``/``shift``, residual_add's ``ma``/``mb``/``s``):
+  ``S``, ``S_valid`` in, ``S_ready`` out - one beat per run;
+* ``start_valid`` in / ``start_ready`` out: one beat starts a run of ``n`` elements;
+* ``y`` (8 bits), ``y_valid`` out, ``y_ready`` in: the results in order;
+* ``done`` out: high for the cycle the ``n``-th result moves. This counter is what replaces the
+  memory completion the optimized route dropped (pycde-accel-drop-mem-completion-join): the
+  kernel's store-done tokens are answered here, one per store taken.
+"""
+
+from __future__ import annotations
+
+from pycde import Clock, Input, Module, Output, Reset, generator
+from pycde.constructs import Mux, Wire
+from pycde.types import Bits
+
+
+def _w(ty: str) -> int:
+    return int(ty[1:])
+
+
+def stream_module(system, kernel, lowered):
+    core = system.import_mlir(file=lowered.hw)[kernel.name]
+    ports = kernel.ports()
+    n = kernel.n
+    cw = max(1, (n - 1).bit_length())
+    attrs: dict = {"module_name": f"{kernel.name}_stream", "clk": Clock(), "rst": Reset()}
+    for nm, ty in kernel.inputs:
+        attrs[nm] = Input(Bits(_w(ty)))
+        attrs[f"{nm}_valid"] = Input(Bits(1))
+        attrs[f"{nm}_ready"] = Output(Bits(1))
+    for nm, ty in kernel.scalars:
+        attrs[nm] = Input(Bits(_w(ty)))
+        attrs[f"{nm}_valid"] = Input(Bits(1))
+        attrs[f"{nm}_ready"] = Output(Bits(1))
+    attrs["start_valid"] = Input(Bits(1))
+    attrs["start_ready"] = Output(Bits(1))
+    attrs["y"] = Output(Bits(_w(kernel.out_ty)))
+    attrs["y_valid"] = Output(Bits(1))
+    attrs["y_ready"] = Input(Bits(1))
+    attrs["done"] = Output(Bits(1))
+
+    def build(p):
+        one = Bits(1)(1)
+        st, start = ports["store"], ports["start"]
+        pending_q = Wire(Bits(cw + 1), "done_pending")
+        done_valid = pending_q != Bits(cw + 1)(0)
+        args = {"clock": p.clk, "reset": p.rst, f"{start}": Bits(0)(0),
+                f"{start}_valid": p.start_valid, f"{st}.done": Bits(0)(0),
+                f"{st}.done_valid": done_valid, f"{st}_ready": p.y_ready,
+                f"{ports['done']}_ready": one}
+        for nm, pre in ports["loads"].items():
+            args[f"{pre}.data"] = getattr(p, nm)
+            args[f"{pre}.data_valid"] = getattr(p, f"{nm}_valid")
+            args[f"{pre}.addr_ready"] = one
+        for nm, port in ports["scalars"].items():
+            args[port] = getattr(p, nm)
+            args[f"{port}_valid"] = getattr(p, f"{nm}_valid")
+        inst = core(**args)
+        out = {o: getattr(inst, o) for o in (f"{st}.data", f"{st}_valid", f"{st}.done_ready",
+                                             f"{start}_ready")}
+        for nm, pre in ports["loads"].items():
+            setattr(p, f"{nm}_ready", getattr(inst, f"{pre}.data_ready"))
+        for nm, port in ports["scalars"].items():
+            setattr(p, f"{nm}_ready", getattr(inst, f"{port}_ready"))
+        p.start_ready = out[f"{start}_ready"]
+        p.y = out[f"{st}.data"]
+        p.y_valid = out[f"{st}_valid"]
+        fire = out[f"{st}_valid"] & p.y_ready
+        ack = done_valid & out[f"{st}.done_ready"]
+        # store-done tokens owed to the kernel: +1 per result taken, -1 per token answered
+        plus = Mux(fire, pending_q, (pending_q.as_uint() + 1).as_bits(cw + 1))
+        nxt = Mux(ack, plus, (plus.as_uint() - 1).as_bits(cw + 1))
+        pending_q.assign(nxt.reg(p.clk, p.rst, rst_value=0, name="done_pending_r"))
+        # results counted per run: done on the n-th
+        cnt_d = Wire(Bits(cw), "beat_count_next")
+        cnt = cnt_d.reg(p.clk, p.rst, rst_value=0, name="beat_count")
+        last = cnt == Bits(cw)(n - 1)
+        inc = Mux(last, (cnt.as_uint() + 1).as_bits(cw), Bits(cw)(0))
+        cnt_d.assign(Mux(fire, cnt, inc))
+        p.done = fire & last
+
+    attrs["build"] = generator(build)
+    return type(f"{kernel.name}_stream", (Module,), attrs)
+
+
+def emit_stream(kernel, lowered, sv_dir):
+    """Generate ``<name>_stream`` (with the imported kernel) into ``sv_dir`` with a filelist.f
+    (paths relative to it); returns the filelist path. SV as rtl_lib.emit writes it."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from pycde import System
+    from pycde.circt import ir
+
+    from .passes.lowering_options import OPTIONS
+
+    sv_dir = Path(sv_dir)
+    sv_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="pycde_accel_stream_") as tmp:
+        system = System([], name=f"{kernel.name}_stream", output_directory=tmp)
+        top = stream_module(system, kernel, lowered)
+        system.top_modules.append(top)
+        with system:
+            top._builder.circt_mod  # noqa: B018 - registers the top with the system
+        with system.mod.context:
+            system.mod.operation.attributes["circt.loweringOptions"] = ir.StringAttr.get(OPTIONS)
+        system.compile()
+        hw = Path(tmp) / "hw"
+        names = sorted(f.name for f in hw.iterdir() if f.suffix == ".sv")
+        top_file = f"{kernel.name}_stream.sv"
+        names = [n for n in names if n != top_file] + [top_file]
+        for n in names:
+            shutil.copyfile(hw / n, sv_dir / n)
+    filelist = sv_dir / "filelist.f"
+    filelist.write_text("".join(f"{n}\n" for n in names))
+    return filelist
