@@ -96,7 +96,10 @@ The static route writes 01_bufferize .. 04_calyx and stops in 05_calyx_hw:
 * lower-scf-to-calyx puts each scf.while condition in a calyx.comb_group used as
   `calyx.while %cond with @group`; lower-calyx-to-fsm rejects that ("comb_group ... is unused in
   the control execution schedule") and calyx-remove-comb-groups, the pass that would turn the
-  group into a register write, is not registered in this CIRCT build.
+  group into a register write, is not registered in this CIRCT build. Tried: moving the comb
+  group's assignments into the continuous wires (its cells are private to it) gets through
+  lower-calyx-to-fsm, but materialize-calyx-to-fsm then fails with "'fsm.output' op using value
+  defined outside the region" (the while condition port is not threaded into the machine).
 * past that, lower-calyx-to-hw cannot convert calyx.seq_mem ("couldn't convert to core
   primitive", DESIGN.md), and every kernel's memrefs become seq_mems.
 Getting past both needs two project passes over calyx (comb-group removal; seq_mem -> component
