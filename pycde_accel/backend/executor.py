@@ -19,7 +19,11 @@ the descriptors (nothing of the compiler's own data structures is used):
 Every DMA byte is counted (``dram_bytes_read``/``dram_bytes_written`` per layer; a packed weight
 panel counts its whole aligned size, a strided read counts the elements it fetches, padding
 positions of im2col count nothing), as are the core tiles; the compiler's analytic figures
-(:mod:`pycde_accel.backend.tiling`) must agree with these. Scratchpad capacity is checked against
+(:mod:`pycde_accel.backend.tiling`) must agree with these. ``dram_beats_*`` count the AXI data
+beats a beat-aligned DMA would move for the same accesses (each DMA access -- one panel, one
+C tile, one element-wise operand -- fetches the distinct beats that cover its bytes, so an im2col panel that
+uses an input byte several times fetches its beat once, while ``dram_bytes_read`` counts every
+element fetch); they are a measurement of this executor only, with no analytic twin. Scratchpad capacity is checked against
 the config when one is given.
 """
 
@@ -59,10 +63,13 @@ class LayerCounters:
     tiles: int = 0
     dram_bytes_read: int = 0
     dram_bytes_written: int = 0
+    dram_beats_read: int = 0       # AXI beats a beat-aligned DMA moves (covering beats per access)
+    dram_beats_written: int = 0    # (partial beats on writes need byte strobes)
 
 
 class _Machine:
-    def __init__(self, image: bytearray, config: AccelConfig | None):
+    def __init__(self, image: bytearray, config: AccelConfig | None, axi_bytes: int):
+        self.axi = axi_bytes
         self.image = image
         self.mem = np.frombuffer(image, dtype=np.int8)
         self.cfg = config
@@ -74,6 +81,7 @@ class _Machine:
             raise ExecutionError(f"layer {c.index}: read outside the image "
                                  f"[{addrs.min()}, {addrs.max()}] of {self.mem.size} bytes")
         c.dram_bytes_read += addrs.size
+        c.dram_beats_read += np.unique(addrs // self.axi).size
         return self.mem[addrs].astype(np.int64)
 
     def write(self, addrs: np.ndarray, values: np.ndarray, c: LayerCounters) -> None:
@@ -82,6 +90,7 @@ class _Machine:
             raise ExecutionError(f"layer {c.index}: write outside the image")
         q._check_range(f"layer {c.index} output", np.asarray(values), q.INT8_MIN, q.INT8_MAX)
         c.dram_bytes_written += addrs.size
+        c.dram_beats_written += np.unique(addrs // self.axi).size
         self.mem[addrs] = np.asarray(values, np.int64).astype(np.int8)
 
     def read_words(self, addr: int, n: int, c: LayerCounters) -> np.ndarray:
@@ -206,7 +215,7 @@ def execute(image, config: AccelConfig | None = None, program_addr: int = 0) -> 
     prog = P.Program.decode(bytes(img[program_addr:]))
     if config is not None and (prog.rows, prog.cols) != (config.rows, config.cols):
         raise ExecutionError(f"program tiled for {prog.rows}x{prog.cols}, config is {config.array}")
-    m = _Machine(img, config)
+    m = _Machine(img, config, prog.axi_bytes)
     counters = []
     for d in prog.layers:
         c = LayerCounters(d.index, d.KIND)

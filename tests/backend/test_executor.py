@@ -26,6 +26,9 @@ def check(qm, cfg: AccelConfig, inputs_q):
     for s, c in zip(cp.stats, ex.layers):
         assert (c.dram_bytes_read, c.dram_bytes_written, c.tiles) == \
             (s["dram_bytes_read"], s["dram_bytes_written"], s.get("tiles", 0)), s["name"]
+        axi = cfg.axi_data_width // 8
+        assert c.dram_beats_written * axi >= c.dram_bytes_written   # (im2col reads repeat bytes within a beat)
+        assert (c.dram_beats_read > 0) == (c.dram_bytes_read > 0)
     return cp, ex
 
 
@@ -37,6 +40,14 @@ def test_builtin_bit_exact(model, rows, cols):
     gemms = [s for s in cp.stats if s["op"] == "gemm"]
     assert sum(s["tiles"] for s in gemms) == sum(
         -(-s["M"] // rows) * -(-s["N"] // cols) * s["batch"] for s in gemms)
+
+
+def test_beats_of_aligned_contiguous_reads():
+    """mlp's first layer reads only whole aligned bursts (packed weights, records, the 784-byte
+    input), so its beats are its bytes / 8."""
+    fe = frontend_result("mlp")
+    _, ex = check(fe.quantized, AccelConfig(rows=8, cols=8), example_inputs_q(fe))
+    assert ex.layers[0].dram_beats_read * 8 == ex.layers[0].dram_bytes_read == 784 * 128 + 16 * 128 + 784
 
 
 def test_builtin_random_inputs_bit_exact():
