@@ -35,7 +35,11 @@ entries have count 1 and stride 0):
   pad (ph | pw << 16), in_stride_c, in_stride_h, in_stride_w (a_stride_batch is the stride of n).
   Flags: RELU, BIAS (records carry a bias), B_PACKED (B is a pre-packed weight), IM2COL (A is read
   from a feature map by im2col addressing), PER_TENSOR (one parameter record for every column),
-  B_STAT (loop order B-stationary; clear: A-stationary).
+  B_STAT (loop order B-stationary; clear: A-stationary). Bit values (of the flags byte): RELU 1,
+  BIAS 2, B_PACKED 4, IM2COL 8, PER_TENSOR 16, B_STAT 32. With IM2COL, A row m is output pixel
+  (n, oh, ow) = unravel(m, (batch_n, out_h, out_w)) and A column k is (kh, kw, c) =
+  unravel(k, (kh, kw, in_c)); without it, A[m][k] is at a_base + b*a_stride_batch + m*a_stride_m
+  + k*a_stride_k. C[m][n] goes to c_base + b*c_stride_batch + m*c_stride_m + n.
 * ``ADD`` (2): residual add. a_base, b_base, out_base, ma, mb, shift, dims[4], a_strides[4],
   b_strides[4], out_strides[4]. Flag RELU.
 * ``RELU`` (3): standalone ReLU. in_base, out_base, dims[4], in_strides[4], out_strides[4].
@@ -43,6 +47,8 @@ entries have count 1 and stride 0):
   GEMM), in_strides (n, c, h, w), out_strides (n, c, h, w). Padding is -128.
 * ``COPY`` (5): strided gather (reshape/transpose that is not a view). src_base, dst_base,
   dims[4], src_strides[4], dst_strides[4].
+
+``word_map(Gemm)`` (etc.) gives each field's word index, for the controller's decoder.
 
 Post-op parameter records (GEMM ``p_base``): 16 bytes per output column n: int32 bias (0 without
 flag BIAS), int32 m0, int32 shift, int32 zero; ``n_tiles * cols`` records (the padding columns are
@@ -92,6 +98,12 @@ def unpack2(w: int) -> tuple[int, int]:
 
 def _signed_field(name: str) -> bool:
     return "stride" in name or name in ("ma", "mb")
+
+
+def word_map(cls) -> dict[str, int]:
+    """Field name (lists as ``name[i]``) -> word index in the descriptor (word 0: op | flags << 8,
+    word 1: index)."""
+    return {name: 2 + i for i, (name, _) in enumerate(_flat_fields(cls()))}
 
 
 def _flat_fields(desc) -> list[tuple[str, int]]:

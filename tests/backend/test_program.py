@@ -89,3 +89,19 @@ def test_field_overflow_is_refused():
 def test_every_descriptor_fits():
     for cls in P.OPS.values():
         assert len(cls().words()) == P.DESC_WORDS
+
+
+def test_word_map_matches_encoding():
+    for cls in P.OPS.values():
+        wm = P.word_map(cls)
+        assert max(wm.values()) < P.DESC_WORDS
+        for name, w in wm.items():
+            base = name.split("[")[0]
+            default = getattr(cls(), base)
+            if isinstance(default, tuple):
+                i = int(name.split("[")[1][:-1])
+                val = tuple(7 if j == i else 0 for j in range(len(default)))
+            else:
+                val = 7
+            assert cls(**{base: val}).words()[w] == 7, (cls.KIND, name)
+    assert P.word_map(P.Gemm)["a_base"] == 2 and P.word_map(P.Gemm)["in_stride_w"] == 31
