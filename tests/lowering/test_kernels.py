@@ -71,3 +71,14 @@ def test_two_kernels_import_into_one_pycde_system(tmp_path):
     assert {"in0_ld0.data", "in0_ld0.addr", "in1_st0.address", "in1_st0.data", "in1_st0_ready",
             "in2_valid", "out0_valid", "clock", "reset"} <= ports
     assert cb.__name__ == "maxpool"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["residual_add", "maxpool"])
+def test_stock_route_is_correct_too(name, tmp_path):
+    """The baseline the bench compares with computes the same results (only slower)."""
+    rng = np.random.default_rng(7)
+    k, ins, sc, ref = _case(name, rng)
+    lowered = build_kernel(k, tmp_path / "out", route="dynamic-stock")
+    got = simulate(k, lowered.sv, tmp_path / "build", ins, sc, latency=3, backpressure=0.35)
+    np.testing.assert_array_equal(got.out, ref)
