@@ -158,3 +158,48 @@ def test_random_residual_and_copies(cfg, shape, relu, seed):
     cp, _ = check(qm, cfg, _inputs(qm, rng))
     if c > 1 and h * w > 1:   # "r" and "c1" are channels-last, "tr" is contiguous as it is
         assert [s["op"] for s in cp.stats].count("copy") == 2
+
+
+@st.composite
+def _view_chain(draw):
+    """A random chain of transposes and reshapes (views where strides allow, COPY or a folded
+    weight order where not), ending in a Linear or directly in the model output."""
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=2, max_size=4)))
+    ops = []
+    cur = shape
+    for _ in range(draw(st.integers(1, 3))):
+        if draw(st.booleans()):
+            perm = tuple(draw(st.permutations(range(len(cur)))))
+            ops.append(("t", perm))
+            cur = tuple(cur[p] for p in perm)
+        else:
+            total = int(np.prod(cur))
+            divs = [d for d in range(1, total + 1) if total % d == 0]
+            first = draw(st.sampled_from(divs))
+            new = (first, total // first) if draw(st.booleans()) else (total,)
+            ops.append(("r", new))
+            cur = new
+    return shape, ops, draw(st.integers(0, 5))
+
+
+@SETTINGS
+@given(cfg=CONFIGS, chain=_view_chain(), seed=st.integers(0, 2**16))
+def test_random_view_chains(cfg, chain, seed):
+    shape, ops, fc = chain
+    rng = np.random.default_rng(seed)
+    nodes = [g.Input("x", (), shape, index=0)]
+    cur, last = shape, "x"
+    for i, (kind, arg) in enumerate(ops):
+        if kind == "t":
+            cur = tuple(cur[p] for p in arg)
+            nodes.append(g.Transpose(f"v{i}", (last,), cur, perm=arg))
+        else:
+            cur = arg
+            nodes.append(g.Reshape(f"v{i}", (last,), cur))
+        last = f"v{i}"
+    if fc and cur[-1] <= cfg.spad_a_depth:
+        nodes.append(g.Linear("fc", (last,), cur[:-1] + (fc,), module="fc",
+                              weight=rng.normal(size=(fc, cur[-1])), bias=rng.normal(size=fc)))
+        last = "fc"
+    qm = _quantize(g.Graph(nodes, ["x"], [last]), rng)
+    check(qm, cfg, _inputs(qm, rng))
