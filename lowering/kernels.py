@@ -9,9 +9,10 @@ tensors into memrefs; the handshake lowering turns every memref into a memory po
 Kernels and their integer semantics (all exact; ``pycde_accel.frontend.quantize`` and the
 tests' reference implement the same):
 
-* ``requantize``: int32 acc -> int8, TFLite MultiplyByQuantizedMultiplier with a per-tensor
-  ``m0`` (Q0.31, in [2^30, 2^31)) and right ``shift`` (>= 0), both scalar kernel inputs, then
-  clamp to [-128, 127] or [0, 127] (``relu=True``).
+* ``requantize``: int32 acc -> int8, TFLite MultiplyByQuantizedMultiplier with ``m0`` (Q0.31,
+  in [2^30, 2^31)) and right ``shift`` (0..31), then clamp to [-128, 127] or [0, 127]
+  (``relu=True``). Per tensor, ``m0``/``shift`` are scalar kernel inputs; per channel
+  (``per_channel=True``, kernel ``requantize_pc``) they are element streams next to ``x``.
 * ``residual_add``: y = clamp(RDBPOT(a*ma + b*mb, s), lo, hi); int8 a, b; scalar inputs ma, mb
   (|m| < 2^15) and s (0..31).
 * ``maxpool``: y = max of ``k`` int8 inputs (one window of k taps; the caller streams the k taps
@@ -168,15 +169,24 @@ def _kernel(name, n, inputs, scalars, out_ty, build, **params) -> Kernel:
                   tuple(b.lines), res.name)
 
 
-def requantize(n: int = 64, relu: bool = False, name: str | None = None) -> Kernel:
+def requantize(n: int = 64, relu: bool = False, per_channel: bool = False,
+               name: str | None = None) -> Kernel:
+    """``per_channel=False``: ``m0``/``shift`` are scalar inputs (one per run, per tensor).
+    ``per_channel=True``: they are tensor inputs like ``x``, one pair per element, so the caller
+    streams each element's channel parameters next to it (e.g. from a table indexed by the
+    systolic core's column) and one kernel serves any channel count."""
     lo = 0 if relu else -128
 
     def build(b: Body, x: V, m0: V, shift: V) -> V:
         y = b.rdbpot(b.srdhm(x, m0), shift)
         return b.cast("trunci", b.clamp(y, lo, 127), "i8")
 
-    return _kernel(name or ("requantize_relu" if relu else "requantize"), n,
-                   [("x", "i32")], [("m0", "i32"), ("shift", "i32")], "i8", build, relu=relu)
+    params = [("m0", "i32"), ("shift", "i32")]
+    default = ("requantize_relu" if relu else "requantize") + ("_pc" if per_channel else "")
+    if per_channel:
+        return _kernel(name or default, n, [("x", "i32")] + params, [], "i8", build, relu=relu,
+                       per_channel=True)
+    return _kernel(name or default, n, [("x", "i32")], params, "i8", build, relu=relu)
 
 
 def residual_add(n: int = 64, lo: int = -128, hi: int = 127, name: str = "residual_add") -> Kernel:
@@ -207,6 +217,7 @@ def clamp(n: int = 64, lo: int = -128, hi: int = 127, name: str = "clamp") -> Ke
 KERNELS = {
     "requantize": requantize,
     "requantize_relu": lambda n=64: requantize(n, relu=True),
+    "requantize_pc": lambda n=64: requantize(n, relu=True, per_channel=True),
     "residual_add": residual_add,
     "maxpool": maxpool,
     "clamp": lambda n=64: clamp(n, lo=0, hi=100),

@@ -17,6 +17,13 @@ I32 = (-(1 << 31), (1 << 31) - 1)
 
 def _case(name, rng):
     """(kernel, inputs, scalars, reference output) with extremes mixed into random data."""
+    if name == "requantize_pc":
+        k = kernels.requantize(N, relu=True, per_channel=True)
+        x = rng.integers(I32[0], I32[1], N, endpoint=True)
+        ch = np.arange(N) % 4  # 4 channels, parameters streamed per element
+        m0c, shc = rng.integers(1 << 30, 1 << 31, 4), rng.integers(0, 31, 4)
+        m0, shift = m0c[ch], shc[ch]
+        return k, {"x": x, "m0": m0, "shift": shift}, {}, q.requantize(x, m0, shift, relu=True)
     if name.startswith("requantize"):
         relu = name.endswith("relu")
         k = kernels.requantize(N, relu=relu)
@@ -42,8 +49,8 @@ def _case(name, rng):
     raise AssertionError(name)
 
 
-@pytest.mark.parametrize("name", ["requantize", "requantize_relu", "residual_add", "maxpool",
-                                  "clamp"])
+@pytest.mark.parametrize("name", ["requantize", "requantize_relu", "requantize_pc",
+                                  "residual_add", "maxpool", "clamp"])
 def test_kernel_in_verilator(name, tmp_path):
     rng = np.random.default_rng(sum(map(ord, name)))
     k, ins, sc, ref = _case(name, rng)
