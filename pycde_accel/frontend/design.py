@@ -30,7 +30,8 @@ from .quantize import QuantizedModel
 
 SCHEME = ("int8 symmetric (no zero points); per-output-channel weight scales, per-tensor activation "
           "scales (max-abs calibration); int32 bias; requantize = TFLite MultiplyByQuantizedMultiplier "
-          "with m0 in [2^30, 2^31) and a right shift in [0, 31] per output channel; fused ReLU clamps "
+          "with m0 in [2^30, 2^31) and a right shift in [0, 31] per output channel (high-mul ties to "
+          "+inf, shift ties away from zero); fused ReLU clamps "
           "to [0, 127] else [-128, 127]; residual add = sat8(RoundingDivideByPOT(a*ma + b*mb, shift))")
 
 

@@ -3,8 +3,8 @@
 The scheme (symmetric everywhere, so there are no zero points)
 --------------------------------------------------------------
 * Activations: one scale per tensor, ``s = max|x| / 127`` over the calibration data (the example
-  inputs plus a seeded calibration batch, run through the float layer graph in float64); a tensor
-  that is all zero gets ``s = 1``. The real value of an int8 code ``q`` is ``q * s``.
+  inputs plus 32 seeded batches from the examples' distribution, ``numpy.random.default_rng([seed,
+  1])``, run through the float layer graph in float64); a tensor that is all zero gets ``s = 1``. The real value of an int8 code ``q`` is ``q * s``.
 * Model inputs are quantized on the host: ``q = clip(rint(x / s), -128, 127)`` (``rint`` rounds
   half to even); outputs are dequantized as ``q * s``.
 * Weights (Linear, Conv2d): one scale per output channel, ``s_w[c] = max|W[c]| / 127``,
@@ -12,7 +12,7 @@ The scheme (symmetric everywhere, so there are no zero points)
   A channel whose weights are all zero takes the largest scale of the other channels.
 * Bias: int32, ``q_b[c] = clip(rint(b[c] / (s_in * s_w[c])), -2^31, 2^31-1)``.
 * Linear / Conv2d (Conv2d as im2col + matmul) / matmul of two activations: the accumulator
-  ``acc = sum(q_a * q_b) (+ q_b)`` is exact in int32 (the reference raises if a value leaves int32).
+  ``acc = sum(q_x * q_w) (+ bias_q)`` is exact in int32 (the reference raises if a value leaves int32).
   It is requantized to int8 per output channel (per tensor for a matmul of two activations) with
   the real multiplier ``M = s_in * s_w[c] / s_out`` (``s_a * s_b / s_out``), written as the TFLite /
   gemmlowp pair ``(m0, shift)``: ``M ~= m0 * 2^-31 * 2^-shift``, ``m0`` in ``[2^30, 2^31)``
@@ -21,6 +21,8 @@ The scheme (symmetric everywhere, so there are no zero points)
   (to at least ``max_c(s_in * s_w[c]) * (1 + 2^-20)``), so the hardware needs no left shift.
   :func:`requantize` is TFLite's ``MultiplyByQuantizedMultiplier`` for a non-positive exponent:
   ``RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(acc, m0), shift)``, then the clamp.
+  Rounding: the high-mul rounds ties toward +infinity (gemmlowp's nudge), the divide-by-2^shift
+  rounds ties away from zero; the docstrings below state both exactly.
 * A ReLU that directly follows a Linear, Conv2d, matmul or residual add (and is that op's only
   consumer) is fused into it: the final clamp is ``[0, 127]`` instead of ``[-128, 127]``; the output
   scale is then calibrated on the ReLU's output. A ReLU elsewhere is ``max(q, 0)`` on int8 and
