@@ -1,0 +1,212 @@
+"""Double-buffered scratchpad (ping-pong banks) and the width adapter in front of it.
+
+``make_scratchpad(width, depth, tag_width=16)`` -> module ``scratchpad_w{width}_d{depth}``
+---------------------------------------------------------------------------------------
+Two banks of ``depth`` words of ``width`` bits. At any time the producer (DMA side) owns at
+most one bank and the consumer (core side) at most one; a bank passes producer -> consumer by a
+*commit* and back by a *release*, so the DMA fills tile t+1 while the core reads tile t.
+Each bank is a simple dual-port memory (one write port, one registered read port) that Yosys
+maps onto block RAM (ECP5: DP16KD; 1024 x 64 bits -> 4 DP16KD per bank).
+
+Producer ports: ``wr_ready`` (out: the producer owns an empty bank), ``wr_valid``, ``wr_addr``
+(log2 depth), ``wr_data``: a word is written on an edge where ``wr_valid & wr_ready``
+(``wr_valid`` without ``wr_ready`` is ignored, i.e. valid/ready). ``commit_valid`` with
+``commit_tag`` (tag_width bits of user metadata, e.g. the tile's K): taken on an edge where
+``commit_valid & wr_ready``; the bank (including a write on that same edge) goes to the
+consumer and the producer moves to the other bank (``wr_ready`` falls if that one is still
+held by the consumer).
+
+Consumer ports: ``rd_avail`` (out: the consumer owns a full bank), ``rd_tag`` (out: its commit
+tag), ``rd_valid``, ``rd_addr``: a read is issued on an edge where ``rd_valid & rd_avail``;
+``rd_data`` and ``rd_data_valid`` follow one cycle later (latency 1, one read per cycle).
+``rd_release`` (in; ``release`` is an SV keyword): taken on an edge where
+``rd_release & rd_avail``; the bank goes back to the
+producer (a read issued on that same edge still returns the released bank's word).
+
+Latency: a commit on edge e makes ``rd_avail`` high after e (the next cycle) if the consumer
+was waiting; a release on edge e makes ``wr_ready`` high after e if the producer was waiting.
+``clk``, ``rst`` (synchronous, active high: both banks empty, producer at bank 0; memory
+contents are not cleared).
+
+``make_width_adapter(in_width, out_width)`` -> module ``width_adapter_{in}to{out}``
+--------------------------------------------------------------------------------
+A valid/ready stream ``in_data``/``in_last``/``in_valid``/``in_ready`` re-cut into
+``out_data``/``out_last``/``out_valid``/``out_ready`` for an integer ratio of widths, LSB first
+(little-endian, as DRAM bytes come off an AXI bus: byte i of a beat is bits [8i, 8i+8)):
+* wider in (split, e.g. 64-bit AXI beats -> 32-bit rows of four int8 operands): each input beat
+  gives ``in/out`` output beats, the lowest part first; ``out_last`` on the last part of a beat
+  with ``in_last``. 1 output beat/cycle; the input is taken with the last part (no buffer).
+* wider out (pack, e.g. 64 -> 128 for a 16-lane array): ``out/in`` input beats are gathered,
+  the first into the lowest part; an ``in_last`` beat ends the output beat early (the missing
+  parts are 0). The output is a register: 1 output beat per ``out/in`` cycles, latency 1.
+* equal widths: wires.
+"""
+
+from __future__ import annotations
+
+from pycde import Clock, Input, Module, Output, Reset, generator
+from pycde.circt import ir
+from pycde.circt.dialects import seq as raw_seq
+from pycde.constructs import Mux
+from pycde.signals import BitsSignal, _FromCirctValue
+from pycde.types import Bits
+
+from ..errors import ConfigError
+from .common import NamedReg, name_module
+
+
+def _log2(n: int) -> int:
+    return (n - 1).bit_length()
+
+
+def _bank(clk, rst, name, width, depth, waddr, wdata, wen, raddr):
+    """A simple dual-port memory (seq.hlmem: write latency 1, registered read latency 1)."""
+    mem = raw_seq.HLMemOp(ir.Type.parse(f"!seq.hlmem<{depth}xi{width}>"), clk.value,
+                          rst.value, name).handle
+    raw_seq.WritePortOp(mem, [waddr.value], wdata.value, wen.value, 1)
+    rd = raw_seq.ReadPortOp(ir.IntegerType.get_signless(width), mem, [raddr.value], 1)
+    return _FromCirctValue(rd.result)
+
+
+def make_scratchpad(width: int, depth: int, tag_width: int = 16) -> type[Module]:
+    """The double-buffered scratchpad module class (see the module docstring)."""
+    if width < 1:
+        raise ConfigError(f"scratchpad: width must be >= 1, got {width}")
+    if depth < 2 or depth & (depth - 1):
+        raise ConfigError(f"scratchpad: depth must be a power of two >= 2, got {depth}")
+    if tag_width < 1:
+        raise ConfigError(f"scratchpad: tag_width must be >= 1, got {tag_width}")
+    AW = _log2(depth)
+
+    class Scratchpad(Module):
+        clk = Clock()
+        rst = Reset()
+        wr_ready = Output(Bits(1))
+        wr_valid = Input(Bits(1))
+        wr_addr = Input(Bits(AW))
+        wr_data = Input(Bits(width))
+        commit_valid = Input(Bits(1))
+        commit_tag = Input(Bits(tag_width))
+        rd_avail = Output(Bits(1))
+        rd_tag = Output(Bits(tag_width))
+        rd_valid = Input(Bits(1))
+        rd_addr = Input(Bits(AW))
+        rd_data = Output(Bits(width))
+        rd_data_valid = Output(Bits(1))
+        rd_release = Input(Bits(1))
+
+        @generator
+        def build(p):
+            clk, rst = p.clk, p.rst
+            full = [NamedReg(1, clk, rst, 0, name=f"bank{b}_full") for b in range(2)]
+            wr_bank = NamedReg(1, clk, rst, 0, name="wr_bank")
+            rd_bank = NamedReg(1, clk, rst, 0, name="rd_bank")
+            wr_full = Mux(wr_bank.q, full[0].q, full[1].q)
+            rd_full = Mux(rd_bank.q, full[0].q, full[1].q)
+            wr_ready = ~wr_full
+            rd_avail = rd_full
+            commit = p.commit_valid & wr_ready
+            release = p.rd_release & rd_avail
+            for b in range(2):
+                is_w = wr_bank.q == Bits(1)(b)
+                is_r = rd_bank.q == Bits(1)(b)
+                set_b = commit & is_w
+                clr_b = release & is_r
+                full[b].next((full[b].q & ~clr_b) | set_b)
+            wr_bank.next(wr_bank.q ^ commit)
+            rd_bank.next(rd_bank.q ^ release)
+            tags = []
+            for b in range(2):
+                tag = NamedReg(tag_width, clk, None, None, ce=commit & (wr_bank.q == Bits(1)(b)),
+                               name=f"bank{b}_tag")
+                tag.next(p.commit_tag)
+                tags.append(tag.q)
+            p.rd_tag = Mux(rd_bank.q, tags[0], tags[1])
+
+            wen = p.wr_valid & wr_ready
+            outs = []
+            for b in range(2):
+                outs.append(_bank(clk, rst, f"bank{b}_mem", width, depth, p.wr_addr, p.wr_data,
+                                  wen & (wr_bank.q == Bits(1)(b)), p.rd_addr))
+            rd_fire = p.rd_valid & rd_avail
+            rd_sel = NamedReg(1, clk, None, None, ce=rd_fire, name="rd_data_bank")
+            rd_sel.next(rd_bank.q)
+            rd_data_valid = NamedReg(1, clk, rst, 0, name="rd_data_valid_q")
+            rd_data_valid.next(rd_fire)
+            p.rd_data = Mux(rd_sel.q, outs[0], outs[1])
+            p.rd_data_valid = rd_data_valid.q
+            p.wr_ready = wr_ready
+            p.rd_avail = rd_avail
+
+    return name_module(Scratchpad, f"scratchpad_w{width}_d{depth}")
+
+
+def make_width_adapter(in_width: int, out_width: int) -> type[Module]:
+    """The width adapter module class (see the module docstring)."""
+    big, small = max(in_width, out_width), min(in_width, out_width)
+    if small < 1 or big % small:
+        raise ConfigError(f"width adapter: {in_width} -> {out_width} is not an integer ratio")
+    n = big // small
+    CW = max(1, _log2(n))
+
+    class WidthAdapter(Module):
+        clk = Clock()
+        rst = Reset()
+        in_data = Input(Bits(in_width))
+        in_last = Input(Bits(1))
+        in_valid = Input(Bits(1))
+        in_ready = Output(Bits(1))
+        out_data = Output(Bits(out_width))
+        out_last = Output(Bits(1))
+        out_valid = Output(Bits(1))
+        out_ready = Input(Bits(1))
+
+        @generator
+        def build(p):
+            clk, rst = p.clk, p.rst
+            if n == 1:
+                p.out_data, p.out_last, p.out_valid = p.in_data, p.in_last, p.in_valid
+                p.in_ready = p.out_ready
+                return
+            if in_width > out_width:  # split
+                part = NamedReg(CW, clk, rst, 0, name="part")
+                at_end = part.q == Bits(CW)(n - 1)
+                fire = p.in_valid & p.out_ready
+                nxt = (part.q.as_uint(CW) + 1).as_bits(CW)
+                part.next(Mux(fire, part.q, Mux(at_end, nxt, Bits(CW)(0))))
+                pieces = [p.in_data[i * small:(i + 1) * small] for i in range(n)]
+                sel = pieces[0]
+                for i in range(1, n):
+                    sel = Mux(part.q == Bits(CW)(i), sel, pieces[i])
+                p.out_data = sel
+                p.out_last = p.in_last & at_end
+                p.out_valid = p.in_valid
+                p.in_ready = p.out_ready & at_end
+                return
+            # pack
+            part = NamedReg(CW, clk, rst, 0, name="part")
+            out_valid = NamedReg(1, clk, rst, 0, name="out_valid_q")
+            out_last = NamedReg(1, clk, None, None, name="out_last_q")
+            can_take = ~out_valid.q | p.out_ready
+            fire = p.in_valid & can_take
+            at_end = part.q == Bits(CW)(n - 1)
+            closes = fire & (at_end | p.in_last)
+            nxt = (part.q.as_uint(CW) + 1).as_bits(CW)
+            part.next(Mux(fire, part.q, Mux(closes, nxt, Bits(CW)(0))))
+            out_valid.next(closes | (out_valid.q & ~p.out_ready))
+            out_last.next(Mux(closes, out_last.q, p.in_last))
+            # lane registers: lane i takes in_data when part == i; lanes above a short
+            # (in_last) beat are cleared when the beat starts (part == 0)
+            lanes = []
+            for i in range(n):
+                lane = NamedReg(small, clk, None, None, name=f"lane{i}")
+                here = fire & (part.q == Bits(CW)(i))
+                starts = fire & (part.q == Bits(CW)(0))
+                lane.next(Mux(here, Mux(starts, lane.q, Bits(small)(0)), p.in_data))
+                lanes.append(lane.q)
+            p.out_data = BitsSignal.concat(list(reversed(lanes)))
+            p.out_last = out_last.q
+            p.out_valid = out_valid.q
+            p.in_ready = can_take
+
+    return name_module(WidthAdapter, f"width_adapter_{in_width}to{out_width}")
