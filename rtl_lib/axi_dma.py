@@ -35,7 +35,8 @@ Sustained rate with no back-pressure: 1 beat per cycle once the first burst's da
 Write engine ``axi_dma_wr`` (port ``m_axi_aw*``, ``m_axi_w*``, ``m_axi_b*``)
 ---------------------------------------------------------------------------
 Data in on ``in_data``, ``in_valid``, ``in_ready`` (out): exactly ``rows * beats`` beats per
-command, in order (``wstrb`` all ones); a W beat is sent only after its burst's AW was accepted
+command, in order (``wstrb`` all ones; ``in_valid`` passes to ``wvalid``, so a source that
+keeps the AXI-Stream rule — valid held until taken — keeps the AXI rule on W); a W beat is sent only after its burst's AW was accepted
 (``in_ready = wready`` while an accepted burst has beats left, 0 otherwise), ``wlast`` on a
 burst's last beat. ``done`` is high for the cycle the B response of the command's last burst is
 taken (i.e. all its data is written).

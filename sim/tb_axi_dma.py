@@ -13,7 +13,8 @@ Checked for every run: read data equals the memory rows in order with ``out_last
 (nothing written outside the rows); one ``done`` per command; every AR/AW burst is INCR,
 full-width, at most ``max_burst`` beats, inside one 4 KiB page, and the bursts of a command
 cover its rows exactly, in order; in-flight bursts never exceed ``max_outstanding``; the byte
-counters moved by exactly the bytes transferred. Results (JSON, ``TB_DMA_OUT``) per run: beats,
+counters moved by exactly the bytes transferred. A :class:`~pycde_accel.sim.watchdog.Watchdog` on every stream and AXI channel ends
+a deadlocked run with the channel's name. Results (JSON, ``TB_DMA_OUT``) per run: beats,
 cycles from the first command taken to the last read beat, ``beats_per_cycle`` of the reads
 from the first read beat to the last, burst counts.
 """
@@ -31,6 +32,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 from cocotbext.axi import AxiBus, AxiRam
 
 from .stream import RandomGate, StreamDriver, StreamSink, edge_index
+from .watchdog import Watchdog
 
 PERIOD_NS = 10
 MEM_SIZE = 1 << 20
@@ -134,6 +136,13 @@ async def dma_runs(dut):
     dut.rst.value = 0
     await RisingEdge(dut.clk)
     mon = BusMonitor(dut, nb, spec["max_burst"], spec["max_outstanding"])
+    # a deadlock ends the test with the name of the stream that stopped, instead of hanging
+    streams = {n: (getattr(dut, f"{n}_valid"), getattr(dut, f"{n}_ready"))
+               for n in ("rd_cmd", "wr_cmd", "rd_out", "wr_in")}
+    streams.update({f"m_axi_{c}": (getattr(dut, f"m_axi_{c}valid"), getattr(dut, f"m_axi_{c}ready"))
+                    for c in ("ar", "r", "aw", "w", "b")})
+    dog = Watchdog(dut.clk, streams, stall_cycles=5000, idle_cycles=5000, name="dma watchdog")
+    dog.start()
     rng0 = random.Random(12345)
     image = bytearray(rng0.randbytes(MEM_SIZE))
     ram.write(0, bytes(image))
@@ -231,4 +240,5 @@ async def dma_runs(dut):
                         "read_span_cycles": span, "beats_per_cycle": n_rd / span})
         results.append(res)
         await RisingEdge(dut.clk)
+    dog.stop()
     Path(os.environ["TB_DMA_OUT"]).write_text(json.dumps(results, indent=1))
