@@ -238,6 +238,9 @@ async def dma_runs(dut):
             span = got[-1].edge - got[0].edge + 1
             res.update({"read_cycles_from_cmd": got[-1].edge - first_cmd + 1,
                         "read_span_cycles": span, "beats_per_cycle": n_rd / span})
+        if wr_in.sent:
+            wspan = wr_in.sent[-1].edge - wr_in.sent[0].edge + 1
+            res.update({"write_span_cycles": wspan, "write_beats_per_cycle": n_wr / wspan})
         results.append(res)
         await RisingEdge(dut.clk)
     dog.stop()

@@ -86,5 +86,6 @@ def test_banks_map_to_block_ram(tmp_path):
     """Two banks of 1024 x 64 bits: 4 DP16KD each (a DP16KD is 1024 x 18 at most)."""
     sv = emit_module(make_scratchpad(64, 1024), tmp_path / "sv")
     cells = yosys_bram_count(tmp_path / "sv", sv.top)
+    print(f"scratchpad 2 x 1024 x 64 in synth_ecp5: {cells}")
     assert cells.get("DP16KD") == 8, cells
     assert "TRELLIS_DPR16X4" not in cells  # no distributed-RAM fallback
