@@ -3,5 +3,7 @@
 * :mod:`.systolic`: the output-stationary systolic matmul core (protocol, latency formula);
   ``make_systolic_core(config)``.
 * :mod:`.pe`, :mod:`.skew`: its processing element and its skew/deskew buffers.
+* :mod:`.ecp5`: the ECP5 MULT18X18D the PE instantiates on ECP5 targets (and its
+  simulation-only model ``MULT18X18D_sim.sv``); :mod:`.lutram`: the output FIFO's RAM.
 * :mod:`.emit`: ``emit_core(config, sv_dir)`` and ``emit_module(top, sv_dir)`` -> ``EmittedSV``.
 """

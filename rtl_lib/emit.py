@@ -4,6 +4,12 @@
 and copies only the SV into ``sv_dir``, with a complete ``filelist.f`` (paths relative to
 ``sv_dir``, compile order). ``emit_core(config, sv_dir)`` does it for the systolic core.
 
+``filelist.f`` is the synthesis list. A design that instantiates a vendor primitive (the ECP5
+core's MULT18X18D, see ``rtl_lib.ecp5``) also needs a behavioral model of it in simulation,
+which synthesis must never see: such models are written next to the SV and listed, after the
+synthesis files, in ``filelist_sim.f`` only (``EmittedSV.sim_files``, ``sim_filelist``;
+without models ``sim_filelist`` is ``filelist`` itself). Verilator builds use ``sim_filelist``.
+
 The lowering options (DESIGN.md, toolchain facts) are set on the MLIR module:
 ``disallowLocalVariables`` (Yosys rejects ``automatic logic`` in always_ff),
 ``locationInfoStyle=none`` and ``omitVersionComment`` (no machine paths or versions in the
@@ -26,11 +32,26 @@ LOWERING_OPTIONS = "disallowLocalVariables,locationInfoStyle=none,omitVersionCom
 
 @dataclass(frozen=True)
 class EmittedSV:
-    """What an emit wrote: the top module name, the SV files in compile order, the filelist."""
+    """What an emit wrote: the top module name, the SV files in compile order, the filelist.
+
+    ``files``/``filelist``: synthesis sources (``filelist.f``). ``sim_models``: simulation-only
+    behavioral models of vendor primitives; ``sim_files``/``sim_filelist``: what a simulator
+    compiles (``files`` + ``sim_models``, ``filelist_sim.f``; ``filelist`` if no models).
+    """
 
     top: str
     files: list[Path]
     filelist: Path
+    sim_models: tuple[Path, ...] = ()
+    sim_filelist: Path | None = None
+
+    @property
+    def sim_files(self) -> list[Path]:
+        return list(self.files) + list(self.sim_models)
+
+    def __post_init__(self):
+        if self.sim_filelist is None:
+            object.__setattr__(self, "sim_filelist", self.filelist)
 
 
 def _pycde_dir() -> Path:
@@ -38,8 +59,11 @@ def _pycde_dir() -> Path:
     return Path(pycde.__file__).resolve().parent
 
 
-def emit_module(top, sv_dir: Path) -> EmittedSV:
-    """Generate PyCDE module class ``top`` (and all it instantiates) into ``sv_dir``."""
+def emit_module(top, sv_dir: Path, sim_models=(), sources=()) -> EmittedSV:
+    """Generate PyCDE module class ``top`` (and all it instantiates) into ``sv_dir``;
+    ``sources``: hand-written SV files (modules the design instantiates as externs) to copy
+    and list first in ``filelist.f``; ``sim_models``: simulation-only SV files to copy and
+    list in ``filelist_sim.f`` only."""
     from pycde import System
     from pycde.circt import ir
 
@@ -63,6 +87,9 @@ def emit_module(top, sv_dir: Path) -> EmittedSV:
             listed = [ln.strip() for ln in flist.read_text().splitlines() if ln.strip()]
         names = [n for n in listed if n.endswith((".sv", ".v"))]
         for f in sorted(hw.iterdir()):
+            if f.name == "external_modules.sv" and not re.search(r"^\s*module\b",
+                                                                   f.read_text(), re.M):
+                continue  # CIRCT's file for extern modules: declarations only, nothing to compile
             if f.suffix in (".sv", ".v") and f.name not in names:
                 names.append(f.name)
         # Compile order: the files the top depends on first, the top's own file last.
@@ -74,6 +101,11 @@ def emit_module(top, sv_dir: Path) -> EmittedSV:
         if any(re.search(r"\bESI_PipelineStage\b", t) for t in texts.values()):
             names.insert(0, "ESIPrimitives.sv")
             texts["ESIPrimitives.sv"] = (_pycde_dir() / "ESIPrimitives.sv").read_text()
+        for src in reversed([Path(x) for x in sources]):
+            if src.name in texts:
+                raise UserError(f"SV source {src.name} has the name of a generated file")
+            names.insert(0, src.name)
+            texts[src.name] = src.read_text()
         files = []
         for n in names:
             dst = sv_dir / n
@@ -81,11 +113,28 @@ def emit_module(top, sv_dir: Path) -> EmittedSV:
             files.append(dst)
     filelist = sv_dir / "filelist.f"
     filelist.write_text("".join(f"{f.name}\n" for f in files))
-    return EmittedSV(top=top_name, files=files, filelist=filelist)
+    models = []
+    for m in sim_models:
+        m = Path(m)
+        if m.name in {f.name for f in files}:
+            raise UserError(f"simulation model {m.name} has the name of a generated file")
+        dst = sv_dir / m.name
+        dst.write_text(m.read_text())
+        models.append(dst)
+    sim_filelist = None
+    if models:
+        sim_filelist = sv_dir / "filelist_sim.f"
+        sim_filelist.write_text("".join(f"{f.name}\n" for f in files + models))
+    return EmittedSV(top=top_name, files=files, filelist=filelist, sim_models=tuple(models),
+                     sim_filelist=sim_filelist)
 
 
 def emit_core(config: AccelConfig, sv_dir: Path) -> EmittedSV:
     """Emit the systolic core for ``config`` into ``sv_dir`` (ConfigError for a bad config)."""
+    from . import lutram
+    from .ecp5 import SIM_MODEL, uses_ecp5_dsp
     from .systolic import make_systolic_core
 
-    return emit_module(make_systolic_core(config), Path(sv_dir))
+    core = make_systolic_core(config)
+    models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
+    return emit_module(core, Path(sv_dir), sim_models=models, sources=[lutram.SOURCE])

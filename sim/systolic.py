@@ -1,8 +1,10 @@
 """Build and simulate the systolic core from Python: :func:`build_core` + :func:`run_systolic`.
 
 ``build_core(config, cache_root)`` emits the core's SV and builds it in Verilator once per SV
-(a cache folder keyed by the SV's hash); ``run_systolic(build, config, runs, test_dir)`` runs
-the cocotb bench :mod:`pycde_accel.sim.tb_systolic` on it and returns its per-run results.
+(a cache folder keyed by the SV's hash) from ``EmittedSV.sim_filelist``, i.e. with the
+simulation models of the primitives the core instantiates (ECP5 targets:
+``rtl_lib/MULT18X18D_sim.sv``); ``run_systolic(build, config, runs, test_dir)`` runs the
+cocotb bench :mod:`pycde_accel.sim.tb_systolic` on it and returns its per-run results.
 A run is ``{"name", "ks": [K per tile], "mode": "random"|"min"|"max"|"minmax", "seed",
 "bp": {"a": p, "b": p, "c": p}}`` (p: probability that valid/ready is offered in a cycle).
 """
@@ -25,7 +27,8 @@ def build_core(config: AccelConfig, cache_root: os.PathLike | str) -> SimBuild:
 
     with tempfile.TemporaryDirectory(prefix="pycde_accel_core_") as tmp:
         sv = emit_core(config, Path(tmp) / "sv")
-        return build(sv.filelist, sv.top, cache_root=cache_root)
+        # the simulation list: the synthesis files + behavioral models of vendor primitives
+        return build(sv.sim_filelist, sv.top, cache_root=cache_root)
 
 
 def run_systolic(sim: SimBuild, config: AccelConfig, runs: Sequence[dict],

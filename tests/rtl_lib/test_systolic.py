@@ -56,6 +56,27 @@ def test_random_matmuls_and_cycle_formula(cache_root, tmp_path, rows, cols):
         check_timing(cfg, res)
 
 
+@pytest.mark.parametrize("target", ["ice40-up5k", "xc7a100t"])
+def test_other_targets_infer_the_multiply_with_the_same_latency(cache_root, tmp_path, target):
+    """Off ECP5 the PE infers its multiply (no MULT18X18D, no simulation model) with the same
+    pipeline depth: the same results and the same cycle formula."""
+    cfg, sim = _core(cache_root, 3, 2, target=target)
+    assert not any(s.name == "MULT18X18D_sim.sv" for s in sim.sources)
+    runs = [{"name": "b2b_mixed", "ks": [7, 1, 300, 2, 3, 3, 33, 1], "seed": 2},
+            {"name": "minmax", "ks": [40, 1, 4], "mode": "minmax", "seed": 3},
+            {"name": "bp", "ks": [5, 1, 9], "seed": 4, "bp": {"a": 0.6, "b": 0.8, "c": 0.4}}]
+    results = run_systolic(sim, cfg, runs, tmp_path)
+    check_timing(cfg, results[0])
+    check_timing(cfg, results[1])
+    assert results[2]["cycles"] >= run_cycles(3, 2, results[2]["ks"])
+
+
+def test_ecp5_core_simulates_the_dsp_model(cache_root):
+    cfg, sim = _core(cache_root, 2, 2)
+    assert cfg.target.startswith("ecp5")
+    assert [s.name for s in sim.sources][-1] == "MULT18X18D_sim.sv"
+
+
 @pytest.mark.parametrize("rows,cols", SHAPES, ids=[f"{r}x{c}" for r, c in SHAPES])
 def test_extreme_operands(cache_root, tmp_path, rows, cols):
     cfg, sim = _core(cache_root, rows, cols)
