@@ -1,16 +1,9 @@
-"""Backend tests write nothing into the repo or cwd: hypothesis's storage folder is a temporary
-folder removed when the test process exits. Built-in models are run through the frontend once
-per test process."""
+"""Backend fixtures. Built-in models are run through the frontend once per test process."""
 
 import functools
-import tempfile
 
 import numpy as np
 import pytest
-from hypothesis import configuration
-
-_HOME = tempfile.TemporaryDirectory(prefix="pycde-accel-hypothesis-")
-configuration.set_hypothesis_home_dir(_HOME.name)
 
 ARRAYS = [(1, 1), (2, 3), (4, 4), (8, 8)]
 
