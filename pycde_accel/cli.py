@@ -79,9 +79,9 @@ def config_from_args(args: argparse.Namespace) -> AccelConfig:
 
 def _cmd_gen(args: argparse.Namespace) -> int:
     from . import flow
-    result = flow.gen(args.model, Path(args.out), config_from_args(args), seed=args.seed,
-                      progress=_progress)
-    print(f"wrote {result}")
+    out = flow.gen(args.model, Path(args.out), config_from_args(args), seed=args.seed,
+                   progress=_progress)
+    print(flow.summary(out))
     return 0
 
 

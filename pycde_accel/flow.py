@@ -41,3 +41,25 @@ def gen(model: str | None, out: Path, config: AccelConfig, *, seed: int = 0,
                   "program": compiled.to_json()}
         (stage / "design.json").write_text(json.dumps(design, indent=2, sort_keys=True) + "\n")
     return out
+
+
+def summary(out: Path) -> str:
+    """A few lines that say what ``gen`` wrote into ``out``: model, accuracy, program, SV."""
+    design = json.loads((out / "design.json").read_text())
+    lines = [f"wrote {out}/"]
+    model = design.get("model", {})
+    acc = design.get("accuracy", {})
+    if model:
+        lines.append(f"  model     {model.get('name', model.get('spec', '?'))}: "
+                     f"int8 vs float top-1 agreement {acc.get('top1_agreement', float('nan')):.3f}, "
+                     f"max abs error {acc.get('max_abs_error', float('nan')):.4g}")
+    totals = design.get("program", {}).get("totals", {})
+    if totals:
+        lines.append("  program   " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items())
+                                               if isinstance(v, (int, float))))
+    sv = sorted((out / "sv").glob("*.sv"))
+    lines.append(f"  sv/       {len(sv)} files, top {design.get('top', '?')} "
+                 f"({design['config']['rows']}x{design['config']['cols']} array), filelist.f")
+    lines.append("  also      design.json, " + ", ".join(
+        p.name for p in sorted(out.iterdir()) if p.name not in ("design.json", "sv")))
+    return "\n".join(lines)
