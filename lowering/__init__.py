@@ -5,6 +5,8 @@ Public API:
 * :data:`pipeline.ROUTES` / :func:`pipeline.stage_files`: the stages of each route, as data.
 * :func:`lower` (= :func:`pipeline.lower`): run a route on linalg text or a stage-00 file,
   writing ``ir/NN_<stage>.mlir``; every stage runs in a worker process (crash isolation, timeout).
+* :data:`pipeline.MODEL_ROUTES`: a model's chain: its post-op kernels (:mod:`.postops`,
+  extracted from the frontend's quantized graph) down to SV, one module per kernel.
 * :data:`kernels.KERNELS`: the post-op kernels (requantize, residual_add, maxpool, clamp) as
   linalg builders; :func:`build_kernel` lowers one.
 * :func:`import_kernel`: put a lowered kernel into a PyCDE ``System`` (``System.import_mlir``)

@@ -14,6 +14,12 @@ Routes (``schedule`` chooses between the first and the last):
 * ``dynamic-stock``: CIRCT's own handshake lowering with ``handshake-insert-buffers``, the
   baseline the bench compares against.
 * ``static``: scf -> calyx -> hw; see :data:`STATIC_LIMIT` for where this CIRCT build stops.
+
+A model's routes (:data:`MODEL_ROUTES`, ``model-dynamic`` / ``model-static``) start from the
+frontend's whole integer model (00) and add a ``01_postops`` stage that extracts the model's
+post-op kernels from its quantized graph (:mod:`.postops`; the matmuls stay on the systolic
+core); the kernel stages follow, with the passes that take one top function only run once per
+kernel (``pycde-accel-per-top(...)``, :mod:`.worker`).
 """
 
 from __future__ import annotations
@@ -32,8 +38,9 @@ from ..errors import UserError
 @dataclass(frozen=True)
 class Stage:
     name: str       # the NN_<name>.mlir file name part
-    mlir: str       # "torch" (torch-mlir's upstream MLIR) or "circt" (pycde's CIRCT)
-    pipeline: str   # top-level passes, comma-separated, as inside builtin.module(...)
+    mlir: str       # "torch" (torch-mlir's upstream MLIR), "circt" (pycde's CIRCT), or "model"
+    pipeline: str   # top-level passes, comma-separated, as inside builtin.module(...); for a
+    #                 "model" stage the name of a MODEL_STEPS builder (Python, reads the model)
     doc: str
     sv: bool = False  # the stage ends in export-verilog (writes sv/<kernel>.sv)
 
@@ -70,6 +77,10 @@ _HW = Stage(
     "lower-handshake-to-hw,lower-esi-to-physical,lower-esi-ports,lower-esi-to-hw,"
     "hw-flatten-io{recursive=true},canonicalize,pycde-accel-prefix-modules",
     "hw + seq; struct ports flattened, helper modules prefixed: the file System.import_mlir reads")
+_HW_PER_TOP = Stage(
+    "hw", "circt", f"pycde-accel-per-top({_HW.pipeline})",
+    "hw + seq, each kernel lowered on its own (lower-handshake-to-hw takes one top), helper "
+    "modules prefixed per kernel, all in one module")
 _SV = Stage(
     "sv", "circt", "pycde-accel-lowering-options,lower-seq-to-sv,hw.module(lower-hw-to-sv),export-verilog",
     "sv dialect; SystemVerilog that Verilator and Yosys accept", sv=True)
@@ -83,12 +94,38 @@ _CALYX_HW = Stage(
     "calyx.component(calyx-remove-groups-fsm),lower-calyx-to-hw",
     "calyx -> hw (stops at calyx.seq_mem in this CIRCT build)")
 
+_CALYX_PER_TOP = Stage("calyx", "circt", f"pycde-accel-per-top({_CALYX.pipeline})",
+                       "CIRCT calyx from scf, one kernel at a time (lower-scf-to-calyx takes one top)")
+_CALYX_HW_PER_TOP = Stage("calyx_hw", "circt", f"pycde-accel-per-top({_CALYX_HW.pipeline})",
+                          _CALYX_HW.doc + ", one kernel at a time")
+_POSTOPS = Stage(
+    "postops", "model", "extract-postops",
+    "the model's post-op kernels as linalg (requantize(+relu) per Linear/Conv, residual_add per "
+    "add, maxpool per MaxPool), with shapes and parameters; matmuls stay on the systolic core")
+
 ROUTES: dict[str, tuple[Stage, ...]] = {
     "dynamic": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE, _HANDSHAKE_OPT, _HW, _SV),
     "dynamic-stock": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE_STOCK, _HANDSHAKE_BUF, _HW, _SV),
     "static": (_BUFFERIZE, _SCF, _SCF_WHILE, _CALYX, _CALYX_HW),
 }
+#: A model's routes: stage 00 is the frontend's whole integer model; 01 extracts its post-op
+#: kernels (:mod:`.postops`), which continue down the kernel route (hw one kernel at a time).
+MODEL_ROUTES: dict[str, tuple[Stage, ...]] = {
+    "model-dynamic": (_POSTOPS, _BUFFERIZE, _SCF, _CF, _HANDSHAKE, _HANDSHAKE_OPT, _HW_PER_TOP, _SV),
+    "model-static": (_POSTOPS, _BUFFERIZE, _SCF, _SCF_WHILE, _CALYX_PER_TOP, _CALYX_HW_PER_TOP),
+}
+ROUTES.update(MODEL_ROUTES)
 SCHEDULES = {"dynamic": "dynamic", "static": "static"}
+MODEL_SCHEDULES = {"dynamic": "model-dynamic", "static": "model-static"}
+
+
+def _extract_postops(model) -> str:
+    from .postops import module_text
+    return module_text(model)
+
+
+#: Builders of "model" stages: name -> f(quantized model) -> MLIR text (torch-mlir syntax).
+MODEL_STEPS = {"extract-postops": _extract_postops}
 
 #: Where the static route stops on this toolchain (pycde 0.12.1's CIRCT), and why.
 STATIC_LIMIT = """\
@@ -197,12 +234,14 @@ def _last_pass(stderr: str) -> str:
 
 def lower(linalg: str | Path, ir_dir: Path, *, route="dynamic", name: str | None = None,
           sv_dir: Path | None = None, until: str | None = None,
-          timeout: float = STAGE_TIMEOUT) -> Lowered:
+          timeout: float = STAGE_TIMEOUT, model=None) -> Lowered:
     """Run ``route`` (a name in :data:`ROUTES` or a sequence of :class:`Stage`) on ``linalg``
     (MLIR text, or the path of the stage-00 file).
 
     Dumps go to ``ir_dir``; SV (dynamic routes) to ``sv_dir/<name>.sv`` (default: next to
-    ``ir_dir``'s parent in ``sv/``). ``until`` stops after the stage of that name.
+    ``ir_dir``'s parent in ``sv/``). ``until`` stops after the stage of that name. A route
+    with a ``"model"`` stage (:data:`MODEL_ROUTES`) needs ``model``, the frontend's quantized
+    model (``frontend.run(spec).quantized``).
     """
     stages = _stages(route)
     ir_dir = Path(ir_dir)
@@ -220,6 +259,16 @@ def lower(linalg: str | Path, ir_dir: Path, *, route="dynamic", name: str | None
             stale.unlink(missing_ok=True)
     for i, (stage, tag) in enumerate(zip(stages, stage_files(stages))):
         nxt = stages[i + 1] if i + 1 < len(stages) else None
+        if stage.mlir == "model":
+            if model is None:
+                raise UserError(f"lowering stage {tag} reads the model; none was given")
+            dst = ir_dir / f"{tag}.mlir"
+            dst.write_text(MODEL_STEPS[stage.pipeline](model))
+            out.dumps.append(dst)
+            src = dst
+            if until is not None and stage.name == until:
+                break
+            continue
         crossing = nxt is not None and nxt.mlir != stage.mlir
         sv_path = None
         if stage.sv:

@@ -101,7 +101,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 def _cmd_ir(args: argparse.Namespace) -> int:
     from .lowering import inspect_ir
     if args.list or not args.stage:
-        print(inspect_ir.list_stages(args.schedule))
+        print(inspect_ir.list_stages(args.schedule, kernel=args.kernel is not None))
         return 0
     sys.stdout.write(inspect_ir.stage_text(Path(args.out), args.stage, model=args.model,
                                            kernel=args.kernel, schedule=args.schedule,

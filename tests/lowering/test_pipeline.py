@@ -14,18 +14,27 @@ from pycde_accel.errors import UserError
 from pycde_accel.lowering import build_kernel, kernels, lower, pipeline, stage_files
 from pycde_accel.lowering.passes import REGISTRY
 from pycde_accel.lowering.pipeline import ROUTES, Stage
-from pycde_accel.lowering.worker import split_pipeline
+from pycde_accel.lowering.worker import PER_TOP, split_pipeline
 
 
 def test_stage_tables_are_data():
     assert stage_files("dynamic") == ["01_bufferize", "02_scf", "03_cf", "04_handshake",
                                       "05_handshake_opt", "06_hw", "07_sv"]
+    assert stage_files("model-dynamic") == ["01_postops", "02_bufferize", "03_scf", "04_cf",
+                                            "05_handshake", "06_handshake_opt", "07_hw", "08_sv"]
     for route, stages in ROUTES.items():
         assert len({s.name for s in stages}) == len(stages), route
         for s in stages:
-            assert s.mlir in ("torch", "circt")
-            for p in split_pipeline(s.pipeline):
-                if p.startswith("pycde-accel-"):
+            assert s.mlir in ("torch", "circt", "model")
+            if s.mlir == "model":
+                assert s.pipeline in pipeline.MODEL_STEPS
+                continue
+            todo = split_pipeline(s.pipeline)
+            while todo:
+                p = todo.pop()
+                if p.startswith(PER_TOP + "("):
+                    todo += split_pipeline(p[len(PER_TOP) + 1:-1])
+                elif p.startswith("pycde-accel-"):
                     assert p.split("{")[0] in REGISTRY, p
 
 
