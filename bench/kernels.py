@@ -2,9 +2,10 @@
 
 For every kernel in ``pycde_accel.lowering.kernels.KERNELS`` and every route (``dynamic-stock``:
 CIRCT's handshake lowering with handshake-insert-buffers; ``dynamic``: with the project's
-handshake passes, the default; ``static``: scf -> calyx -> hw) this lowers the kernel for
-``--n`` elements, runs it in Verilator with memories that answer after ``--latency`` cycles and
-no back-pressure, and measures the steady-state rate (elements per cycle between the first and
+handshake passes, the default; ``static``: scf -> pipeline.scheduled -> hw, a fixed-latency
+II=1 pipeline fed by element streams) this lowers the kernel for ``--n`` elements, runs it in
+Verilator with memories that answer after ``--latency`` cycles (static: streams always valid
+and ready) and no back-pressure, and measures the steady-state rate (elements per cycle between the first and
 the last store), then synthesizes it with Yosys (synth_ecp5) for LUT4 and FF counts. A route
 that does not reach SV records the stage and error that stopped it.
 
@@ -29,7 +30,7 @@ import numpy as np
 
 from pycde_accel.errors import UserError
 from pycde_accel.lowering import build_kernel, kernels
-from pycde_accel.lowering.simulate import simulate
+from pycde_accel.lowering.simulate import simulate, simulate_static
 
 ROUTES = ("dynamic-stock", "dynamic", "static")
 DEFAULT_ROUTE = "dynamic"
@@ -53,8 +54,11 @@ def measure(name: str, route: str, n: int, latency: int, work: Path, synth: bool
         return {"error": f"route {route} produced no SV"}
     ins, sc = _inputs(k, np.random.default_rng(0))
     with contextlib.redirect_stdout(io.StringIO()):  # the Verilator build is chatty
-        res = simulate(k, lowered.sv, out / "sim", ins, sc, latency=latency, backpressure=0.0,
-                       max_cycles=200 * n + 2000)
+        if route == "static":
+            res = simulate_static(k, lowered.sv, out / "sim", ins, sc, backpressure=0.0)
+        else:
+            res = simulate(k, lowered.sv, out / "sim", ins, sc, latency=latency,
+                           backpressure=0.0, max_cycles=200 * n + 2000)
     eps = res.elements_per_cycle
     fig = {"elements_per_cycle": round(eps, 4),
            "cycles_per_element": round(1 / eps, 3) if eps else None}

@@ -1,4 +1,5 @@
-"""lowering: torch-mlir linalg -> scf -> cf -> CIRCT handshake (or calyx) -> hw -> SV.
+"""lowering: torch-mlir linalg -> scf -> cf -> CIRCT handshake (dynamic) | scf -> CIRCT pipeline
+(static) -> hw -> SV; the calyx route is kept up to where this CIRCT stops.
 
 Public API:
 
@@ -13,7 +14,9 @@ Public API:
   and return its module class for rtl_lib to instantiate.
 * :func:`stream.stream_module` / :func:`stream.emit_stream`: a kernel as a streaming PyCDE
   module ``<name>_stream`` (element streams in/out, ``done`` pulse): what rtl_lib instantiates.
-* :mod:`.passes`: the project's handshake passes; :mod:`.simulate`: Verilator runs.
+* :mod:`.passes`: the project's passes (handshake rewrites, scf -> pipeline.scheduled);
+  :mod:`.simulate`: Verilator runs (``simulate`` for the dynamic protocol below,
+  ``simulate_static`` for the static route's element streams).
 
 Kernel protocol (dynamic route): the kernel is a ``clock``/``reset`` module whose ports are
 valid/ready channels (``X``, ``X_valid``, ``X_ready``): per tensor input a load port

@@ -7,13 +7,17 @@ writes ``ir/NN_<name>.mlir``. Stage 00 is the linalg-on-tensors input (the front
 :class:`~pycde_accel.errors.UserError` naming the stage and the pass, and leaves next to the
 dumps ``NN_<name>.failed-input.mlir`` and ``NN_<name>.repro.sh`` (one command reproducing it).
 
-Routes (``schedule`` chooses between the first and the last):
+Routes (``schedule`` chooses: dynamic, static, calyx):
 
 * ``dynamic`` (default): handshake with the project's throughput passes (DESIGN.md's four
   rewrites: :mod:`.passes`), ~1 element per cycle.
 * ``dynamic-stock``: CIRCT's own handshake lowering with ``handshake-insert-buffers``, the
   baseline the bench compares against.
-* ``static``: scf -> calyx -> hw; see :data:`STATIC_LIMIT` for where this CIRCT build stops.
+* ``static``: scf -> ``pipeline.scheduled`` (project pass ``pycde-accel-scf-to-pipeline``: one
+  stage per op level, II=1, fixed latency, stall on back-pressure) -> hw (lower-pipeline-to-hw)
+  -> SV; the kernel's ports are element streams (``inK``, ``in_valid``/``in_ready``, ``out0``).
+* ``static-calyx``: scf -> calyx -> hw, kept with its stages on disk up to where this CIRCT build
+  stops (:data:`STATIC_LIMIT`).
 
 A model's routes (:data:`MODEL_ROUTES`, ``model-dynamic`` / ``model-static``) start from the
 frontend's whole integer model (00) and add a ``01_postops`` stage that extracts the model's
@@ -98,6 +102,13 @@ _CALYX_PER_TOP = Stage("calyx", "circt", f"pycde-accel-per-top({_CALYX.pipeline}
                        "CIRCT calyx from scf, one kernel at a time (lower-scf-to-calyx takes one top)")
 _CALYX_HW_PER_TOP = Stage("calyx_hw", "circt", f"pycde-accel-per-top({_CALYX_HW.pipeline})",
                           _CALYX_HW.doc + ", one kernel at a time")
+_PIPELINE = Stage(
+    "pipeline", "circt", "pycde-accel-scf-to-pipeline",
+    "the scf.for body as a pipeline.scheduled in an hw.module: one op level per stage, II=1, "
+    "fixed latency, stall on !out0_ready (static schedule)")
+_PIPELINE_HW = Stage(
+    "hw", "circt", "map-arith-to-comb,pipeline-explicit-regs,lower-pipeline-to-hw,canonicalize",
+    "hw + seq: arith -> comb, stage registers made explicit, pipeline lowered to registers")
 _POSTOPS = Stage(
     "postops", "model", "extract-postops",
     "the model's post-op kernels as linalg (requantize(+relu) per Linear/Conv, residual_add per "
@@ -106,17 +117,21 @@ _POSTOPS = Stage(
 ROUTES: dict[str, tuple[Stage, ...]] = {
     "dynamic": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE, _HANDSHAKE_OPT, _HW, _SV),
     "dynamic-stock": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE_STOCK, _HANDSHAKE_BUF, _HW, _SV),
-    "static": (_BUFFERIZE, _SCF, _SCF_WHILE, _CALYX, _CALYX_HW),
+    "static": (_BUFFERIZE, _SCF, _PIPELINE, _PIPELINE_HW, _SV),
+    "static-calyx": (_BUFFERIZE, _SCF, _SCF_WHILE, _CALYX, _CALYX_HW),
 }
 #: A model's routes: stage 00 is the frontend's whole integer model; 01 extracts its post-op
 #: kernels (:mod:`.postops`), which continue down the kernel route (hw one kernel at a time).
 MODEL_ROUTES: dict[str, tuple[Stage, ...]] = {
     "model-dynamic": (_POSTOPS, _BUFFERIZE, _SCF, _CF, _HANDSHAKE, _HANDSHAKE_OPT, _HW_PER_TOP, _SV),
-    "model-static": (_POSTOPS, _BUFFERIZE, _SCF, _SCF_WHILE, _CALYX_PER_TOP, _CALYX_HW_PER_TOP),
+    "model-static": (_POSTOPS, _BUFFERIZE, _SCF, _PIPELINE, _PIPELINE_HW, _SV),
+    "model-static-calyx": (_POSTOPS, _BUFFERIZE, _SCF, _SCF_WHILE, _CALYX_PER_TOP,
+                           _CALYX_HW_PER_TOP),
 }
 ROUTES.update(MODEL_ROUTES)
-SCHEDULES = {"dynamic": "dynamic", "static": "static"}
-MODEL_SCHEDULES = {"dynamic": "model-dynamic", "static": "model-static"}
+SCHEDULES = {"dynamic": "dynamic", "static": "static", "calyx": "static-calyx"}
+MODEL_SCHEDULES = {"dynamic": "model-dynamic", "static": "model-static",
+                   "calyx": "model-static-calyx"}
 
 
 def _extract_postops(model) -> str:
@@ -127,9 +142,10 @@ def _extract_postops(model) -> str:
 #: Builders of "model" stages: name -> f(quantized model) -> MLIR text (torch-mlir syntax).
 MODEL_STEPS = {"extract-postops": _extract_postops}
 
-#: Where the static route stops on this toolchain (pycde 0.12.1's CIRCT), and why.
+#: Where the calyx route (static-calyx) stops on this toolchain (pycde 0.12.1's CIRCT), and why;
+#: the static schedule goes through the pipeline dialect instead (route ``static``).
 STATIC_LIMIT = """\
-The static route writes 01_bufferize .. 04_calyx and stops in 05_calyx_hw:
+The calyx route (static-calyx) writes 01_bufferize .. 04_calyx and stops in 05_calyx_hw:
 * lower-scf-to-calyx puts each scf.while condition in a calyx.comb_group used as
   `calyx.while %cond with @group`; lower-calyx-to-fsm rejects that ("comb_group ... is unused in
   the control execution schedule") and calyx-remove-comb-groups, the pass that would turn the
@@ -140,9 +156,10 @@ The static route writes 01_bufferize .. 04_calyx and stops in 05_calyx_hw:
 * past that, lower-calyx-to-hw cannot convert calyx.seq_mem ("couldn't convert to core
   primitive", DESIGN.md), and every kernel's memrefs become seq_mems.
 Getting past both needs two project passes over calyx (comb-group removal; seq_mem -> component
-ports or hw/seq memories). CIRCT's pipeline dialect (lower-pipeline-to-hw) is the other static
-route; it has no scf or linalg front end here, so kernels would have to be built as
-pipeline.scheduled ops directly. Neither is done: the dynamic route reaches 1 element/cycle."""
+ports or hw/seq memories); not done. The static schedule is taken through CIRCT's pipeline
+dialect instead (route static): this CIRCT has no scf-to-pipeline pass, so the project's
+pycde-accel-scf-to-pipeline turns the element loop's body into a pipeline.scheduled (one stage
+per op level, II=1), and pipeline-explicit-regs + lower-pipeline-to-hw take it to hw."""
 
 #: Seconds one stage may take before it is killed and reported.
 STAGE_TIMEOUT = 300.0

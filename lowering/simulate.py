@@ -68,3 +68,46 @@ def simulate(kernel, sv: Path, build_dir: Path, inputs: dict, scalars: dict | No
                         f"in {r['cycles']} cycles (deadlock or too slow)")
     return SimResult(np.array(r["out"], dtype=np.int64), r["store_cycles"], r["cycles"],
                      r["done_cycle"])
+
+
+def static_ports(kernel) -> tuple[dict, dict]:
+    """Port of each tensor input and scalar of ``kernel`` lowered by the static route:
+    ``in<K>`` with K the function argument index (tensor inputs first, then scalars)."""
+    k = 0
+    ports, scalars = {}, {}
+    for nm, _ in kernel.inputs:
+        ports[nm] = f"in{k}"
+        k += 1
+    for nm, _ in kernel.scalars:
+        scalars[nm] = f"in{k}"
+        k += 1
+    return ports, scalars
+
+
+def simulate_static(kernel, sv: Path, build_dir: Path, inputs: dict, scalars: dict | None = None,
+                    *, backpressure: float = 0.3, seed: int = 0, tag: str = "run") -> SimResult:
+    """Run a static-route kernel (:mod:`.pipeline_tb`): all ``n`` results in order, with the
+    cycle of each output beat (``store_cycles``)."""
+    build_dir = Path(build_dir)
+    sim = build(sv, kernel.name, build_dir)
+    ports, sc = static_ports(kernel)
+    cfg = {"ports": ports, "scalars": sc, "n": kernel.n, "backpressure": backpressure,
+           "seed": seed, "inputs": {k: [int(x) for x in np.asarray(v).ravel()]
+                                    for k, v in inputs.items()},
+           "scalar_values": {k: int(v) for k, v in (scalars or {}).items()},
+           "max_cycles": 20 * kernel.n + 1000}
+    cfg_path, res_path = build_dir / f"{tag}.cfg.json", build_dir / f"{tag}.result.json"
+    cfg_path.write_text(json.dumps(cfg))
+    if res_path.exists():
+        res_path.unlink()
+    from ..sim import runner
+    runner.run(sim, "pycde_accel.lowering.pipeline_tb", build_dir / tag,
+               extra_env={"KERNEL_TB_CONFIG": str(cfg_path.resolve()),
+                          "KERNEL_TB_RESULT": str(res_path.resolve())})
+    if not res_path.exists():
+        raise UserError(f"simulation of {kernel.name} produced no result (see {build_dir / tag}/sim.log)")
+    r = json.loads(res_path.read_text())
+    if len(r["out"]) != kernel.n:
+        raise UserError(f"simulation of {kernel.name}: {len(r['out'])} of {kernel.n} results in "
+                        f"{r['cycles']} cycles")
+    return SimResult(np.array(r["out"], dtype=np.int64), r["out_cycles"], r["cycles"], None)

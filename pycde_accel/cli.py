@@ -62,8 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(i)
     i.add_argument("--list", action="store_true", help="list the stages of the route")
     i.add_argument("--stage", default=None, metavar="NAME", help="print this stage's IR, e.g. 06_hw or hw")
-    i.add_argument("--schedule", default="dynamic", choices=("dynamic", "static"),
-                   help="dynamic (handshake, default) or static (calyx)")
+    i.add_argument("--schedule", default="dynamic", choices=("dynamic", "static", "calyx"),
+                   help="dynamic (handshake, default), static (pipeline dialect), or calyx "
+                        "(the calyx route, which stops inside this CIRCT)")
     i.add_argument("--kernel", default=None, metavar="NAME",
                    help="a post-op kernel (requantize, residual_add, maxpool, clamp ...) instead of the model")
     return parser

@@ -9,11 +9,12 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from . import (backedge_buffers, drop_mem_completion_join, drop_returned_buffers,
-               invariant_buffers, lowering_options, split_struct_buffers, prefix_modules, sink_constants, store_input_buffers)
+               invariant_buffers, lowering_options, split_struct_buffers, prefix_modules, scf_to_pipeline,
+               sink_constants, store_input_buffers)
 
 _MODULES = (drop_returned_buffers, sink_constants, drop_mem_completion_join, backedge_buffers,
             store_input_buffers, invariant_buffers, split_struct_buffers, prefix_modules,
-            lowering_options)
+            lowering_options, scf_to_pipeline)
 
 
 def _parse_options(spec: str) -> dict[str, str]:

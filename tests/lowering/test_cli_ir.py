@@ -22,8 +22,13 @@ def test_ir_list(capsys):
     assert names == ["00_linalg", "01_bufferize", "02_scf", "03_cf", "04_handshake",
                      "05_handshake_opt", "06_hw", "07_sv"]
     assert main(["ir", "--kernel", "clamp", "--list", "--schedule", "static"]) == 0
+    names = [ln.split()[0] for ln in capsys.readouterr().out.splitlines()]
+    assert names == ["00_linalg", "01_bufferize", "02_scf", "03_pipeline", "04_hw", "05_sv"]
+    assert main(["ir", "--kernel", "clamp", "--list", "--schedule", "calyx"]) == 0
     assert "04_calyx" in capsys.readouterr().out
     assert main(["ir", "mlp", "--list", "--schedule", "static"]) == 0
+    assert "04_pipeline" in capsys.readouterr().out
+    assert main(["ir", "mlp", "--list", "--schedule", "calyx"]) == 0
     assert "05_calyx" in capsys.readouterr().out
 
 
@@ -43,8 +48,8 @@ def test_ir_unknown_stage_is_one_line(capsys):
     assert err.count("\n") == 1 and "no such stage" in err
 
 
-def test_ir_static_route_stops_with_stage_and_pass(tmp_path, capsys):
-    rc = main(["ir", "--kernel", "clamp", "--schedule", "static", "--stage", "calyx_hw",
+def test_ir_calyx_route_stops_with_stage_and_pass(tmp_path, capsys):
+    rc = main(["ir", "--kernel", "clamp", "--schedule", "calyx", "--stage", "calyx_hw",
                "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1
@@ -101,8 +106,30 @@ def test_ir_chain_of_builtin_model(model, tmp_path, capsys):
     assert capsys.readouterr().out == hw
 
 
-def test_ir_static_route_of_a_model_stops_at_the_documented_limit(tmp_path, capsys):
-    rc = main(["ir", "mlp", "--schedule", "static", "--stage", "calyx_hw", "--out", str(tmp_path)])
+def test_ir_static_route_of_a_model_reaches_sv(tmp_path, capsys):
+    """The static schedule (pipeline dialect) for resblock: every kernel one hw.module."""
+    model = "resblock"
+    assert main(["ir", model, "--list", "--schedule", "static"]) == 0
+    tags = [ln.split()[0] for ln in capsys.readouterr().out.splitlines()]
+    assert tags == ["00_linalg", "01_postops", "02_bufferize", "03_scf", "04_pipeline", "05_hw",
+                    "06_sv"]
+    rc = main(["ir", model, "--schedule", "static", "--stage", "sv", "--out", str(tmp_path)])
+    assert rc == 0, capsys.readouterr().err
+    for tag in tags:
+        assert (tmp_path / f"ir/{tag}.mlir").stat().st_size > 0, tag
+    piped = (tmp_path / "ir/04_pipeline.mlir").read_text()
+    assert piped.count("pipeline.scheduled") == len(EXPECTED_KERNELS[model])
+    sv = (tmp_path / f"sv/{model}.sv").read_text()
+    for k in EXPECTED_KERNELS[model]:
+        assert f"module {k}(" in sv
+    lint = subprocess.run([verilator_bin(), "--lint-only", "-Wno-fatal", "-Wno-WIDTH",
+                           "-Wno-MULTITOP", str(tmp_path / f"sv/{model}.sv")],
+                          capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stderr[-2000:]
+
+
+def test_ir_calyx_route_of_a_model_stops_at_the_documented_limit(tmp_path, capsys):
+    rc = main(["ir", "mlp", "--schedule", "calyx", "--stage", "calyx_hw", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1
     assert "stage 06_calyx_hw" in err and "lower-calyx-to-fsm" in err, err

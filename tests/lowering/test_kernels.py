@@ -9,7 +9,7 @@ import pytest
 
 from pycde_accel.frontend import quantize as q
 from pycde_accel.lowering import build_kernel, kernels
-from pycde_accel.lowering.simulate import simulate
+from pycde_accel.lowering.simulate import simulate, simulate_static
 
 N = 32
 I32 = (-(1 << 31), (1 << 31) - 1)
@@ -89,3 +89,28 @@ def test_stock_route_is_correct_too(name, tmp_path):
     lowered = build_kernel(k, tmp_path / "out", route="dynamic-stock")
     got = simulate(k, lowered.sv, tmp_path / "build", ins, sc, latency=3, backpressure=0.35)
     np.testing.assert_array_equal(got.out, ref)
+
+
+def _static_check(name, tmp_path):
+    rng = np.random.default_rng(sum(map(ord, name)) + 1)
+    k, ins, sc, ref = _case(name, rng)
+    lowered = build_kernel(k, tmp_path / "out", route="static")
+    assert "pipeline.scheduled" in (tmp_path / "out/ir/03_pipeline.mlir").read_text()
+    build = tmp_path / "build"
+    got = simulate_static(k, lowered.sv, build, ins, sc, backpressure=0.35, seed=3, tag="bp")
+    np.testing.assert_array_equal(got.out, ref)
+    fast = simulate_static(k, lowered.sv, build, ins, sc, backpressure=0.0, tag="fast")
+    np.testing.assert_array_equal(fast.out, ref)
+    assert fast.elements_per_cycle == 1.0, fast.store_cycles  # II = 1
+
+
+def test_static_route_kernel_in_verilator(tmp_path):
+    """The static route (scf -> pipeline.scheduled -> hw): requantize (scalars held, the
+    deepest pipeline) against the integer reference, random stalls on both sides, then II=1."""
+    _static_check("requantize_relu", tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["requantize_pc", "residual_add", "maxpool", "clamp"])
+def test_static_route_other_kernels_in_verilator(name, tmp_path):
+    _static_check(name, tmp_path)

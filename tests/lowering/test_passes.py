@@ -157,3 +157,51 @@ def test_split_struct_buffers(circt_ctx):
     assert a and d, out
     assert f"hw.struct_create ({a.group(1)}, {d.group(1)})" in out
     assert "buffer [2] seq %0" not in out and out.count("hw.struct_create") == 1
+
+
+_SCF_KERNEL = """
+  func.func @k(%a: memref<8xi8>, %s: i8, %o: memref<8xi8>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %z = arith.constant 0 : i8
+    scf.for %i = %c0 to %c8 step %c1 {
+      %x = memref.load %a[%i] : memref<8xi8>
+      %y = arith.addi %x, %s : i8
+      %n = arith.cmpi slt, %y, %z : i8
+      %r = arith.select %n, %z, %y : i8
+      memref.store %r, %o[%i] : memref<8xi8>
+    }
+    return
+  }
+"""
+
+
+def test_scf_to_pipeline(circt_ctx):
+    out = _run(circt_ctx, "circt", _SCF_KERNEL, "pycde-accel-scf-to-pipeline")
+    assert "func.func" not in out and "scf.for" not in out
+    assert re.search(r"hw\.module @k\(in %clock : !seq\.clock, in %reset : i1, in %in0 : i8, "
+                     r"in %in1 : i8, in %in_valid : i1, in %out0_ready : i1, out in_ready : i1, "
+                     r"out out0 : i8, out out0_valid : i1\)", out), out
+    # addi (stage 0) -> cmpi (stage 1) -> select (stage 2) -> result (stage 3)
+    assert "pycde_accel.latency = 3" in out
+    assert out.count("pipeline.stage ^bb") == 3 and "pipeline.return" in out
+    assert "stall(" in out and out.count("seq.compreg.ce") == 3  # out0_valid chain
+    # the constant is repeated in each stage that uses it, never registered
+    assert out.count("arith.constant 0 : i8") == 2
+    # and the pipeline lowers to hw with CIRCT's passes
+    from pycde.circt import ir, passmanager
+    m = ir.Module.parse(out, circt_ctx)
+    for p in ("map-arith-to-comb", "pipeline-explicit-regs", "lower-pipeline-to-hw"):
+        passmanager.PassManager.parse(f"builtin.module({p})", circt_ctx).run(m.operation)
+    assert "pipeline." not in str(m) and "arith." not in str(m)
+
+
+def test_scf_to_pipeline_refuses_what_it_cannot_schedule(circt_ctx):
+    two_loops = _SCF_KERNEL.replace("    return\n", "    scf.for %j = %c0 to %c8 step %c1 {\n"
+                                    "    }\n    return\n")
+    with pytest.raises(ValueError, match="must be one scf.for"):
+        _run(circt_ctx, "circt", two_loops, "pycde-accel-scf-to-pipeline")
+    shifted = _SCF_KERNEL.replace("%x = memref.load %a[%i]", "%x = memref.load %a[%c0]")
+    with pytest.raises(ValueError, match="not arg\\[i\\]"):
+        _run(circt_ctx, "circt", shifted, "pycde-accel-scf-to-pipeline")
