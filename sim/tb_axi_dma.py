@@ -27,11 +27,11 @@ import random
 from pathlib import Path
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 from cocotbext.axi import AxiBus, AxiRam
 
-from .stream import RandomGate, StreamDriver, StreamSink, edge_index
+from . import tb
+from .stream import RandomGate, StreamDriver, StreamSink
 from .watchdog import Watchdog
 
 PERIOD_NS = 10
@@ -126,15 +126,8 @@ async def dma_runs(dut):
     spec = json.loads(Path(os.environ["TB_DMA_SPEC"]).read_text())
     dw = spec["data_width"]
     nb = dw // 8
-    Clock(dut.clk, PERIOD_NS, unit="ns").start(start_high=True)
     ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=MEM_SIZE)
-    for n in ("rd_cmd_valid", "wr_cmd_valid", "wr_in_valid", "rd_out_ready"):
-        getattr(dut, n).value = 0
-    dut.rst.value = 1
-    for _ in range(3):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    await RisingEdge(dut.clk)
+    await tb.start(dut, idle=("rd_cmd_valid", "wr_cmd_valid", "wr_in_valid", "rd_out_ready"))
     mon = BusMonitor(dut, nb, spec["max_burst"], spec["max_outstanding"])
     # a deadlock ends the test with the name of the stream that stopped, instead of hanging
     streams = {n: (getattr(dut, f"{n}_valid"), getattr(dut, f"{n}_ready"))

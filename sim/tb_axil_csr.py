@@ -23,9 +23,10 @@ import random
 from pathlib import Path
 
 import cocotb
-from cocotb.clock import Clock
-from cocotb.triggers import ReadOnly, RisingEdge, Timer
+from cocotb.triggers import ReadOnly, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
+
+from . import tb
 
 PERIOD_NS = 10
 OKAY, SLVERR, DECERR = 0, 2, 3
@@ -88,7 +89,6 @@ class Model:
 async def setup(dut, spec=None):
     spec = spec or {}
     cmap = json.loads(Path(os.environ["TB_CSR_MAP"]).read_text())
-    Clock(dut.clk, PERIOD_NS, unit="ns").start(start_high=True)
     ro = {}
     rng = random.Random(spec.get("seed", 1))
     for r in cmap["regs"]:
@@ -97,18 +97,8 @@ async def setup(dut, spec=None):
             getattr(dut, r["name"]).value = ro[r["name"]]
         if r["access"] == "w1c":
             getattr(dut, f"{r['name']}_set").value = 0
-    dut.s_axil_awvalid.value = 0
-    dut.s_axil_wvalid.value = 0
-    dut.s_axil_arvalid.value = 0
-    dut.s_axil_bready.value = 0
-    dut.s_axil_rready.value = 0
-    dut.s_axil_awprot.value = 0
-    dut.s_axil_arprot.value = 0
-    dut.rst.value = 1
-    for _ in range(3):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    await RisingEdge(dut.clk)
+    await tb.start(dut, idle=[f"s_axil_{s}" for s in (
+        "awvalid", "wvalid", "arvalid", "bready", "rready", "awprot", "arprot")])
     return cmap, ro
 
 

@@ -22,9 +22,9 @@ import random
 from pathlib import Path
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
+from . import tb
 from .stream import RandomGate, StreamDriver, StreamSink
 
 PERIOD_NS = 10
@@ -35,14 +35,7 @@ def _spec() -> dict:
 
 
 async def _reset(dut, inputs):
-    Clock(dut.clk, PERIOD_NS, unit="ns").start(start_high=True)
-    for n in inputs:
-        getattr(dut, n).value = 0
-    dut.rst.value = 1
-    for _ in range(3):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    await RisingEdge(dut.clk)
+    await tb.start(dut, idle=inputs)
 
 
 @cocotb.test()

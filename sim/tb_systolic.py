@@ -24,9 +24,9 @@ from pathlib import Path
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
+from . import tb
 from .stream import RandomGate, StreamDriver, StreamSink
 
 PERIOD_NS = 10
@@ -86,15 +86,7 @@ async def _garbage_then_reset(dut, cycles: int, rows: int, cols: int, dw: int) -
 async def systolic_runs(dut):
     spec = json.loads(Path(os.environ["TB_SYSTOLIC_SPEC"]).read_text())
     rows, cols, dw, aw = spec["rows"], spec["cols"], spec["data_width"], spec["acc_width"]
-    Clock(dut.clk, PERIOD_NS, unit="ns").start(start_high=True)
-    dut.rst.value = 1
-    dut.a_valid.value = 0
-    dut.b_valid.value = 0
-    dut.c_ready.value = 0
-    for _ in range(3):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    await RisingEdge(dut.clk)
+    await tb.start(dut, idle=("a_valid", "b_valid", "c_ready"))
 
     results = []
     for run in spec["runs"]:
@@ -118,11 +110,11 @@ async def systolic_runs(dut):
                           dut.b_ready, PERIOD_NS, RandomGate(bp.get("b", 1.0), seed * 3 + 2))
         sink = StreamSink(dut.clk, {"data": dut.c_data, "last": dut.c_last}, dut.c_valid,
                           dut.c_ready, PERIOD_NS, RandomGate(bp.get("c", 1.0), seed * 3 + 3))
-        ta = cocotb.start_soon(da.send(a_beats))
-        tb = cocotb.start_soon(db.send(b_beats))
+        send_a = cocotb.start_soon(da.send(a_beats))
+        send_b = cocotb.start_soon(db.send(b_beats))
         got = await sink.receive(rows * len(ks))
-        await ta
-        await tb
+        await send_a
+        await send_b
         # Nothing is left over: no extra beat appears once the run is done.
         dut.c_ready.value = 1
         for _ in range(rows + cols + 8):

@@ -14,9 +14,9 @@ The design (``tests/sim/test_watchdog.py``): ``in_*`` -> one register stage -> `
 from __future__ import annotations
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import Event, RisingEdge
 
+from . import tb
 from .stream import RandomGate, StreamDriver, StreamSink
 from .watchdog import StallError, Watchdog
 
@@ -24,15 +24,7 @@ PERIOD_NS = 10
 
 
 async def _setup(dut):
-    Clock(dut.clk, PERIOD_NS, unit="ns").start(start_high=True)
-    dut.freeze.value = 0
-    dut.in_valid.value = 0
-    dut.out_ready.value = 0
-    dut.rst.value = 1
-    for _ in range(2):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    await RisingEdge(dut.clk)
+    await tb.start(dut, idle=("freeze", "in_valid", "out_ready"), reset_cycles=2)
     streams = {"in": (dut.in_valid, dut.in_ready), "out": (dut.out_valid, dut.out_ready)}
     drv = StreamDriver(dut.clk, {"data": dut.in_data}, dut.in_valid, dut.in_ready, PERIOD_NS,
                        RandomGate(0.5, 1))

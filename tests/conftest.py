@@ -1,12 +1,117 @@
-"""Tests write nothing into the repo or the current folder.
+"""Shared test set-up.
 
-Hypothesis keeps a storage folder (example database, constants cache, patches) that defaults to
-``./.hypothesis``; every test process points it at a temporary folder removed at exit.
+Tests write nothing into the repo or the current folder: hypothesis keeps a storage folder
+(example database, constants cache, patches) that defaults to ``./.hypothesis``; every test
+process points it at a temporary folder removed at exit.
+
+Fixtures: ``model_file`` writes small model files (every supported op, an unsupported op, a
+dynamic shape) under tmp_path.
 """
 
 import tempfile
 
+import pytest
 from hypothesis import configuration
 
 _HYPOTHESIS_HOME = tempfile.TemporaryDirectory(prefix="pycde-accel-hypothesis-")
 configuration.set_hypothesis_home_dir(_HYPOTHESIS_HOME.name)
+
+
+# ---- model files the tests write under tmp_path --------------------------------------------
+KITCHEN_SINK = '''\
+import torch
+from torch import nn
+
+
+class KitchenSink(nn.Module):
+    """Every supported op: conv (stride, padding) + BN, maxpool with padding, standalone ReLU,
+    reshape/permute/transpose, bmm and matmul of two activations, flatten, Linear + BN1d,
+    dropout, fused ReLU, residual add, and two outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3, stride=2, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.pool = nn.MaxPool2d(2, stride=1, padding=1)
+        self.act = nn.ReLU()
+        self.fc = nn.Linear(16, 8)
+        self.bn1 = nn.BatchNorm1d(8)
+        self.drop = nn.Dropout(0.5)
+        self.proj = nn.Linear(8, 8, bias=False)
+
+    def forward(self, x):
+        y = self.act(self.pool(self.bn(self.conv(x))))
+        z = y.reshape(2, 4, 25).permute(0, 2, 1)
+        zz = torch.bmm(z.transpose(1, 2), z)
+        f = zz.flatten(1)
+        h = self.drop(self.bn1(self.fc(f)))
+        h2 = torch.relu(self.proj(h)) + h
+        m = torch.matmul(h2.view(2, 2, 4).transpose(1, 2), h2.view(2, 2, 4))
+        return m.view(2, 16), torch.relu(h2)
+
+
+def build():
+    torch.manual_seed(0)
+    m = KitchenSink()
+    with torch.no_grad():
+        for bn in (m.bn, m.bn1):
+            bn.running_mean.normal_(0, 0.2)
+            bn.running_var.uniform_(0.5, 1.5)
+            bn.weight.normal_(1, 0.2)
+            bn.bias.normal_(0, 0.1)
+    return m.eval(), (torch.randn(2, 2, 8, 8),)
+'''
+
+UNSUPPORTED = '''\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.Sigmoid())
+
+    def forward(self, x):
+        return self.features(x)
+
+
+def build():
+    return Net(), (torch.randn(1, 4),)
+'''
+# the line of "return self.features(x)" above
+UNSUPPORTED_LINE = 11
+
+DYNAMIC = '''\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x[x > 0] * 2
+
+
+def build():
+    return Net(), (torch.randn(1, 8),)
+'''
+
+
+SOURCES = {"kitchen_sink": KITCHEN_SINK, "unsupported": UNSUPPORTED, "dynamic": DYNAMIC}
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    """``model_file("kitchen_sink")`` writes that model under tmp_path and returns its path;
+    ``model_file(name, text)`` writes ``text`` instead; ``model_file.sources`` are the models."""
+    def write(name: str, text: str | None = None):
+        path = tmp_path / f"{name}.py"
+        path.write_text(SOURCES[name] if text is None else text)
+        return path
+    write.sources = SOURCES
+    return write
+
+
+@pytest.fixture
+def unsupported_line():
+    return UNSUPPORTED_LINE

@@ -9,38 +9,6 @@ import pytest
 
 from pycde_accel import cli
 
-UNSUPPORTED = """\
-import torch
-from torch import nn
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.features = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.Sigmoid())
-
-    def forward(self, x):
-        return self.features(x)
-
-
-def build():
-    return Net(), (torch.randn(1, 4),)
-"""
-
-DYNAMIC = """\
-import torch
-from torch import nn
-
-
-class Net(nn.Module):
-    def forward(self, x):
-        return x[x > 0] * 2
-
-
-def build():
-    return Net(), (torch.randn(1, 8),)
-"""
-
 OK = """\
 import torch
 from torch import nn
@@ -68,10 +36,9 @@ def _one_error_line(err: str) -> str:
     return lines[0]
 
 
-def test_unsupported_op_subprocess(tmp_path):
+def test_unsupported_op_subprocess(tmp_path, model_file, unsupported_line):
     """Through a real process, so that nothing else (warnings, tracebacks) reaches stderr."""
-    model = tmp_path / "net.py"
-    model.write_text(UNSUPPORTED)
+    model = model_file("net", model_file.sources["unsupported"])
     out = tmp_path / "out"
     p = subprocess.run([sys.executable, "-m", "pycde_accel", "gen", f"{model}", "--out", str(out)],
                        capture_output=True, text=True, cwd=tmp_path, timeout=300)
@@ -79,14 +46,14 @@ def test_unsupported_op_subprocess(tmp_path):
     line = _one_error_line(p.stderr)
     assert "unsupported op aten.sigmoid" in line
     assert "features.3 (Sigmoid)" in line
-    assert "net.py:11" in line                                   # return self.features(x)
+    assert f"net.py:{unsupported_line}" in line                  # return self.features(x)
     assert "supported: Linear, Conv2d" in line and "MaxPool2d" in line
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["net.py"]    # no staging folder either
 
 
 @pytest.mark.parametrize("case, text, spec, expect", [
-    ("dynamic", DYNAMIC, "{f}", "dynamic shapes are not supported"),
+    ("dynamic", "dynamic", "{f}", "dynamic shapes are not supported"),
     ("wrong_types", OK, "{f}:make", "m.py:make() must return (torch.nn.Module, tuple_of_example_tensors), "
                                     "got a torch.Tensor as the example inputs"),
     ("no_function", OK, "{f}:nothing", "model file m.py has no function 'nothing'"),
@@ -99,10 +66,10 @@ def test_unsupported_op_subprocess(tmp_path):
                      "    return m, (torch.randn(1, 4),)\n", "{f}",
      "the int8 model needs wider than int32 accumulators: linear: accumulator leaves int32"),
 ])
-def test_user_errors(tmp_path, capsys, case, text, spec, expect):
+def test_user_errors(tmp_path, capsys, model_file, case, text, spec, expect):
     f = tmp_path / "m.py"
     if text is not None:
-        f.write_text(text)
+        f.write_text(model_file.sources.get(text, text))
     spec = spec.format(f=f, d=tmp_path)
     out = tmp_path / "out"
     code, err = _run(capsys, ["gen", spec, "--out", str(out)])

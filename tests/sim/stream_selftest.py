@@ -8,21 +8,16 @@ import random
 from pathlib import Path
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
+from pycde_accel.sim import tb
 from pycde_accel.sim.stream import RandomGate, StreamDriver, StreamMonitor, StreamSink
 
 PERIOD = 10
 
 
 async def _reset(dut):
-    Clock(dut.clk, PERIOD, unit="ns").start()
-    dut.rst.value = 1
-    for _ in range(2):
-        await RisingEdge(dut.clk)
-    dut.rst.value = 0
-    await RisingEdge(dut.clk)
+    await tb.start(dut, reset_cycles=2, period_ns=PERIOD)
 
 
 @cocotb.test()
