@@ -6,4 +6,8 @@
 * :mod:`.ecp5`: the ECP5 MULT18X18D the PE instantiates on ECP5 targets (and its
   simulation-only model ``MULT18X18D_sim.sv``); :mod:`.lutram`: the output FIFO's RAM.
 * :mod:`.emit`: ``emit_core(config, sv_dir)`` and ``emit_module(top, sv_dir)`` -> ``EmittedSV``.
+* :mod:`.axil_csr`: AXI4-Lite CSR block generated from a register map that is data
+  (``default_csr_map()``, ``make_axil_csr(map)``, C header from the same map).
+* :mod:`.axi_dma`: AXI4 master DMA (2-D beat-aligned commands, INCR bursts within 4 KiB).
+* :mod:`.scratchpad`: double-buffered scratchpad (bank handoff) and width adapters.
 """
