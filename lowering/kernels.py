@@ -121,17 +121,17 @@ class Kernel:
         in; ``P_done_valid`` in / ``P_done_ready`` out answers each store); ``start``: the start
         token's port (``_valid``/``_ready`` only); ``done``: ``out0`` (``_valid``/``_ready``).
         """
-        k = 0
-        loads, scalars = {}, {}
-        for nm, _ in self.inputs:
-            loads[nm] = f"in{k}_ld0"
-            k += 1
-        for nm, _ in self.scalars:
-            scalars[nm] = f"in{k}"
-            k += 1
-        store = f"in{k}_st0"
-        return {"loads": loads, "scalars": scalars, "store": store, "start": f"in{k + 1}",
-                "done": "out0", "n": self.n}
+        tensors, scalars = self.arg_ports()
+        k = len(tensors) + len(scalars)
+        return {"loads": {nm: f"{p}_ld0" for nm, p in tensors.items()}, "scalars": scalars,
+                "store": f"in{k}_st0", "start": f"in{k + 1}", "done": "out0", "n": self.n}
+
+    def arg_ports(self) -> tuple[dict[str, str], dict[str, str]]:
+        """``in<K>`` of each function argument, K its index (tensor inputs first, then scalars):
+        (tensor input name -> port, scalar name -> port). Both routes number ports this way."""
+        names = [nm for nm, _ in self.inputs] + [nm for nm, _ in self.scalars]
+        port = {nm: f"in{k}" for k, nm in enumerate(names)}
+        return ({nm: port[nm] for nm, _ in self.inputs}, {nm: port[nm] for nm, _ in self.scalars})
 
     def linalg(self) -> str:
         """The kernel as MLIR text (linalg on tensors, destination-passing style)."""

@@ -73,15 +73,7 @@ def simulate(kernel, sv: Path, build_dir: Path, inputs: dict, scalars: dict | No
 def static_ports(kernel) -> tuple[dict, dict]:
     """Port of each tensor input and scalar of ``kernel`` lowered by the static route:
     ``in<K>`` with K the function argument index (tensor inputs first, then scalars)."""
-    k = 0
-    ports, scalars = {}, {}
-    for nm, _ in kernel.inputs:
-        ports[nm] = f"in{k}"
-        k += 1
-    for nm, _ in kernel.scalars:
-        scalars[nm] = f"in{k}"
-        k += 1
-    return ports, scalars
+    return kernel.arg_ports()
 
 
 def simulate_static(kernel, sv: Path, build_dir: Path, inputs: dict, scalars: dict | None = None,
