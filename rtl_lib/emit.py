@@ -59,11 +59,15 @@ def _pycde_dir() -> Path:
     return Path(pycde.__file__).resolve().parent
 
 
-def emit_module(top, sv_dir: Path, sim_models=(), sources=()) -> EmittedSV:
+def emit_module(top, sv_dir: Path, sim_models=(), sources=(), prepare=None) -> EmittedSV:
     """Generate PyCDE module class ``top`` (and all it instantiates) into ``sv_dir``;
     ``sources``: hand-written SV files (modules the design instantiates as externs) to copy
     and list first in ``filelist.f``; ``sim_models``: simulation-only SV files to copy and
-    list in ``filelist_sim.f`` only."""
+    list in ``filelist_sim.f`` only.
+
+    ``prepare``: for a top that instantiates imported MLIR (``lowering.stream.stream_module``
+    kernels): ``top`` is then ignored and ``prepare(system)`` is called with the empty System;
+    it imports what it needs and returns the top module class."""
     from pycde import System
     from pycde.circt import ir
 
@@ -71,7 +75,14 @@ def emit_module(top, sv_dir: Path, sim_models=(), sources=()) -> EmittedSV:
     sv_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="pycde_accel_emit_") as tmp:
         out = Path(tmp) / "out"
-        system = System([top], name="top", output_directory=str(out))
+        if prepare is None:
+            system = System([top], name="top", output_directory=str(out))
+        else:
+            system = System([], name="top", output_directory=str(out))
+            top = prepare(system)
+            system.top_modules.append(top)
+            with system:
+                top._builder.circt_mod  # noqa: B018 - registers the top with the system
         top_name = top._builder.name
         with system.mod.context:
             system.mod.operation.attributes["circt.loweringOptions"] = \
