@@ -139,34 +139,38 @@ class CsrMap:
 
 
 def default_csr_map(addr_width: int = 32, data_width: int = 32) -> CsrMap:
-    """The accelerator's CSR map (base addresses are ``addr_width`` bits, i.e. config.axi_addr_width).
+    """The accelerator's CSR map (``cmd_base`` is ``addr_width`` bits, i.e. config.axi_addr_width).
 
-    0x00 ``ctrl`` pulse: bit 0 start.  0x04 ``status`` ro: busy, done, error code.
+    The host runs one layer per start: it writes ``cmd_base`` (DRAM byte address of the
+    layer's first command) and ``cmd_count``, writes 1 to ``ctrl``, and waits for ``events.done``
+    (or polls ``status.busy``). The performance counters are cleared by ``start`` and count
+    while the layer runs, so after ``done`` they hold that layer's figures.
+
+    0x00 ``ctrl`` pulse: bit 0 start.  0x04 ``status`` ro: busy, error bits.
     0x08 ``events`` w1c: bit 0 done, bit 1 error (sticky, host clears).
-    0x10.. base addresses (program, A, B, C), 0x20.. shape/program registers,
-    0x40.. performance counters (ro inputs from the fabric).
+    0x0C ``hw_info`` ro: rows | cols << 8 | AXI bytes << 16 (the host checks it against its
+    program). 0x10 ``cmd_base``, 0x14 ``cmd_count``. 0x40.. performance counters.
     """
     aw = addr_width
     regs = (
-        CsrReg("ctrl", 0x00, "pulse", 1, doc="write 1 to start the layer program",
+        CsrReg("ctrl", 0x00, "pulse", 1, doc="write 1 to start the commands at cmd_base",
                fields=(CsrField("start", 0),)),
         CsrReg("status", 0x04, "ro", 16, doc="live status",
-               fields=(CsrField("busy", 0), CsrField("done", 1), CsrField("err_code", 8, 8))),
+               fields=(CsrField("busy", 0), CsrField("err_code", 8, 8))),
         CsrReg("events", 0x08, "w1c", 2, doc="sticky events; write 1 to clear",
                fields=(CsrField("done", 0), CsrField("error", 1))),
-        CsrReg("prog_base", 0x10, "rw", aw, doc="DRAM address of the layer program"),
-        CsrReg("a_base", 0x14, "rw", aw, doc="DRAM base of operand A / activations"),
-        CsrReg("b_base", 0x18, "rw", aw, doc="DRAM base of operand B / weights"),
-        CsrReg("c_base", 0x1C, "rw", aw, doc="DRAM base of the result"),
-        CsrReg("prog_len", 0x20, "rw", 16, doc="number of layer descriptors"),
-        CsrReg("dim_m", 0x24, "rw", 16, doc="M of a single-layer run"),
-        CsrReg("dim_n", 0x28, "rw", 16, doc="N of a single-layer run"),
-        CsrReg("dim_k", 0x2C, "rw", 16, doc="K of a single-layer run"),
-        CsrReg("perf_cycles", 0x40, "ro", 32, doc="cycles since start"),
+        CsrReg("hw_info", 0x0C, "ro", 32, doc="rows | cols << 8 | AXI data bytes << 16",
+               fields=(CsrField("rows", 0, 8), CsrField("cols", 8, 8),
+                       CsrField("axi_bytes", 16, 8))),
+        CsrReg("cmd_base", 0x10, "rw", aw, doc="DRAM byte address of the first command"),
+        CsrReg("cmd_count", 0x14, "rw", 32, doc="number of commands to run"),
+        CsrReg("perf_cycles", 0x40, "ro", 32, doc="cycles from start to done"),
         CsrReg("perf_core_busy", 0x44, "ro", 32, doc="cycles the systolic core took a beat"),
-        CsrReg("perf_stall", 0x48, "ro", 32, doc="cycles the core waited on data"),
+        CsrReg("perf_stall", 0x48, "ro", 32,
+               doc="cycles an EXEC was active but the core took no beat"),
         CsrReg("perf_dma_rd_bytes", 0x4C, "ro", 32, doc="bytes the DMA read"),
         CsrReg("perf_dma_wr_bytes", 0x50, "ro", 32, doc="bytes the DMA wrote"),
+        CsrReg("perf_cmds", 0x54, "ro", 32, doc="commands dispatched"),
     )
     return CsrMap(regs, data_width, 12).validate()
 

@@ -74,7 +74,7 @@ def test_map_round_trip_and_header():
     assert "#define ACCEL_CTRL_OFFSET 0x000u" in h
     assert "#define ACCEL_STATUS_ERR_CODE_LSB 8u" in h
     names = [r.name for r in cmap.regs]
-    for n in ("ctrl", "status", "a_base", "perf_cycles", "perf_core_busy", "perf_stall",
+    for n in ("ctrl", "status", "cmd_base", "cmd_count", "hw_info", "perf_cycles", "perf_core_busy", "perf_stall",
               "perf_dma_rd_bytes", "perf_dma_wr_bytes"):
         assert n in names
 
