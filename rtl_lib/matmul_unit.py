@@ -1,0 +1,245 @@
+"""The matmul unit: A/B operand scratchpads, the EXEC engine and the systolic core.
+
+``make_matmul_unit(config)`` -> module ``matmul_unit_{R}x{C}``
+--------------------------------------------------------------
+R = config.rows, C = config.cols, W = config.axi_data_width, AB = W/8, ACC = config.acc_width.
+Refused (ConfigError) unless C % AB == 0 (accel_spec.md) and the config validates.
+
+Inside: an A operand scratchpad (``operand_spad.make_operand_spad(R, W, spad_a_depth // AB)``:
+R lanes of ``spad_a_depth`` int8 elements each), a B one (C lanes, ``spad_b_depth // AB``
+words), the EXEC engine below, a 4-entry operand FIFO and ``systolic.make_systolic_core``.
+
+Ports (valid/ready: a transfer on a rising edge where both are high)
+* ``clk``, ``rst`` (synchronous, active high; banks empty, no command, FIFO empty).
+* A producer: ``a_wr_valid``, ``a_wr_ready`` (out), ``a_wr_lane`` (16 bits; lanes >= R are
+  dropped), ``a_wr_word`` (log2(spad_a_depth/AB) bits), ``a_wr_data`` (W), ``a_commit``: the
+  operand scratchpad's producer port (``wr_*``, ``commit``; see ``operand_spad``). ``b_*`` the
+  same for B (C lanes, log2(spad_b_depth/AB) word bits).
+* EXEC command: ``ex_k`` (16 bits, 1..max_k, <= the scratchpad depth in elements),
+  ``ex_a_word``, ``ex_b_word`` (16 bits; the low log2(depth words) bits are used), ``ex_rel_a``,
+  ``ex_rel_b``, ``ex_valid``, ``ex_ready`` (out). ``ex_ready`` is high when no command is
+  active or the active one issues its last read in this cycle (so commands run back to back).
+* ``c_data`` (C x ACC), ``c_last``, ``c_valid`` (out), ``c_ready``: the core's C stream (R beats
+  per tile, row r of C on beat r, ``c_last`` on beat R-1), tiles in EXEC order.
+* ``busy`` (out): a command has been accepted and not finished (a command is active, or beats
+  of it are still between the scratchpads and the core); low means every accepted command has
+  handed all K beats to the core and released its banks.
+* ``core_fire`` (out): a beat enters the core on this cycle's edge. ``stall`` (out):
+  ``busy & ~core_fire``. ``err`` (out): the core's sticky ``err``.
+
+EXEC semantics (accel_spec.md): a command waits until the consumer side owns a committed bank of
+both A and B (``rd_avail`` of both scratchpads), then issues reads k = 0..K-1, one per cycle: A
+beat k = byte k%AB of word ``a_word + k//AB`` of every A lane (word addresses wrap at the bank
+depth), B beat k likewise from ``b_word``; ``last`` with k = K-1. The A bank is released on the
+edge the last read is issued if REL_A, the B bank if REL_B (the read still returns the released
+bank's data). So the tile is C[i][j] = sum_k A_lane_i[k] * B_lane_j[k].
+
+Flow control and timing: the scratchpads' reads cannot be stalled (block RAM with a fixed read
+latency of 1), so reads are issued against credits: a read is issued only if fewer than
+``FIFO_DEPTH`` (4) beats are issued and not yet taken by the core; its data goes into the
+operand FIFO (4 registers of R*8 + C*8 + 1 bits; a second ``lutram.Lutram`` of another width
+cannot share the core's SV module name) one edge after the issue, and the core takes the FIFO's head. A beat
+issued on edge e can enter the core on edge e + 2 at the earliest (``ISSUE_TO_CORE``); with 4
+credits and ``c_ready`` high the reads and the core both run at one beat per cycle, and commands
+follow each other without a gap (the next command's first read is issued on the edge after the
+previous one's last read). So a run of EXECs with K_0..K_{T-1}, with both banks available and
+``c_ready`` high, takes the core's ``run_cycles(R, C, ks)`` from the first beat into the core to
+the last C beat; from the edge that accepts the first command to its first beat into the core
+is ``ISSUE_TO_CORE + 1`` edges (accept, then the first read, then the core). Short tiles (K < R)
+are slowed by the core's own admission (one tile per R cycles) only: the FIFO absorbs it.
+
+Registers hold the command (remaining count, word and byte counters, release flags); every
+output is a register or logic of registers, except ``c_*`` (the core's, registered too).
+"""
+
+from __future__ import annotations
+
+from pycde import Clock, Input, Module, Output, Reset, generator
+from pycde.constructs import Mux
+from pycde.signals import BitsSignal
+from pycde.types import Bits
+
+from ..config import AccelConfig
+from ..errors import ConfigError
+from .common import NamedReg, name_module
+from .operand_spad import LANE_WIDTH, make_operand_spad
+from .scratchpad import _log2
+from .systolic import make_systolic_core
+
+#: entries of the operand FIFO in front of the core (= read credits)
+FIFO_DEPTH = 4
+#: edges from a read issued to the earliest edge its beat enters the core
+ISSUE_TO_CORE = 2
+#: width of the command's K and word fields
+CMD_WIDTH = 16
+
+
+def spad_words(config: AccelConfig) -> tuple[int, int]:
+    """Words per lane of the A and B operand scratchpads."""
+    ab = config.axi_data_width // 8
+    return config.spad_a_depth // ab, config.spad_b_depth // ab
+
+
+def make_matmul_unit(config: AccelConfig) -> type[Module]:
+    """The matmul unit module class for ``config`` (see the module docstring)."""
+    config.validate()
+    R, C = config.rows, config.cols
+    W, ACC, DW = config.axi_data_width, config.acc_width, config.data_width
+    AB = W // 8
+    if DW != 8:
+        raise ConfigError(f"matmul unit: data_width must be 8 (int8 operands), got {DW}")
+    if C % AB:
+        raise ConfigError(f"matmul unit: cols={C} must be a multiple of the {AB} bytes of an "
+                          f"AXI beat (axi_data_width={W})")
+    a_words, b_words = spad_words(config)
+    for name, n in (("spad_a_depth", a_words), ("spad_b_depth", b_words)):
+        if n < 2:
+            raise ConfigError(f"matmul unit: {name} must hold at least 2 words of {AB} bytes")
+        if _log2(n) > CMD_WIDTH:
+            raise ConfigError(f"matmul unit: {name} words exceed the {CMD_WIDTH}-bit word field")
+    AWA, AWB = _log2(a_words), _log2(b_words)
+    BW = max(1, _log2(AB))
+    SpadA = make_operand_spad(R, W, a_words)
+    SpadB = make_operand_spad(C, W, b_words)
+    Core = make_systolic_core(config)
+    FW = _log2(FIFO_DEPTH)
+    CNTW = FW + 1
+    EW = R * 8 + C * 8 + 1  # FIFO entry: last, B beat, A beat
+
+    class MatmulUnit(Module):
+        clk = Clock()
+        rst = Reset()
+        a_wr_valid = Input(Bits(1))
+        a_wr_ready = Output(Bits(1))
+        a_wr_lane = Input(Bits(LANE_WIDTH))
+        a_wr_word = Input(Bits(AWA))
+        a_wr_data = Input(Bits(W))
+        a_commit = Input(Bits(1))
+        b_wr_valid = Input(Bits(1))
+        b_wr_ready = Output(Bits(1))
+        b_wr_lane = Input(Bits(LANE_WIDTH))
+        b_wr_word = Input(Bits(AWB))
+        b_wr_data = Input(Bits(W))
+        b_commit = Input(Bits(1))
+        ex_k = Input(Bits(CMD_WIDTH))
+        ex_a_word = Input(Bits(CMD_WIDTH))
+        ex_b_word = Input(Bits(CMD_WIDTH))
+        ex_rel_a = Input(Bits(1))
+        ex_rel_b = Input(Bits(1))
+        ex_valid = Input(Bits(1))
+        ex_ready = Output(Bits(1))
+        c_data = Output(Bits(C * ACC))
+        c_last = Output(Bits(1))
+        c_valid = Output(Bits(1))
+        c_ready = Input(Bits(1))
+        busy = Output(Bits(1))
+        core_fire = Output(Bits(1))
+        stall = Output(Bits(1))
+        err = Output(Bits(1))
+
+        @generator
+        def build(p):
+            clk, rst = p.clk, p.rst
+            from pycde.constructs import Wire
+            issue = Wire(Bits(1), "issue")
+            last_issue = Wire(Bits(1), "last_issue")
+            rel_a = NamedReg(1, clk, None, None, name="cmd_rel_a")
+            rel_b = NamedReg(1, clk, None, None, name="cmd_rel_b")
+            a_word = NamedReg(AWA, clk, None, None, name="cmd_a_word")
+            b_word = NamedReg(AWB, clk, None, None, name="cmd_b_word")
+            byte = NamedReg(BW, clk, None, None, name="cmd_byte")
+
+            spad_a = SpadA(clk=clk, rst=rst, wr_valid=p.a_wr_valid, wr_lane=p.a_wr_lane,
+                           wr_word=p.a_wr_word, wr_data=p.a_wr_data, commit=p.a_commit,
+                           rd_valid=issue, rd_word=a_word.q, rd_byte=byte.q,
+                           rd_release=last_issue & rel_a.q, instance_name="spad_a")
+            spad_b = SpadB(clk=clk, rst=rst, wr_valid=p.b_wr_valid, wr_lane=p.b_wr_lane,
+                           wr_word=p.b_wr_word, wr_data=p.b_wr_data, commit=p.b_commit,
+                           rd_valid=issue, rd_word=b_word.q, rd_byte=byte.q,
+                           rd_release=last_issue & rel_b.q, instance_name="spad_b")
+            p.a_wr_ready = spad_a.wr_ready
+            p.b_wr_ready = spad_b.wr_ready
+
+            # -- the command and its read issue ------------------------------------------------
+            active = NamedReg(1, clk, rst, 0, name="cmd_active")
+            rem = NamedReg(CMD_WIDTH, clk, None, None, name="cmd_rem")  # reads left after this
+            outstanding = NamedReg(CNTW, clk, rst, 0, name="outstanding")
+            credit = outstanding.q.as_uint() < FIFO_DEPTH
+            iss = active.q & spad_a.rd_avail & spad_b.rd_avail & credit.as_bits()
+            issue.assign(iss)
+            is_last = rem.q == Bits(CMD_WIDTH)(0)
+            last_issue.assign(iss & is_last)
+            ex_ready = ~active.q | (iss & is_last)
+            accept = p.ex_valid & ex_ready
+            active.next(accept | (active.q & ~(iss & is_last)))
+            rem_dec = (rem.q.as_uint() - 1).as_bits(CMD_WIDTH)
+            k_m1 = (p.ex_k.as_uint() - 1).as_bits(CMD_WIDTH)
+            rem.next(Mux(accept, Mux(iss, rem.q, rem_dec), k_m1))
+            rel_a.next(Mux(accept, rel_a.q, p.ex_rel_a))
+            rel_b.next(Mux(accept, rel_b.q, p.ex_rel_b))
+            word_step = iss & (byte.q == Bits(BW)(AB - 1)) if AB > 1 else iss
+            a_inc = (a_word.q.as_uint() + 1).as_bits(AWA)
+            b_inc = (b_word.q.as_uint() + 1).as_bits(AWB)
+            a_word.next(Mux(accept, Mux(word_step, a_word.q, a_inc), p.ex_a_word[0:AWA]))
+            b_word.next(Mux(accept, Mux(word_step, b_word.q, b_inc), p.ex_b_word[0:AWB]))
+            if AB > 1:
+                byte_inc = (byte.q.as_uint() + 1).as_bits(BW)
+                byte.next(Mux(accept, Mux(iss, byte.q, byte_inc), Bits(BW)(0)))
+            else:
+                byte.next(Bits(BW)(0))
+            p.ex_ready = ex_ready
+
+            # -- operand FIFO (read data arrives one edge after the issue) ---------------------
+            last_d = (iss & is_last).reg(clk, rst, name="rd_last_d")
+            push = spad_a.rd_data_valid
+            wr = NamedReg(FW, clk, rst, 0, ce=push, name="fifo_wr")
+            wr.next((wr.q.as_uint() + 1).as_bits(FW))
+            occ = NamedReg(CNTW, clk, rst, 0, name="fifo_occ")
+            head_valid = occ.q != Bits(CNTW)(0)
+            pop = Wire(Bits(1), "pop")
+            rd = NamedReg(FW, clk, rst, 0, ce=pop, name="fifo_rd")
+            rd.next((rd.q.as_uint() + 1).as_bits(FW))
+            entry = BitsSignal.concat([last_d, spad_b.rd_data, spad_a.rd_data])
+            slots = []
+            for i in range(FIFO_DEPTH):
+                slot = NamedReg(EW, clk, None, None, ce=push & (wr.q == Bits(FW)(i)),
+                                name=f"fifo_slot{i}")
+                slot.next(entry)
+                slots.append(slot.q)
+            head = Mux(rd.q, *slots)
+            head_last = head[EW - 1]
+            core = Core(clk=clk, rst=rst,
+                        a_data=head[0:R * 8], a_last=head_last, a_valid=head_valid,
+                        b_data=head[R * 8:R * 8 + C * 8], b_last=head_last,
+                        b_valid=head_valid, c_ready=p.c_ready, instance_name="core")
+            fire = head_valid & core.a_ready
+            pop.assign(fire)
+            occ_next = (occ.q.as_uint() + push.as_uint()).as_bits(CNTW)
+            occ.next((occ_next.as_uint() - fire.as_uint()).as_bits(CNTW))
+            out_next = (outstanding.q.as_uint() + iss.as_uint()).as_bits(CNTW)
+            outstanding.next((out_next.as_uint() - fire.as_uint()).as_bits(CNTW))
+
+            p.c_data = core.c_data
+            p.c_last = core.c_last
+            p.c_valid = core.c_valid
+            p.err = core.err
+            busy = active.q | (outstanding.q != Bits(CNTW)(0))
+            p.busy = busy
+            p.core_fire = fire
+            p.stall = busy & ~fire
+
+    return name_module(MatmulUnit, f"matmul_unit_{R}x{C}")
+
+
+def emit_matmul_unit(config: AccelConfig, sv_dir):
+    """Emit the matmul unit for ``config`` into ``sv_dir`` (with the core's extra sources and,
+    on ECP5, the simulation model of its DSP); returns ``emit.EmittedSV``."""
+    from pathlib import Path
+
+    from . import lutram
+    from .ecp5 import SIM_MODEL, uses_ecp5_dsp
+    from .emit import emit_module
+
+    unit = make_matmul_unit(config)
+    models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
+    return emit_module(unit, Path(sv_dir), sim_models=models, sources=[lutram.SOURCE])

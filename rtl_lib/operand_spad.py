@@ -1,0 +1,137 @@
+"""Double-buffered operand scratchpad: ``lanes`` memories per bank, read one byte per lane.
+
+``make_operand_spad(lanes, width, depth_words)`` -> module ``operand_spad_l{lanes}_w{width}_d{depth_words}``
+------------------------------------------------------------------------------------------------------
+The A (or B) operand store of the matmul unit (accel_spec.md, LOAD dst 0/1 and EXEC). Two banks;
+each bank holds ``lanes`` memories ("lanes") of ``depth_words`` words of ``width`` bits (the AXI
+data width W; ``AB = width/8`` int8 elements per word). Element k of a lane is byte ``k % AB``
+(bits ``[8*(k%AB), 8*(k%AB)+8)``) of word ``k // AB``.
+
+Ownership is the protocol of ``scratchpad.make_scratchpad``: the producer (load side) owns at
+most one bank and the consumer (exec side) at most one; a bank passes producer -> consumer by a
+*commit* and back by a *release*.
+
+Producer ports: ``wr_ready`` (out: the producer owns an empty bank), ``wr_valid``, ``wr_lane``
+(16 bits; a write to a lane >= ``lanes`` is dropped), ``wr_word`` (log2 depth_words bits),
+``wr_data`` (width): a word is written on an edge where ``wr_valid & wr_ready``. ``commit``:
+taken on an edge where ``commit & wr_ready``; the bank (including a write on that same edge) goes
+to the consumer and the producer moves to the other bank (``wr_ready`` falls if the consumer
+still holds it).
+
+Consumer ports: ``rd_avail`` (out: the consumer owns a committed bank), ``rd_valid``,
+``rd_word`` (log2 depth_words bits), ``rd_byte`` (log2 AB bits): a read is issued on an edge
+where ``rd_valid & rd_avail``; it reads word ``rd_word`` of every lane and selects byte
+``rd_byte`` of each. ``rd_data`` (lanes x 8 bits, lane i in bits ``[8i, 8i+8)``) and
+``rd_data_valid`` follow **one cycle later** (read latency 1: the memory's registered read
+port, then the byte select as logic, driven by a registered ``rd_byte``). One read per cycle.
+``rd_release`` (in): taken on an edge where ``rd_release & rd_avail``; the bank goes back to the
+producer (a read issued on that same edge still returns the released bank's data: the producer
+can write the bank one edge later at the earliest, after the memory has been read).
+
+Commit/release latency as in ``make_scratchpad``: a commit on edge e makes ``rd_avail`` high
+after e if the consumer was waiting; a release on edge e makes ``wr_ready`` high after e if the
+producer was waiting, and ``rd_avail`` (the other bank) after e if it was committed.
+``clk``, ``rst`` (synchronous, active high: both banks empty, producer at bank 0; memory contents
+are not cleared). Every output except ``rd_data`` is a register or logic of registers only.
+
+Memories: ``2 * lanes`` ``seq.hlmem`` (one write port, one registered read port; Yosys maps them
+to block RAM, see ``scratchpad``). All lanes of a bank share the read address; a write enables
+one lane's memory.
+"""
+
+from __future__ import annotations
+
+from pycde import Clock, Input, Module, Output, Reset, generator
+from pycde.constructs import Mux
+from pycde.signals import BitsSignal
+from pycde.types import Bits
+
+from ..errors import ConfigError
+from .common import NamedReg, name_module
+from .scratchpad import _bank, _log2
+
+#: cycles from a read issued (edge e) to its ``rd_data`` (valid for edge e + RD_LATENCY)
+RD_LATENCY = 1
+#: width of the ``wr_lane`` port
+LANE_WIDTH = 16
+
+
+def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
+    """The operand scratchpad module class (see the module docstring)."""
+    if not isinstance(lanes, int) or lanes < 1 or lanes >= (1 << LANE_WIDTH):
+        raise ConfigError(f"operand scratchpad: lanes must be in 1..{(1 << LANE_WIDTH) - 1}, "
+                          f"got {lanes!r}")
+    if width < 8 or width % 8 or (width // 8) & (width // 8 - 1):
+        raise ConfigError(f"operand scratchpad: width must be 8 times a power of two, got {width}")
+    if depth_words < 2 or depth_words & (depth_words - 1):
+        raise ConfigError(f"operand scratchpad: depth_words must be a power of two >= 2, "
+                          f"got {depth_words}")
+    AB = width // 8
+    AW = _log2(depth_words)
+    BW = max(1, _log2(AB))
+
+    class OperandSpad(Module):
+        clk = Clock()
+        rst = Reset()
+        wr_ready = Output(Bits(1))
+        wr_valid = Input(Bits(1))
+        wr_lane = Input(Bits(LANE_WIDTH))
+        wr_word = Input(Bits(AW))
+        wr_data = Input(Bits(width))
+        commit = Input(Bits(1))
+        rd_avail = Output(Bits(1))
+        rd_valid = Input(Bits(1))
+        rd_word = Input(Bits(AW))
+        rd_byte = Input(Bits(BW))
+        rd_data = Output(Bits(lanes * 8))
+        rd_data_valid = Output(Bits(1))
+        rd_release = Input(Bits(1))
+
+        @generator
+        def build(p):
+            clk, rst = p.clk, p.rst
+            # -- bank ownership (the protocol of make_scratchpad) ---------------------------
+            full = [NamedReg(1, clk, rst, 0, name=f"bank{b}_full") for b in range(2)]
+            wr_bank = NamedReg(1, clk, rst, 0, name="wr_bank")
+            rd_bank = NamedReg(1, clk, rst, 0, name="rd_bank")
+            wr_ready = ~Mux(wr_bank.q, full[0].q, full[1].q)
+            rd_avail = Mux(rd_bank.q, full[0].q, full[1].q)
+            commit = p.commit & wr_ready
+            release = p.rd_release & rd_avail
+            for b in range(2):
+                set_b = commit & (wr_bank.q == Bits(1)(b))
+                clr_b = release & (rd_bank.q == Bits(1)(b))
+                full[b].next((full[b].q & ~clr_b) | set_b)
+            wr_bank.next(wr_bank.q ^ commit)
+            rd_bank.next(rd_bank.q ^ release)
+
+            # -- memories: lanes per bank, one write port, registered read port -------------
+            wen = p.wr_valid & wr_ready
+            outs = [[], []]
+            for i in range(lanes):
+                lane_hit = wen & (p.wr_lane == Bits(LANE_WIDTH)(i))
+                for b in range(2):
+                    outs[b].append(_bank(clk, rst, f"bank{b}_lane{i}", width, depth_words,
+                                         p.wr_word, p.wr_data,
+                                         lane_hit & (wr_bank.q == Bits(1)(b)), p.rd_word))
+            rd_fire = p.rd_valid & rd_avail
+            rd_sel = NamedReg(1, clk, None, None, ce=rd_fire, name="rd_data_bank")
+            rd_sel.next(rd_bank.q)
+            byte_sel = NamedReg(BW, clk, None, None, ce=rd_fire, name="rd_data_byte")
+            byte_sel.next(p.rd_byte)
+            rd_data_valid = NamedReg(1, clk, rst, 0, name="rd_data_valid_q")
+            rd_data_valid.next(rd_fire)
+            lane_bytes = []
+            for i in range(lanes):
+                word = Mux(rd_sel.q, outs[0][i], outs[1][i])
+                if AB == 1:
+                    lane_bytes.append(word)
+                else:
+                    lane_bytes.append(Mux(byte_sel.q, *[word[8 * e:8 * e + 8] for e in range(AB)]))
+            p.rd_data = BitsSignal.concat(list(reversed(lane_bytes))) if lanes > 1 \
+                else lane_bytes[0]
+            p.rd_data_valid = rd_data_valid.q
+            p.wr_ready = wr_ready
+            p.rd_avail = rd_avail
+
+    return name_module(OperandSpad, f"operand_spad_l{lanes}_w{width}_d{depth_words}")
