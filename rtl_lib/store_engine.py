@@ -1,0 +1,380 @@
+"""The STORE engine: C tiles from the systolic core -> bias + requantize (+ReLU) -> DMA write.
+
+``make_store_engine(config, requant)`` -> module ``store_engine_{R}x{C}``, where ``requant`` is
+the streaming module of the lowered per-channel requantize kernel (R*C elements per run)::
+
+    kernel = requant_kernel(config)          # lowering.kernels.requantize(R*C, per_channel=True)
+    lowered = build_kernel(kernel, out)      # lowering.build_kernel (CIRCT handshake route)
+    requant = stream_module(system, kernel, lowered)   # inside emit_module(..., prepare=fn)
+
+``emit_store_engine(config, sv_dir)`` does all of it (``store_engine_prepare`` is the
+``prepare`` hook for a bigger design). The requantization arithmetic (SaturatingRounding-
+DoublingHighMul, RoundingDivideByPOT, clamp to int8) is entirely the CIRCT-generated kernel;
+this module adds the bias, ReLU, the parameter memory, the packing of bytes into AXI beats, the
+row dropping and the DMA command.
+
+Semantics (the spec's STORE op; ``R = rows``, ``C = cols``, ``AB = axi_data_width / 8``)
+--------------------------------------------------------------------------------------
+For each command, the next C tile (R beats of the core's C stream) is taken; element (r, j)::
+
+    x = wrap32(wrap32(acc[r][j]) + bias[p])        # two's complement, int32 wrap
+    y = requantize(x, m0[p], shift[p])            # the kernel: int8 in [-128, 127]
+    y = max(y, 0) if relu                          # == frontend requantize(..., relu=True)
+    p = p_index if per_tensor else p_index + j     # parameter record (mod spad_c_depth)
+
+(``wrap32(acc)``: the low 32 bits of the accumulator, sign-extended if ``acc_width < 32``; the
+same as ``backend.executor``. The frontend's reference never wraps: it raises
+``AccumulatorOverflow`` where this hardware wraps, so for every program it accepts the two agree.)
+Row r is C bytes, byte j at bits ``[8*(j % AB), +8)`` of beat ``j // AB`` (little-endian), i.e.
+``C / AB`` beats; rows ``0 .. rows-1`` are written, rows ``>= rows`` are computed and dropped.
+
+Ports (valid/ready streams; a beat moves on an edge where both are high; senders hold a beat
+until it is taken)
+----------------------------------------------------------------------------------------
+* ``clk``, ``rst`` (synchronous, active high: queues, counters and the kernel emptied;
+  the parameter memory is not cleared).
+* C stream in: ``c_data`` (C lanes x acc_width, lane j = C[r][j] signed), ``c_last``,
+  ``c_valid``, ``c_ready`` (out): the core's output, R beats per tile. The engine counts the
+  beats itself (``c_last`` is not needed; it marks beat R-1 as the core guarantees). A beat is
+  only taken for a command already accepted.
+* Parameter writes: ``p_wr_valid``, ``p_wr_index`` (32: word 4*r + w of record r, w = 0 bias,
+  1 m0, 2 shift, 3 zero: ignored), ``p_wr_data`` (32), ``p_wr_ready`` (out, always high).
+  ``spad_c_depth`` records; the record index wraps modulo the depth. A write must not happen
+  while the engine is busy (the spec's rule: a LOAD to P waits until the store engine is idle).
+* Store command: ``st_addr`` (axi_addr_width), ``st_rows`` (16: 1..R, not checked),
+  ``st_stride`` (32), ``st_p_index`` (16), ``st_relu``, ``st_per_tensor``, ``st_valid``,
+  ``st_ready`` (out). Up to ``QUEUE`` commands are queued inside (st_ready low when full).
+* DMA write command out (``axi_dma_wr``'s command form): ``wc_addr`` (axi_addr_width),
+  ``wc_beats`` (16, = C/AB), ``wc_rows`` (16, = st_rows), ``wc_stride`` (axi_addr_width, the
+  low bits of st_stride), ``wc_valid`` (out), ``wc_ready``. Offered from the cycle after the
+  command is accepted, i.e. before any of its data.
+* DMA write data out: ``wd_data`` (axi_data_width), ``wd_valid`` (out), ``wd_ready``: exactly
+  ``rows * C/AB`` beats per command, in command order; ``wd_valid`` is a register, held (with
+  its data) until taken.
+* ``busy`` (out): a command accepted whose last byte has not yet left on ``wd`` (nor its
+  ``wc`` command).
+
+Pipeline and throughput
+-----------------------
+core beat -> beat buffer (C accumulators, read out one per cycle) -> S1 (parameter memory read,
+latency 1: ``seq.hlmem`` x3, 32-bit bias/m0/shift, block RAM) -> S2 (register: x = acc + bias,
+m0, shift) -> kernel (``x``/``m0``/``shift`` element streams, one start token per tile) -> y
+-> ReLU -> byte packer -> ``wd`` register. One element per cycle end to end (the kernel's rate),
+so a tile occupies the engine ``R*C`` cycles plus the kernel's per-run restart gap; tiles are
+not serialized: tile t+1's elements enter the kernel while tile t's results drain and its bytes
+are written. A full-rate C tile from the core (one every ``max(K, R)`` cycles) is faster than
+this only when ``K < R*C``; the core then waits on ``c_ready`` (its output FIFO holds the rest).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pycde import Clock, Input, Module, Output, Reset, generator
+from pycde.circt import ir
+from pycde.circt.dialects import seq as raw_seq
+from pycde.constructs import Mux, Wire
+from pycde.seq import FIFO
+from pycde.signals import BitsSignal, _FromCirctValue
+from pycde.types import Bits
+
+from ..config import AccelConfig
+from ..errors import ConfigError
+from .common import NamedReg, name_module
+
+#: commands queued inside the engine (each of the three command queues)
+QUEUE = 2
+#: the kernel's element width
+XW = 32
+
+
+def _log2(n: int) -> int:
+    return max(1, (n - 1).bit_length())
+
+
+def _add(a, b, w):
+    return (a.as_uint(w) + b.as_uint(w)).as_bits(w)
+
+
+def _inc(a):
+    w = a.type.width
+    return (a.as_uint() + 1).as_bits(w)
+
+
+def _fit(v, w):
+    """``v`` (bits) zero-extended or truncated to ``w`` bits."""
+    return v.as_uint(w).as_bits(w) if v.type.width != w else v
+
+
+def _sext32(v):
+    """Low 32 bits of a signed value, sign-extended if it is narrower."""
+    w = v.type.width
+    if w >= XW:
+        return v[0:XW]
+    return BitsSignal.concat([BitsSignal.concat([v[w - 1]] * (XW - w)), v])
+
+
+def _mem(clk, rst, name, width, depth, waddr, wdata, wen, raddr):
+    """A simple dual-port memory (seq.hlmem: write latency 1, registered read latency 1)."""
+    mem = raw_seq.HLMemOp(ir.Type.parse(f"!seq.hlmem<{depth}xi{width}>"), clk.value,
+                          rst.value, name).handle
+    raw_seq.WritePortOp(mem, [waddr.value], wdata.value, wen.value, 1)
+    rd = raw_seq.ReadPortOp(ir.IntegerType.get_signless(width), mem, [raddr.value], 1)
+    return _FromCirctValue(rd.result)
+
+
+def check_config(config: AccelConfig) -> None:
+    config.validate()
+    ab = config.axi_data_width // 8
+    if config.cols % ab:
+        raise ConfigError(f"config: cols={config.cols} is not a multiple of the AXI beat "
+                          f"({ab} bytes at axi_data_width={config.axi_data_width}): a row of "
+                          f"the C tile must be whole beats")
+    if config.data_width != 8:
+        raise ConfigError(f"store engine: int8 outputs only, data_width={config.data_width}")
+
+
+def requant_kernel(config: AccelConfig):
+    """The lowered kernel the store engine instantiates: per-channel requantize of R*C
+    elements (one run per tile)."""
+    from ..lowering import kernels
+    return kernels.requantize(n=config.rows * config.cols, per_channel=True)
+
+
+def make_store_engine(config: AccelConfig, requant) -> type[Module]:
+    """The store engine module class for ``config``; ``requant``: the streaming module class
+    (``lowering.stream.stream_module``) of :func:`requant_kernel` ``(config)``."""
+    check_config(config)
+    R, C = config.rows, config.cols
+    ACC, W, AW = config.acc_width, config.axi_data_width, config.axi_addr_width
+    AB = W // 8
+    BPR = C // AB
+    D = config.spad_c_depth
+    PA = _log2(D)
+    JW = _log2(C)
+    RW = _log2(R)
+    LAB = (AB - 1).bit_length()  # low bits of j that index a byte within a beat
+    OW = _log2(3 * QUEUE + 2)    # outstanding command counter width
+
+    class StoreEngine(Module):
+        clk = Clock()
+        rst = Reset()
+        c_data = Input(Bits(C * ACC))
+        c_last = Input(Bits(1))
+        c_valid = Input(Bits(1))
+        c_ready = Output(Bits(1))
+        p_wr_valid = Input(Bits(1))
+        p_wr_index = Input(Bits(32))
+        p_wr_data = Input(Bits(32))
+        p_wr_ready = Output(Bits(1))
+        st_addr = Input(Bits(AW))
+        st_rows = Input(Bits(16))
+        st_stride = Input(Bits(32))
+        st_p_index = Input(Bits(16))
+        st_relu = Input(Bits(1))
+        st_per_tensor = Input(Bits(1))
+        st_valid = Input(Bits(1))
+        st_ready = Output(Bits(1))
+        wc_addr = Output(Bits(AW))
+        wc_beats = Output(Bits(16))
+        wc_rows = Output(Bits(16))
+        wc_stride = Output(Bits(AW))
+        wc_valid = Output(Bits(1))
+        wc_ready = Input(Bits(1))
+        wd_data = Output(Bits(W))
+        wd_valid = Output(Bits(1))
+        wd_ready = Input(Bits(1))
+        busy = Output(Bits(1))
+
+        @generator
+        def build(p):
+            clk, rst = p.clk, p.rst
+            one, zero = Bits(1)(1), Bits(1)(0)
+            not_rst = ~rst.as_bits()
+
+            # -- command intake: three queues (DMA command, feed side, output side) ----------
+            wcq = FIFO(Bits(2 * AW + 16), QUEUE, clk, rst)
+            fq = FIFO(Bits(PA + 1), QUEUE, clk, rst)
+            oq = FIFO(Bits(17), QUEUE, clk, rst)
+            st_ready = not_rst & ~wcq.full & ~fq.full & ~oq.full
+            st_fire = p.st_valid & st_ready
+            p.st_ready = st_ready
+            wcq.push(BitsSignal.concat([_fit(p.st_stride, AW), p.st_rows, p.st_addr]), st_fire)
+            fq.push(BitsSignal.concat([p.st_per_tensor, _fit(p.st_p_index, PA)]), st_fire)
+            oq.push(BitsSignal.concat([p.st_relu, p.st_rows]), st_fire)
+
+            wc_valid = ~wcq.empty
+            wc_head = wcq.pop(wc_valid & p.wc_ready)
+            p.wc_valid = wc_valid
+            p.wc_addr = wc_head[0:AW]
+            p.wc_rows = wc_head[AW:AW + 16]
+            p.wc_stride = wc_head[AW + 16:2 * AW + 16]
+            p.wc_beats = Bits(16)(BPR)
+
+            # -- parameter memory: bias, m0, shift, one 32-bit memory each --------------------
+            p.p_wr_ready = one
+            rec = p.p_wr_index[2:2 + PA] if 2 + PA <= 32 else _fit(p.p_wr_index[2:32], PA)
+            word = p.p_wr_index[0:2]
+            raddr = Wire(Bits(PA), "param_raddr")
+            params = [_mem(clk, rst, f"param_{nm}", 32, D, rec, p.p_wr_data,
+                           p.p_wr_valid & (word == Bits(2)(w)), raddr)
+                      for w, nm in enumerate(("bias", "m0", "shift"))]
+
+            # -- S0: the beat buffer, read out one element per cycle ------------------------
+            s1_load = Wire(Bits(1), "s1_load")
+            bb_v = NamedReg(1, clk, rst, 0, name="bb_valid")
+            bb_j = NamedReg(JW, clk, rst, 0, name="bb_col")
+            bb_data = NamedReg(C * ACC, clk, None, None, name="bb_data")
+            bb_pidx = NamedReg(PA, clk, None, None, name="bb_p_index")
+            bb_pt = NamedReg(1, clk, None, None, name="bb_per_tensor")
+            f_row = NamedReg(RW, clk, rst, 0, name="feed_row")
+            bb_last_j = bb_j.q == Bits(JW)(C - 1) if C > 1 else one
+            s0_move = bb_v.q & s1_load  # element bb_j moves into S1
+            bb_free = ~bb_v.q | (s0_move & bb_last_j)
+            f_head = fq.output
+            c_ready = not_rst & ~fq.empty & bb_free
+            c_fire = p.c_valid & c_ready
+            p.c_ready = c_ready
+            f_last_row = f_row.q == Bits(RW)(R - 1) if R > 1 else one
+            fq.pop(c_fire & f_last_row)
+            if R > 1:
+                f_row.next(Mux(c_fire, f_row.q, Mux(f_last_row, _inc(f_row.q), Bits(RW)(0))))
+            else:
+                f_row.next(Bits(RW)(0))
+            bb_v.next(c_fire | (bb_v.q & ~(s0_move & bb_last_j)))
+            if C > 1:
+                bb_j.next(Mux(s0_move, bb_j.q, Mux(bb_last_j, _inc(bb_j.q), Bits(JW)(0))))
+            else:
+                bb_j.next(Bits(JW)(0))
+            bb_data.next(Mux(c_fire, bb_data.q, p.c_data))
+            bb_pidx.next(Mux(c_fire, bb_pidx.q, f_head[0:PA]))
+            bb_pt.next(Mux(c_fire, bb_pt.q, f_head[PA]))
+            # kernel start tokens owed: one per tile, counted when its first beat is taken
+            start_ready = Wire(Bits(1), "k_start_ready")
+            owed = NamedReg(OW, clk, rst, 0, name="start_owed")
+            start_valid = owed.q != Bits(OW)(0)
+            start_fire = start_valid & start_ready
+            first_row = c_fire & (f_row.q == Bits(RW)(0))
+            owed_up = Mux(first_row, owed.q, _inc(owed.q))
+            owed.next(Mux(start_fire, owed_up, (owed_up.as_uint() - 1).as_bits(OW)))
+
+            # element j of the beat buffer and its parameter record
+            lanes = [bb_data.q[j * ACC:(j + 1) * ACC] for j in range(C)]
+            s0_acc = Mux(bb_j.q, *lanes) if C > 1 else lanes[0]
+            j_pa = _fit(bb_j.q, PA)
+            s0_rec = Mux(bb_pt.q, _add(bb_pidx.q, j_pa, PA), bb_pidx.q)
+
+            # -- S1: parameters read (address held while S1 stalls) -------------------------
+            s2_take = Wire(Bits(1), "s2_take")
+            s1_v = NamedReg(1, clk, rst, 0, name="s1_valid")
+            s1_acc = NamedReg(XW, clk, None, None, ce=s1_load, name="s1_acc")
+            s1_rec = NamedReg(PA, clk, None, None, ce=s1_load, name="s1_rec")
+            s1_adv = s1_v.q & s2_take
+            s1_load.assign(~s1_v.q | s1_adv)
+            s1_v.next(Mux(s1_load, s1_v.q, bb_v.q))
+            s1_acc.next(_sext32(s0_acc))
+            s1_rec.next(s0_rec)
+            raddr.assign(Mux(s1_load, s1_rec.q, s0_rec))
+            bias, m0, shift = params
+
+            # -- S2: x = acc + bias (int32 wrap), forked to the kernel's three inputs ---------
+            s2_v = NamedReg(1, clk, rst, 0, name="s2_valid")
+            s2_x = NamedReg(XW, clk, None, None, ce=s2_take, name="s2_x")
+            s2_m0 = NamedReg(XW, clk, None, None, ce=s2_take, name="s2_m0")
+            s2_sh = NamedReg(XW, clk, None, None, ce=s2_take, name="s2_shift")
+            s2_x.next(_add(s1_acc.q, bias, XW))
+            s2_m0.next(m0)
+            s2_sh.next(shift)
+            names = ("x", "m0", "shift")
+            k_ready = {nm: Wire(Bits(1), f"k_{nm}_ready") for nm in names}
+            sent = {nm: NamedReg(1, clk, rst, 0, name=f"s2_{nm}_sent") for nm in names}
+            k_valid = {nm: s2_v.q & ~sent[nm].q for nm in names}
+            done_or_taking = [sent[nm].q | k_ready[nm] for nm in names]
+            s2_adv = s2_v.q & done_or_taking[0] & done_or_taking[1] & done_or_taking[2]
+            for nm in names:
+                sent[nm].next(Mux(s2_adv, sent[nm].q | (k_valid[nm] & k_ready[nm]), zero))
+            s2_take.assign(~s2_v.q | s2_adv)
+            s2_v.next(Mux(s2_take, s2_v.q, s1_v.q))
+
+            # -- the kernel ---------------------------------------------------------------------
+            y_ready = Wire(Bits(1), "k_y_ready")
+            k = requant(clk=clk, rst=rst, x=s2_x.q, x_valid=k_valid["x"], m0=s2_m0.q,
+                        m0_valid=k_valid["m0"], shift=s2_sh.q, shift_valid=k_valid["shift"],
+                        start_valid=start_valid, y_ready=y_ready, instance_name="requant")
+            k_ready["x"].assign(k.x_ready)
+            k_ready["m0"].assign(k.m0_ready)
+            k_ready["shift"].assign(k.shift_ready)
+            start_ready.assign(k.start_ready)
+
+            # -- output: ReLU, pack bytes into beats, drop rows >= valid rows ------------------
+            o_j = NamedReg(JW, clk, rst, 0, name="out_col")
+            o_r = NamedReg(RW, clk, rst, 0, name="out_row")
+            wd_v = NamedReg(1, clk, rst, 0, name="wd_valid_q")
+            o_head = oq.output
+            o_rows, o_relu = o_head[0:16], o_head[16]
+            beat_end = (o_j.q[0:LAB] == Bits(LAB)(AB - 1)) if LAB else one
+            wd_busy = wd_v.q & ~p.wd_ready
+            y_rdy = ~oq.empty & ~(beat_end & wd_busy)
+            y_ready.assign(y_rdy)
+            y_fire = k.y_valid & y_rdy
+            y = k.y
+            byte = Mux(o_relu & y[7], y, Bits(8)(0))
+            o_last_j = o_j.q == Bits(JW)(C - 1) if C > 1 else one
+            o_last_r = o_r.q == Bits(RW)(R - 1) if R > 1 else one
+            tile_end = y_fire & o_last_j & o_last_r
+            oq.pop(tile_end)
+            if C > 1:
+                o_j.next(Mux(y_fire, o_j.q, Mux(o_last_j, _inc(o_j.q), Bits(JW)(0))))
+            else:
+                o_j.next(Bits(JW)(0))
+            if R > 1:
+                o_r.next(Mux(y_fire & o_last_j, o_r.q,
+                             Mux(o_last_r, _inc(o_r.q), Bits(RW)(0))))
+            else:
+                o_r.next(Bits(RW)(0))
+            row_kept = o_r.q.as_uint(16) < o_rows.as_uint()
+            push = y_fire & beat_end & row_kept.as_bits()
+            if AB > 1:
+                pack = NamedReg(W - 8, clk, None, None, ce=y_fire, name="pack")
+                pack.next(BitsSignal.concat([byte, pack.q[8:W - 8]]) if AB > 2 else byte)
+                beat = BitsSignal.concat([byte, pack.q])
+            else:
+                beat = byte
+            wd_data = NamedReg(W, clk, None, None, ce=push, name="wd_data_q")
+            wd_data.next(beat)
+            wd_v.next(push | wd_busy)
+            p.wd_valid = wd_v.q
+            p.wd_data = wd_data.q
+
+            # -- busy: commands accepted and not finished ---------------------------------------
+            outst = NamedReg(OW, clk, rst, 0, name="outstanding")
+            up = Mux(st_fire, outst.q, _inc(outst.q))
+            outst.next(Mux(tile_end, up, (up.as_uint() - 1).as_bits(OW)))
+            p.busy = (outst.q != Bits(OW)(0)) | wd_v.q | wc_valid
+
+    return name_module(StoreEngine, f"store_engine_{R}x{C}")
+
+
+def store_engine_prepare(config: AccelConfig, lowered):
+    """``emit_module``'s ``prepare`` hook: import the lowered kernel (``lowered``: what
+    ``build_kernel(requant_kernel(config), ...)`` returned) and build the engine on it."""
+    from ..lowering.stream import stream_module
+
+    def prepare(system):
+        requant = stream_module(system, requant_kernel(config), lowered)
+        return make_store_engine(config, requant)
+
+    return prepare
+
+
+def emit_store_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None = None):
+    """Lower the kernel (its stage dumps under ``work_dir``, default ``sv_dir/../requant``) and
+    emit the store engine with it into ``sv_dir``; returns ``rtl_lib.emit.EmittedSV``."""
+    from ..lowering import build_kernel
+    from .emit import emit_module
+
+    check_config(config)
+    sv_dir = Path(sv_dir)
+    work_dir = Path(work_dir) if work_dir is not None else sv_dir.parent / "requant"
+    lowered = build_kernel(requant_kernel(config), work_dir)
+    return emit_module(None, sv_dir, prepare=store_engine_prepare(config, lowered))

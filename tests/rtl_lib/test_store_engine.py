@@ -1,0 +1,219 @@
+"""The store engine (rtl_lib.store_engine) in Verilator: C tiles in, bias + the CIRCT-lowered
+per-channel requantize kernel + ReLU, int8 rows out by DMA command and data beats, every byte
+compared with frontend.quantize (numpy), under random gaps and back-pressure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pycde_accel.config import AccelConfig
+from pycde_accel.errors import ConfigError
+from pycde_accel.frontend import quantize as q
+from pycde_accel.rtl_lib.store_engine import emit_store_engine, make_store_engine
+from pycde_accel.sim import build, pytest_cache_root, run
+
+TB = "pycde_accel.sim.tb_store_engine"
+
+CONFIGS = {
+    "2x4_w32": AccelConfig(rows=2, cols=4, axi_data_width=32, spad_c_depth=16),
+    "4x8_w32": AccelConfig(rows=4, cols=8, axi_data_width=32, spad_c_depth=32),
+    "8x8_w64": AccelConfig(rows=8, cols=8, axi_data_width=64, spad_c_depth=64),
+    "4x8_w32_a24": AccelConfig(rows=4, cols=8, axi_data_width=32, spad_c_depth=16,
+                               acc_width=24, max_k=511),
+}
+
+
+@pytest.fixture(scope="session")
+def cache_root(tmp_path_factory):
+    return pytest_cache_root(tmp_path_factory)
+
+
+_SIMS: dict = {}
+
+
+def _sim(name, cache_root, tmp_path_factory):
+    if name not in _SIMS:
+        base = tmp_path_factory.mktemp(f"store_{name}")
+        sv = emit_store_engine(CONFIGS[name], base / "sv", base / "kernel")
+        _SIMS[name] = build(sv.filelist, sv.top, cache_root=cache_root)
+    return _SIMS[name]
+
+
+# ---- the numpy model ---------------------------------------------------------------------------
+
+def wrap(x, bits):
+    m = 1 << bits
+    return ((np.asarray(x, np.int64) + (m >> 1)) % m) - (m >> 1)
+
+
+def model_tile(cfg: AccelConfig, cmd: dict, acc: np.ndarray, records: np.ndarray) -> list[int]:
+    """The data beats one STORE writes: ``records`` [depth, 3] (bias, m0, shift) int64."""
+    R, C = cfg.rows, cfg.cols
+    ab = cfg.axi_data_width // 8
+    j = np.arange(C)
+    p = np.full(C, cmd["p_index"]) if cmd["per_tensor"] else cmd["p_index"] + j
+    rec = records[p % cfg.spad_c_depth]
+    x = wrap(wrap(acc, 32) + rec[None, :, 0], 32)
+    y = q.requantize(x, rec[None, :, 1], rec[None, :, 2], relu=bool(cmd["relu"]))
+    assert y.shape == (R, C)
+    beats = []
+    for r in range(cmd["rows"]):
+        row = bytes(int(v) & 0xFF for v in y[r])
+        for b in range(C // ab):
+            beats.append(int.from_bytes(row[b * ab:(b + 1) * ab], "little"))
+    return beats
+
+
+# ---- random cases ------------------------------------------------------------------------------
+
+I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def rand_acc(rng, shape, acc_width):
+    """Accumulators over the whole acc_width range: uniform, edges, and small magnitudes (so
+    that requantize does not only saturate)."""
+    lo, hi = -(1 << (acc_width - 1)), (1 << (acc_width - 1)) - 1
+    kind = rng.integers(0, 4, shape)
+    uni = rng.integers(lo, hi, shape, endpoint=True)
+    edge = np.where(rng.integers(0, 2, shape) == 0, hi - rng.integers(0, 64, shape),
+                    lo + rng.integers(0, 64, shape))
+    bits = rng.integers(0, acc_width - 1, shape)
+    small = rng.integers(-(1 << 62), 1 << 62, shape) >> (62 - bits)
+    return np.select([kind == 0, kind == 1], [uni, edge], small).astype(np.int64)
+
+
+def rand_records(rng, depth):
+    """bias (uniform, edges, small), m0 (mostly [2^30, 2^31), also edges and small), shift."""
+    n = depth
+    bias = np.select([rng.random(n) < 0.3, rng.random(n) < 0.5],
+                     [rng.integers(I32_MIN, I32_MAX, n, endpoint=True),
+                      np.where(rng.random(n) < 0.5, I32_MAX - rng.integers(0, 64, n),
+                               I32_MIN + rng.integers(0, 64, n))],
+                     rng.integers(-5000, 5000, n))
+    m0 = rng.integers(1 << 30, 1 << 31, n)
+    pick = rng.random(n)
+    m0 = np.where(pick < 0.1, I32_MAX, np.where(pick < 0.2, 1 << 30,
+                  np.where(pick < 0.3, rng.integers(0, 1 << 30, n), m0)))
+    shift = rng.integers(0, 32, n)
+    return np.stack([bias, m0, shift], axis=1).astype(np.int64)
+
+
+def param_words(rng, records, which=None):
+    """The p_wr beats writing ``records`` (rows ``which``), words in random order, with the
+    unused zero word (w = 3) written as junk (it must be ignored)."""
+    which = range(len(records)) if which is None else which
+    words = []
+    for r in which:
+        for w in range(3):
+            words.append([4 * int(r) + w, int(records[r, w]) & 0xFFFFFFFF])
+        words.append([4 * int(r) + 3, int(rng.integers(0, 1 << 32))])
+    order = rng.permutation(len(words))
+    return [words[i] for i in order]
+
+
+def make_case(cfg: AccelConfig, seed: int, phases: int = 2, tiles: int = 5,
+              full_rows: bool = False):
+    """Phases of random STOREs; the parameter records change between phases."""
+    rng = np.random.default_rng(seed)
+    R, C, D = cfg.rows, cfg.cols, cfg.spad_c_depth
+    ab = cfg.axi_data_width // 8
+    records = rand_records(rng, D)
+    spec_phases, want_wc, want_wd = [], [], []
+    for ph in range(phases):
+        if ph == 0:
+            words = param_words(rng, records)
+        else:
+            which = rng.choice(D, size=D // 2, replace=False)
+            records[which] = rand_records(rng, len(which))
+            words = param_words(rng, records, which)
+        cmds, accs = [], []
+        for t in range(tiles):
+            rows = int(R if full_rows or rng.random() < 0.5 else rng.integers(1, R + 1))
+            p_index = int(rng.integers(0, D - C + 1) if rng.random() < 0.8 else rng.integers(0, D))
+            cmd = {"addr": int(rng.integers(0, 1 << 20)) * ab,
+                   "rows": rows, "stride": int(rng.integers(C // ab, 64)) * ab,
+                   "p_index": p_index, "relu": int(rng.random() < 0.5),
+                   "per_tensor": int(rng.random() < 0.3)}
+            acc = rand_acc(rng, (R, C), cfg.acc_width)
+            # about 40% tuned so that acc + bias lands in requantize's non-saturating range
+            j = np.arange(C)
+            rec = records[(np.full(C, p_index) if cmd["per_tensor"] else p_index + j) % D]
+            bits = rec[:, 2] + rng.integers(0, 9, (R, C))
+            target = rng.integers(-(1 << 40), 1 << 40, (R, C)) >> (40 - bits)
+            lo, hi = -(1 << (cfg.acc_width - 1)), (1 << (cfg.acc_width - 1)) - 1
+            tuned = np.clip(wrap(target - rec[None, :, 0], 32), lo, hi)
+            acc = np.where(rng.random((R, C)) < 0.4, tuned, acc)
+            cmds.append(cmd)
+            accs.append(acc.tolist())
+            want_wc.append({"addr": cmd["addr"], "beats": C // ab, "rows": rows,
+                            "stride": cmd["stride"]})
+            want_wd += model_tile(cfg, cmd, acc, records)
+        spec_phases.append({"params": words, "cmds": cmds, "tiles": accs})
+    return spec_phases, want_wc, want_wd
+
+
+def run_case(sim, tmp_path, cfg, phases, seed, p_c, p_st, p_wc, p_wd):
+    spec = {"rows": cfg.rows, "cols": cfg.cols, "acc_width": cfg.acc_width, "phases": phases,
+            "seed": seed, "p_c": p_c, "p_st": p_st, "p_wc": p_wc, "p_wd": p_wd}
+    out = tmp_path / "out.json"
+    run(sim, TB, tmp_path, extra_env={"TB_STORE_SPEC": json.dumps(spec),
+                                      "TB_STORE_OUT": str(out.resolve())})
+    return json.loads(out.read_text())
+
+
+def check(res, want_wc, want_wd):
+    assert res["errors"] == []
+    assert res["wc"] == want_wc
+    assert len(res["wd"]) == len(want_wd)
+    for i, (g, w) in enumerate(zip(res["wd"], want_wd)):
+        assert g == w, f"data beat {i}: got {g:#x} want {w:#x}"
+
+
+GATES = [(1.0, 1.0, 1.0, 1.0), (0.5, 0.6, 0.4, 0.5), (0.9, 1.0, 0.3, 0.2)]
+
+
+@pytest.mark.parametrize("name", ["2x4_w32", "4x8_w32"])
+@pytest.mark.parametrize("gates", GATES, ids=["full", "gaps", "backpressure"])
+def test_store_random(name, gates, cache_root, tmp_path_factory, tmp_path):
+    cfg = CONFIGS[name]
+    sim = _sim(name, cache_root, tmp_path_factory)
+    seed = 11 + GATES.index(gates)
+    phases, want_wc, want_wd = make_case(cfg, seed)
+    res = run_case(sim, tmp_path, cfg, phases, seed, *gates)
+    check(res, want_wc, want_wd)
+
+
+@pytest.mark.parametrize("name", ["2x4_w32", "4x8_w32"])
+def test_store_rate(name, cache_root, tmp_path_factory, tmp_path):
+    """All rows valid, no gating: one element per cycle, tiles back to back (the kernel's
+    per-run restart gap and the fill latency are the only extra cycles)."""
+    cfg = CONFIGS[name]
+    sim = _sim(name, cache_root, tmp_path_factory)
+    phases, want_wc, want_wd = make_case(cfg, 5, phases=1, tiles=8, full_rows=True)
+    res = run_case(sim, tmp_path, cfg, phases, 5, 1.0, 1.0, 1.0, 1.0)
+    check(res, want_wc, want_wd)
+    elems = len(phases[0]["tiles"]) * cfg.rows * cfg.cols
+    span = res["wd_edges"][-1] - res["first_c"] + 1
+    print(f"{name}: {elems} elements in {span} cycles")
+    assert span <= elems + 2 * len(phases[0]["tiles"]) + 30, (span, elems)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["8x8_w64", "4x8_w32_a24"])
+@pytest.mark.parametrize("gates", GATES[1:], ids=["gaps", "backpressure"])
+def test_store_random_more(name, gates, cache_root, tmp_path_factory, tmp_path):
+    cfg = CONFIGS[name]
+    sim = _sim(name, cache_root, tmp_path_factory)
+    seed = 31 + GATES.index(gates)
+    phases, want_wc, want_wd = make_case(cfg, seed, phases=2, tiles=6)
+    res = run_case(sim, tmp_path, cfg, phases, seed, *gates)
+    check(res, want_wc, want_wd)
+
+
+def test_refusals():
+    with pytest.raises(ConfigError, match="multiple of the AXI beat"):
+        make_store_engine(AccelConfig(rows=2, cols=4, axi_data_width=64), None)
