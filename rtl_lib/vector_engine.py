@@ -1,0 +1,354 @@
+"""The vector engine: the accelerator's VEC command (element-wise residual ADD or MAX of the X
+buffer's beats with the S stream's beats), its element math done by CIRCT-lowered kernels.
+
+``make_vector_engine(config, add_kernel, max_kernel)`` -> module ``vector_engine_w{W}``
+-------------------------------------------------------------------------------------
+``add_kernel`` / ``max_kernel``: the streaming PyCDE module classes (``lowering.stream.
+stream_module``) of the two kernels :func:`vector_kernels` describes, lowered by the default
+(dynamic, handshake) route: ``residual_add`` (tensor inputs ``a``, ``b``; scalars ``ma``,
+``mb``, ``s``) and ``maxpool`` with k = 2 taps (``t0``, ``t1``), both with a run length of
+n = AB = W/8 elements, i.e. one kernel run per AXI beat. The engine holds one instance of each
+and feeds it the AB int8 lanes of a beat one element per cycle (element e of beat i: ``a`` /
+``t0`` = byte e of X[x_off+i], ``b`` / ``t1`` = byte e of S_i); the kernel's ``y`` bytes are
+gathered back into beats. Only ReLU (``max(y, 0)``, for ADD with RELU) is engine logic.
+:func:`emit_vector_engine` lowers the kernels and emits the engine with them (SV + filelist).
+
+Rate (measured in tests/rtl_lib/test_vector_engine.py, no back-pressure, long commands): the
+handshake kernel takes a run of n elements in n + 1 cycles (one bubble between runs, measured
+for n = 1, 2, 4, 8, 16: n / (n + 1) element/cycle), so the engine sustains AB elements per
+AB + 1 cycles: one beat per 5 cycles at W = 32, per 9 cycles at W = 64 (0.80 / 0.89
+element/cycle). Longer runs would shrink the bubble but a run's scalars (ma, mb, s) are taken
+once per run, so an ADD run cannot span two commands and a command of n beats would need
+padding to whole runs; one beat per run keeps every command aligned. Per command there is a
+fixed start-up/drain of about the kernel latency (~5 cycles) on top.
+
+Ports (valid/ready: a beat moves on a rising edge where both are high)
+--------------------------------------------------------------------
+* ``clk``, ``rst`` (synchronous, active high).
+* X buffer write: ``x_wr_valid``, ``x_wr_index`` (log2 spad_c_depth bits, a beat index),
+  ``x_wr_data`` (W), ``x_wr_ready`` (out). X is config.spad_c_depth beats of W bits (one
+  ``seq.hlmem``, one write port shared with the engine's own TO_X writes, which take
+  priority: ``x_wr_ready`` is low only in a cycle where the engine writes X, and it depends on
+  registers only).
+* S stream: ``s_data`` (W), ``s_valid``, ``s_ready`` (out). Beats are taken only while a
+  command is running and still needs beats (never ahead of the command).
+* VEC command: ``v_n`` (16, beats >= 1), ``v_x_off`` (16), ``v_dst`` (axi_addr_width: DRAM byte
+  address, multiple of AB; with ``v_to_x`` an X beat index), ``v_ma``, ``v_mb``, ``v_shift``
+  (32 each; ma/mb signed, |m| < 2^15, shift 0..31 as frontend.quantize.add_multipliers makes
+  them), ``v_max``, ``v_relu``, ``v_to_x``, ``v_valid``, ``v_ready`` (out) = not ``busy``: one
+  command at a time.
+* Write DMA command (rtl_lib.axi_dma form): ``wc_addr`` (= dst), ``wc_beats`` (16, = n),
+  ``wc_rows`` (16, = 1), ``wc_stride`` (= AB), ``wc_valid`` (out), ``wc_ready``: exactly one per
+  command without TO_X, offered from the cycle after the command is taken.
+* Write data: ``wd_data`` (W), ``wd_valid`` (out), ``wd_ready``: the n result beats in order,
+  offered only after the command's ``wc`` was taken (so a shared write DMA sees the command
+  before its data).
+* ``busy`` (out): high from the edge after a command is taken until every result beat has been
+  written into X (TO_X) or taken on ``wd`` and the ``wc`` command was taken.
+
+Semantics (accel_spec.md, VEC): for beat i in 0..n-1 and byte e: a = int8 X[x_off+i] byte e,
+b = int8 S_i byte e; ADD: y = residual_add(a, b, ma, mb, shift) (sat8(RDBPOT(a*ma + b*mb,
+shift))), then max(y, 0) if RELU; MAX: y = max(a, b) (RELU ignored). Result beat i goes to
+DRAM at dst + i*AB or, with TO_X, to X[dst + i].
+
+Ordering and hazards: X beat i is read (1-cycle registered read) on the edge S_i is taken, so a
+LOAD to X that was dispatched before the LOAD feeding S has written X before the first S beat
+arrives (the DMA returns data in command order). Results are written in order. A read of
+X[x_off+r] waits while a result beat still in flight (read, not yet written) targets that
+address: with TO_X and 0 < dst - x_off, read r waits until fewer than dst - x_off beats are in
+flight, which gives exactly the sequential element-by-element order for any overlap (dst ==
+x_off in place and disjoint ranges never wait). A command is taken only when the previous one
+has finished (``v_ready = ~busy``), so consecutive VEC commands on X (e.g. the maxpool chain
+LOAD X, VEC MAX TO_X, VEC MAX TO_X, VEC MAX to DRAM) see each other's results.
+X addresses wrap modulo spad_c_depth.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pycde import Clock, Input, Module, Output, Reset, generator
+from pycde.constructs import Mux, Wire
+from pycde.seq import FIFO
+from pycde.signals import BitsSignal
+from pycde.types import Bits
+
+from ..config import AccelConfig
+from ..errors import ConfigError
+from .common import NamedReg, name_module
+from .scratchpad import _bank
+
+#: beat pairs {X beat, S beat} buffered between the X read and the element serializer
+PAIR_FIFO_DEPTH = 4
+
+
+def _log2(n: int) -> int:
+    return (n - 1).bit_length()
+
+
+def _inc(sig, w):
+    return (sig.as_uint(w) + 1).as_bits(w)
+
+
+def _add(a, b, w):
+    return (a.as_uint(w) + b.as_uint(w)).as_bits(w)
+
+
+def _sub(a, b, w):
+    return (a.as_uint(w) - b.as_uint(w)).as_bits(w)
+
+
+def _resize(sig, w):
+    sw = sig.type.width
+    if sw == w:
+        return sig
+    if sw > w:
+        return sig[0:w]
+    return BitsSignal.concat([Bits(w - sw)(0), sig])
+
+
+def vector_kernels(config: AccelConfig):
+    """The two kernels the engine for ``config`` instantiates, as ``lowering.kernels.Kernel``:
+    ``(residual_add, maxpool)`` with run length n = AB elements (one beat) and k = 2 taps,
+    named ``vec_residual_add`` / ``vec_maxpool`` so that they coexist with other instances of
+    the same kernels in one design. Lower them with ``lowering.build_kernel`` (default route)
+    and wrap them with ``lowering.stream.stream_module``."""
+    from ..lowering import kernels
+
+    ab = config.axi_data_width // 8
+    return (kernels.residual_add(ab, name="vec_residual_add"),
+            kernels.maxpool(ab, k=2, name="vec_maxpool"))
+
+
+def _check_kernel(cls, ins, scalars, what):
+    names = {p.name for p in cls._builder.inputs} | {p.name for p in cls._builder.outputs}
+    need = {"y", "y_valid", "y_ready", "start_valid", "start_ready"}
+    for nm in list(ins) + list(scalars):
+        need |= {nm, f"{nm}_valid", f"{nm}_ready"}
+    missing = sorted(need - names)
+    if missing:
+        raise ConfigError(f"vector engine: {what} kernel module lacks ports {', '.join(missing)}")
+
+
+def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Module]:
+    """The vector engine module class (see the module docstring)."""
+    config.validate()
+    W, AW = config.axi_data_width, config.axi_addr_width
+    AB = W // 8
+    D = config.spad_c_depth
+    XA = _log2(D)
+    EB = _log2(AB)
+    CW = 16
+    OW = _log2(PAIR_FIFO_DEPTH + 1)
+    _check_kernel(add_kernel, ("a", "b"), ("ma", "mb", "s"), "add")
+    _check_kernel(max_kernel, ("t0", "t1"), (), "max")
+    SW = add_kernel._builder.inputs[[p.name for p in add_kernel._builder.inputs].index("s")] \
+        .type.width
+
+    class VectorEngine(Module):
+        clk = Clock()
+        rst = Reset()
+        x_wr_valid = Input(Bits(1))
+        x_wr_index = Input(Bits(XA))
+        x_wr_data = Input(Bits(W))
+        x_wr_ready = Output(Bits(1))
+        s_data = Input(Bits(W))
+        s_valid = Input(Bits(1))
+        s_ready = Output(Bits(1))
+        v_n = Input(Bits(16))
+        v_x_off = Input(Bits(16))
+        v_dst = Input(Bits(AW))
+        v_ma = Input(Bits(32))
+        v_mb = Input(Bits(32))
+        v_shift = Input(Bits(SW))
+        v_max = Input(Bits(1))
+        v_relu = Input(Bits(1))
+        v_to_x = Input(Bits(1))
+        v_valid = Input(Bits(1))
+        v_ready = Output(Bits(1))
+        wc_addr = Output(Bits(AW))
+        wc_beats = Output(Bits(16))
+        wc_rows = Output(Bits(16))
+        wc_stride = Output(Bits(AW))
+        wc_valid = Output(Bits(1))
+        wc_ready = Input(Bits(1))
+        wd_data = Output(Bits(W))
+        wd_valid = Output(Bits(1))
+        wd_ready = Input(Bits(1))
+        busy = Output(Bits(1))
+
+        @generator
+        def build(p):
+            clk, rst = p.clk, p.rst
+            one = Bits(1)(1)
+
+            # ------------------------------------------------------------ command
+            busy = NamedReg(1, clk, rst, 0, name="busy_q")
+            accept = p.v_valid & ~busy.q
+            cmd = {}
+            for nm, w in (("n", 16), ("x_off", 16), ("dst", AW), ("ma", 32), ("mb", 32),
+                          ("shift", SW), ("max", 1), ("relu", 1), ("to_x", 1)):
+                r = NamedReg(w, clk, None, None, ce=accept, name=f"cmd_{nm}")
+                r.next(getattr(p, f"v_{nm}"))
+                cmd[nm] = r.q
+            n, is_max, to_x = cmd["n"], cmd["max"], cmd["to_x"]
+
+            def counter(name, fire):
+                """Beats/tokens of this command: cleared on accept, +1 per fire."""
+                c = NamedReg(CW, clk, rst, 0, name=name)
+                c.next(Mux(accept, Mux(fire, c.q, _inc(c.q, CW)), Bits(CW)(0)))
+                return c.q
+
+            # write DMA command: one per command without TO_X
+            wc_pend = NamedReg(1, clk, rst, 0, name="wc_pending")
+            wc_fire = wc_pend.q & p.wc_ready
+            wc_pend.next(Mux(accept, wc_pend.q & ~wc_fire,
+                             ~p.v_to_x & (p.v_n != Bits(16)(0))))
+
+            # ------------------------------------------------------------ X read + S take
+            out_valid = NamedReg(1, clk, rst, 0, name="out_valid_q")
+            eng_wr = out_valid.q & to_x              # the engine writes X this cycle
+            issue_w, pop_w = Wire(Bits(1), "pair_issue"), Wire(Bits(1), "pair_pop")
+            out_take_w = Wire(Bits(1), "out_take")
+            r = counter("rd_beat", issue_w)
+            w = counter("wr_beat", out_take_w)
+            occ = NamedReg(OW, clk, rst, 0, name="pair_occupancy")
+            occ_up = Mux(issue_w, occ.q, _inc(occ.q, OW))
+            occ.next(Mux(pop_w, occ_up, _sub(occ_up, Bits(OW)(1), OW)))
+            inflight = _sub(r, w, CW)
+            dst16 = _resize(cmd["dst"], CW)
+            dist = _sub(dst16, cmd["x_off"], CW)
+            hazard = to_x & (dst16.as_uint() > cmd["x_off"].as_uint()) & \
+                (inflight.as_uint() >= dist.as_uint())
+            can_issue = busy.q & (r != n) & (occ.q != Bits(OW)(PAIR_FIFO_DEPTH)) & ~hazard
+            issue = can_issue & p.s_valid
+            issue_w.assign(issue)
+            p.s_ready = can_issue
+            rd_addr = _add(cmd["x_off"], r, CW)[0:XA]
+            x_wr_ready = ~eng_wr
+            ext_wr = p.x_wr_valid & x_wr_ready
+            wr_addr = Mux(eng_wr, p.x_wr_index, _add(dst16, w, CW)[0:XA])
+            out_beat_w = Wire(Bits(W), "out_beat")
+            wr_data = Mux(eng_wr, p.x_wr_data, out_beat_w)
+            x_rd = _bank(clk, rst, "x_mem", W, D, wr_addr, wr_data, eng_wr | ext_wr, rd_addr)
+            p.x_wr_ready = x_wr_ready
+            s_q = NamedReg(W, clk, None, None, ce=issue, name="s_beat")
+            s_q.next(p.s_data)
+            rd_v = NamedReg(1, clk, rst, 0, name="x_rd_valid")
+            rd_v.next(issue)
+            pairs = FIFO(Bits(2 * W), PAIR_FIFO_DEPTH, clk, rst)
+            pairs.push(BitsSignal.concat([s_q.q, x_rd]), rd_v.q)
+            head = pairs.output
+            head_valid = ~pairs.empty
+            x_beat, s_beat = head[0:W], head[W:2 * W]
+
+            # ------------------------------------------------------------ kernels
+            def lane_feed(name, beat, ready):
+                """Feed the AB bytes of the head beat on one kernel input, one per cycle."""
+                e = NamedReg(EB, clk, rst, 0, name=f"{name}_byte")
+                done = NamedReg(1, clk, rst, 0, name=f"{name}_done")
+                valid = head_valid & ~done.q
+                fire = valid & ready
+                last = fire & (e.q == Bits(EB)(AB - 1))
+                e.next(Mux(fire, e.q, _inc(e.q, EB)))
+                data = beat[0:8]
+                for k in range(1, AB):
+                    data = Mux(e.q == Bits(EB)(k), data, beat[8 * k:8 * k + 8])
+                finished = done.q | last
+                return valid, data, finished, done
+
+            a_ready_w, b_ready_w = Wire(Bits(1), "a_ready"), Wire(Bits(1), "b_ready")
+            a_valid, a_data, a_fin, a_done = lane_feed("a", x_beat, a_ready_w)
+            b_valid, b_data, b_fin, b_done = lane_feed("b", s_beat, b_ready_w)
+            pop = head_valid & a_fin & b_fin
+            pop_w.assign(pop)
+            pairs.pop(pop)
+            a_done.next(a_fin & ~pop)
+            b_done.next(b_fin & ~pop)
+
+            is_add = ~is_max
+            y_ready_w = Wire(Bits(1), "y_ready")
+            # one start token per run (= per beat), scalars once per run, for the active kernel
+            tok_ready = {nm: Wire(Bits(1), f"{nm}_tok_ready")
+                         for nm in ("add_start", "ma", "mb", "s", "max_start")}
+            tok_valid = {}
+            for nm, sel in (("add_start", is_add), ("ma", is_add), ("mb", is_add),
+                            ("s", is_add), ("max_start", is_max)):
+                vld = Wire(Bits(1), f"{nm}_tok_valid")
+                cnt = counter(f"{nm}_tokens", vld & tok_ready[nm])
+                vld.assign(busy.q & sel & (cnt != n))
+                tok_valid[nm] = vld
+            add = add_kernel(clk=clk, rst=rst, a=a_data, a_valid=a_valid & is_add,
+                             b=b_data, b_valid=b_valid & is_add,
+                             ma=cmd["ma"], ma_valid=tok_valid["ma"],
+                             mb=cmd["mb"], mb_valid=tok_valid["mb"],
+                             s=cmd["shift"], s_valid=tok_valid["s"],
+                             start_valid=tok_valid["add_start"],
+                             y_ready=y_ready_w & is_add, instance_name="add_kernel")
+            mx = max_kernel(clk=clk, rst=rst, t0=a_data, t0_valid=a_valid & is_max,
+                            t1=b_data, t1_valid=b_valid & is_max,
+                            start_valid=tok_valid["max_start"],
+                            y_ready=y_ready_w & is_max, instance_name="max_kernel")
+            tok_ready["add_start"].assign(add.start_ready)
+            tok_ready["ma"].assign(add.ma_ready)
+            tok_ready["mb"].assign(add.mb_ready)
+            tok_ready["s"].assign(add.s_ready)
+            tok_ready["max_start"].assign(mx.start_ready)
+            a_ready_w.assign(Mux(is_max, add.a_ready, mx.t0_ready))
+            b_ready_w.assign(Mux(is_max, add.b_ready, mx.t1_ready))
+
+            # ------------------------------------------------------------ results -> beats
+            y_valid = Mux(is_max, add.y_valid, mx.y_valid)
+            y = Mux(is_max, add.y, mx.y)
+            y = Mux(cmd["relu"] & is_add & y[7], y, Bits(8)(0))
+            y_fire = y_valid & y_ready_w
+            ey = NamedReg(EB, clk, rst, 0, name="y_byte")
+            ey.next(Mux(y_fire, ey.q, _inc(ey.q, EB)))
+            y_last = y_fire & (ey.q == Bits(EB)(AB - 1))
+            lanes = []
+            for k in range(AB):
+                lane = NamedReg(8, clk, None, None, ce=y_fire & (ey.q == Bits(EB)(k)),
+                                name=f"out_lane{k}")
+                lane.next(y)
+                lanes.append(lane.q)
+            out_beat = BitsSignal.concat(list(reversed(lanes)))
+            out_beat_w.assign(out_beat)
+            wd_valid = out_valid.q & ~to_x & ~wc_pend.q
+            out_take = eng_wr | (wd_valid & p.wd_ready)
+            out_take_w.assign(out_take)
+            y_ready_w.assign(~out_valid.q | out_take)
+            out_valid.next((out_valid.q & ~out_take) | y_last)
+
+            # ------------------------------------------------------------ outputs, finish
+            finish = busy.q & (w == n) & ~wc_pend.q
+            busy.next(Mux(accept, busy.q & ~finish, one))
+            p.v_ready = ~busy.q
+            p.busy = busy.q
+            p.wc_addr = cmd["dst"]
+            p.wc_beats = n
+            p.wc_rows = Bits(16)(1)
+            p.wc_stride = Bits(AW)(AB)
+            p.wc_valid = wc_pend.q
+            p.wd_data = out_beat
+            p.wd_valid = wd_valid
+
+    return name_module(VectorEngine, f"vector_engine_w{W}")
+
+
+def emit_vector_engine(config: AccelConfig, out_dir: Path):
+    """Lower the engine's kernels (:func:`vector_kernels`, default route) into
+    ``out_dir/kernels/<name>`` and emit ``vector_engine_w{W}`` with them into ``out_dir/sv``
+    (``rtl_lib.emit.emit_module`` with a ``prepare`` hook); returns its ``EmittedSV``."""
+    from ..lowering import build_kernel
+    from ..lowering.stream import stream_module
+    from .emit import emit_module
+
+    out_dir = Path(out_dir)
+    ks = vector_kernels(config)
+    lowered = [build_kernel(k, out_dir / "kernels" / k.name) for k in ks]
+
+    def prepare(system):
+        add_cls, max_cls = (stream_module(system, k, lo) for k, lo in zip(ks, lowered))
+        return make_vector_engine(config, add_cls, max_cls)
+
+    return emit_module(None, out_dir / "sv", prepare=prepare)
