@@ -101,10 +101,11 @@ class _Machine:
     def gemm(self, d: P.Gemm, rows: int, cols: int, axi: int, c: LayerCounters) -> None:
         K = d.K
         if self.cfg:
+            kw = -(-K // axi)
             if d.order == P.A_STATIONARY:
-                a_need, b_need = d.block * K, K
+                a_need, b_need = d.block * kw, kw
             else:
-                a_need, b_need = K, d.block * K
+                a_need, b_need = kw, d.block * kw
             if a_need > self.cfg.spad_a_depth or b_need > self.cfg.spad_b_depth or K > self.cfg.max_k:
                 raise ExecutionError(f"layer {d.index}: panels of K={K} (block {d.block}) do not fit "
                                      f"the scratchpads / max_k")
@@ -142,9 +143,9 @@ class _Machine:
                 spad_a[(st.a_half, st.a_slot)] = panel
             elif st.kind == "load_b":
                 if d.has(P.B_PACKED):
-                    start = d.b_base + st.nt * d.b_stride_n
-                    raw = self.read(np.arange(start, start + d.b_stride_n), c)
-                    panel = raw[:K * cols].reshape(K, cols)
+                    start = d.b_base + st.nt * d.b_stride_n      # cols lanes of b_stride_k bytes
+                    raw = self.read(np.arange(start, start + cols * d.b_stride_k), c)
+                    panel = raw.reshape(cols, d.b_stride_k)[:, :K].T
                 else:
                     n = st.nt * cols + np.arange(cols, dtype=np.int64)
                     valid_n = n < d.N

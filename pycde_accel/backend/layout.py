@@ -1,33 +1,34 @@
-"""The DRAM image: where everything lives, how weights are packed, and strided views of tensors.
+"""The DRAM image: where everything lives, how weights are packed, tensor placements.
 
-Regions (in address order, every buffer aligned to ``align = max(axi_bytes, 16)`` bytes; a
+Layout rules (accel_spec.md "DRAM layout conventions"; R/C = config rows/cols, AB = AXI bytes):
+
+Regions, in address order, every buffer starting at a multiple of :data:`ALIGN` = 64 bytes (a
 deterministic bump allocator in the order the compiler visits the graph):
 
-1. ``program`` at address 0: the encoded :class:`~pycde_accel.backend.program.Program` (the
-   controller starts fetching descriptors here);
-2. constants, per GEMM layer with a weight, in layer order: ``<node>.weight`` (packed B panels)
-   and ``<node>.params`` (post-op records); matmuls of two activations have only params;
-3. ``<input>`` model inputs, int8, contiguous row-major in the torch shape (the host writes them
-   as they are: NCHW for images);
-4. activations (one buffer per materialized tensor, ``<node>``; no reuse between layers);
-5. model outputs are activations whose symbol the host reads; the compiler makes them contiguous
-   row-major in the torch shape (a COPY layer is added where a view would not be).
+1. ``program`` at address 0: the encoded :class:`~pycde_accel.backend.program.Program` (the layer
+   descriptors; the host reads them to understand the layers);
+2. constants, per GEMM layer, in layer order: ``<node>.weight`` (packed B^T panels),
+   ``<node>.params`` (post-op records), and for a transpose layer ``<node>.eye`` (an identity A);
+3. ``<input>`` model inputs; 4. activations (one buffer per materialized tensor, no reuse);
+5. ``commands``: the command lists of every layer, back to back (32 bytes per command).
 
-Packed weights (``<node>.weight``): the GEMM B operand ``K x N`` is cut into ``n_tiles`` panels of
-``cols`` columns (zero columns past N); panel nt is stored as K rows of ``cols`` bytes (row k is
-the B stream beat k, lane j = B[k][nt*cols + j]), then zero bytes up to a multiple of the AXI data
-width, so each panel is one aligned burst of ``packed_panel_bytes(K, cols, axi_bytes)`` bytes and
-panel nt starts at ``weight + nt * panel_bytes``. K order: Linear ``k`` of ``x.reshape(M, K)`` as
-the DMA reads it (that is the torch order, except when the Linear reads a channels-last feature
-map through a flatten: then the weight rows are permuted to the physical order, see
-``k_perm``); Conv2d ``(kh, kw, c)``.
+Activations are channels-last (a 4-D NCHW tensor is stored NHWC; a GEMM output ``C[M, N]`` is
+row-major), with the innermost physical dim padded to the pitch ``P = round_up(n_inner, C)``.
+Padding bytes may hold garbage: nothing reads them as data (a weight row facing a padding byte
+is zero; EXEC streams exactly K elements; VEC/MAXPOOL write garbage only into padding).
+Model inputs follow the same rule (4-D inputs NHWC); :class:`Placement` packs/unpacks them.
 
-Post-op records (``<node>.params``): ``n_tiles * cols`` records (one for a per-tensor matmul) of
-16 bytes: int32 bias, int32 m0, int32 shift, int32 0; all zero past N.
+Packed weights (``<node>.weight``): the GEMM B operand ``K x N`` (K already in the physical order
+of A, see below) is cut into ``ceil(N / C)`` panels; panel nt is C lanes of ``Kp = round_up(K,
+AB)`` bytes, lane j = B^T row n = nt*C + j (zero for n >= N and for k >= K), so one panel is one
+LOAD (LANES, rows C, beats Kp/AB, stride Kp) of :func:`packed_panel_bytes` bytes. K order: the
+byte order of A's row in DRAM: a Linear reading a padded row takes K = the row span (weights zero
+facing padding, e.g. a flatten of a channels-last map gives K = H*W*Pin with zero rows for
+c >= C_in); a Conv2d takes K = KH*KW*Pin in (kh, kw, c) order, c over the input's padded pitch.
+``ConstSpec.k_map[p]`` is the logical weight column feeding packed row p (-1: zero).
 
-Activations are described by a :class:`View` (numpy-style strides in bytes over one buffer), so
-reshape and transpose cost nothing when the strides can express them; the descriptors carry the
-strides.
+Post-op records (``<node>.params``): 16 bytes per output column (int32 bias, m0, shift, 0),
+``n_tiles * C`` records (zero past N); a per-tensor matmul has one record, repeated to 64 bytes.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import numpy as np
 from .program import PARAM_RECORD_BYTES, ND, Program
 from .tiling import align, ceil_div, packed_panel_bytes
 
-
+ALIGN = 64
 # ------------------------------------------------------------------------------------------
 # Views
 # ------------------------------------------------------------------------------------------
@@ -118,8 +119,46 @@ def merge_loops(shape, *stride_sets) -> tuple[tuple, list[tuple]] | None:
     return tuple([1] * pad + dims), [tuple([0] * pad + s) for s in sets]
 
 
+def padded_view(buffer: str, shape, cols: int, offset: int = 0) -> View:
+    """Row-major ``shape`` with the innermost dim padded to ``round_up(shape[-1], cols)``."""
+    shape = tuple(int(s) for s in shape) or (1,)
+    pitch = align(max(shape[-1], 1), cols)
+    strides, acc = [1], pitch
+    for s in reversed(shape[:-1]):
+        strides.append(acc)
+        acc *= s
+    return View(buffer, shape, tuple(reversed(strides)), offset)
+
+
+def view_span(v: View) -> int:
+    """Bytes from the view's first byte to its last element, inclusive (0 for an empty view)."""
+    if v.size == 0:
+        return 0
+    return v.offset + sum((n - 1) * s for n, s in zip(v.shape, v.strides) if s > 0) + 1
+
+
+def as_view(buffer: str, offs: np.ndarray) -> View | None:
+    """The strided View whose element offsets are ``offs``, or None if no strides give them."""
+    offs = np.asarray(offs, np.int64)
+    if offs.size == 0:
+        return None
+    base = int(offs.reshape(-1)[0])
+    strides = []
+    for d, n in enumerate(offs.shape):
+        if n == 1:
+            strides.append(0)
+        else:
+            idx = [0] * offs.ndim
+            idx[d] = 1
+            strides.append(int(offs[tuple(idx)]) - base)
+    v = View(buffer, tuple(offs.shape), tuple(strides), base)
+    if np.any(np.asarray(strides) < 0) or not np.array_equal(v.offsets(), offs):
+        return None
+    return v
+
+
 # ------------------------------------------------------------------------------------------
-# Allocation and symbols
+# Allocation, symbols, placements
 # ------------------------------------------------------------------------------------------
 
 REGIONS = ("program", "const", "input", "activation")
@@ -127,8 +166,9 @@ REGIONS = ("program", "const", "input", "activation")
 
 @dataclass(frozen=True)
 class Symbol:
-    """One buffer of the image: ``kind`` is program / weight / params / input / activation /
-    output; ``shape``/``strides`` (bytes) give the tensor view of inputs and outputs."""
+    """One buffer of the image: ``kind`` is program / weight / params / identity / input /
+    activation / output / commands; ``shape``/``strides`` (bytes) give the tensor view of inputs
+    and outputs when it is strided."""
     name: str
     kind: str
     addr: int
@@ -147,19 +187,61 @@ class Symbol:
 
 
 @dataclass
+class Placement:
+    """Where a model input or output lives: ``size`` bytes at ``addr``; element ``i`` of the
+    tensor (torch ``shape``) is byte ``offsets[i]`` of that region. ``pitch`` is the padded
+    innermost physical dim; ``strides`` the byte strides per torch dim (None if the tensor is a
+    non-strided reshape of its buffer, e.g. a flattened channels-last map)."""
+    name: str
+    node: str
+    addr: int
+    size: int
+    shape: tuple
+    offsets: np.ndarray
+    pitch: int
+    strides: tuple | None
+
+    def pack_input(self, x) -> bytes:
+        """int8 tensor in torch shape -> the ``size`` bytes to write at ``addr`` (padding 0)."""
+        x = np.asarray(x)
+        if tuple(x.shape) != tuple(self.shape):
+            raise ValueError(f"{self.name}: shape {tuple(x.shape)}, expected {tuple(self.shape)}")
+        if x.size and (x.min() < -128 or x.max() > 127):
+            raise ValueError(f"{self.name}: values outside int8")
+        buf = np.zeros(self.size, np.int8)
+        buf[self.offsets] = x.astype(np.int8)
+        return buf.tobytes()
+
+    def unpack_output(self, data) -> np.ndarray:
+        """The ``size`` bytes read at ``addr`` -> int8 tensor in torch shape."""
+        buf = np.frombuffer(bytes(data), np.int8)
+        if buf.size < self.size:
+            raise ValueError(f"{self.name}: {buf.size} bytes, need {self.size}")
+        return buf[self.offsets].astype(np.int8)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "node": self.node, "addr": self.addr, "size": self.size,
+                "shape": list(self.shape), "pitch": self.pitch,
+                "strides": None if self.strides is None else list(self.strides)}
+
+
+@dataclass
 class ConstSpec:
-    """How ``build_image`` fills a constant buffer from the quantized model."""
+    """How ``build_image`` fills a constant buffer: a packed weight from the quantized model
+    (``k_map``), post-op records, or literal ``data``."""
     symbol: str
     node: str
-    kind: str                        # "weight" or "params"
-    op: str = "linear"               # linear | conv2d | matmul
-    k_perm: np.ndarray | None = None  # weight row p of the packed B is logical row k_perm[p]
-    n_pad: int = 0                   # records / packed columns (n_tiles * cols)
+    kind: str                        # "weight", "params" or "data"
+    op: str = "linear"               # linear | conv2d
+    k_map: np.ndarray | None = None  # packed row p <- logical weight column k_map[p] (-1: zero)
+    n_pad: int = 0                   # records (params)
+    data: bytes = b""
 
 
 @dataclass
 class Layout:
-    """Buffers by region; ``finalize`` assigns addresses."""
+    """Buffers by region; ``finalize`` assigns addresses, ``place_commands`` appends the command
+    region after everything else."""
     axi_bytes: int
     requests: dict = field(default_factory=lambda: {r: [] for r in REGIONS})
     consts: list = field(default_factory=list)
@@ -168,13 +250,20 @@ class Layout:
 
     @property
     def alignment(self) -> int:
-        return max(self.axi_bytes, PARAM_RECORD_BYTES)
+        return max(ALIGN, self.axi_bytes)
 
     def request(self, region: str, name: str, size: int, kind: str, node: str = "") -> str:
         if any(name == r[0] for reqs in self.requests.values() for r in reqs):
             raise ValueError(f"buffer {name} requested twice")
         self.requests[region].append((name, int(size), kind, node))
         return name
+
+    def size_of(self, name: str) -> int:
+        for reqs in self.requests.values():
+            for n, size, _, _ in reqs:
+                if n == name:
+                    return size
+        raise KeyError(name)
 
     def finalize(self) -> None:
         addr = 0
@@ -184,13 +273,19 @@ class Layout:
                 addr = align(addr + max(size, 1), self.alignment)
         self.total = addr
 
+    def place_commands(self, nbytes: int) -> int:
+        addr = self.total
+        self.symbols["commands"] = Symbol("commands", "commands", addr, nbytes)
+        self.total = align(addr + max(nbytes, 1), self.alignment)
+        return addr
+
     def addr(self, name: str) -> int:
         return self.symbols[name].addr
 
-    def set_view(self, name: str, kind: str, view: View) -> None:
+    def set_view(self, name: str, kind: str, view: View | None) -> None:
         s = self.symbols[name]
-        self.symbols[name] = Symbol(s.name, kind, s.addr, s.size, s.node, tuple(view.shape),
-                                    tuple(view.strides))
+        self.symbols[name] = Symbol(s.name, kind, s.addr, s.size, s.node,
+                                    tuple(view.shape) if view else (), tuple(view.strides) if view else ())
 
 
 # ------------------------------------------------------------------------------------------
@@ -198,16 +293,14 @@ class Layout:
 # ------------------------------------------------------------------------------------------
 
 def pack_weight(b_kn: np.ndarray, cols: int, axi_bytes: int) -> bytes:
-    """K x N int8 B -> the packed panels described in the module docstring."""
+    """K x N int8 B -> ``ceil(N/cols)`` panels of ``cols`` lanes x ``round_up(K, axi_bytes)``
+    bytes (lane j of panel nt = column nt*cols + j of B; zeros past N and K)."""
     K, N = b_kn.shape
     n_tiles = ceil_div(N, cols)
-    pb = packed_panel_bytes(K, cols, axi_bytes)
-    out = np.zeros(n_tiles * pb, dtype=np.int8)
-    padded = np.zeros((K, n_tiles * cols), dtype=np.int8)
-    padded[:, :N] = b_kn
-    for nt in range(n_tiles):
-        out[nt * pb: nt * pb + K * cols] = padded[:, nt * cols:(nt + 1) * cols].ravel()
-    return out.tobytes()
+    kp = align(K, axi_bytes)
+    lanes = np.zeros((n_tiles * cols, kp), dtype=np.int8)
+    lanes[:N, :K] = np.asarray(b_kn).T
+    return lanes.tobytes()
 
 
 def pack_params(bias, m0, shift, n_records: int) -> bytes:
@@ -224,22 +317,18 @@ def pack_params(bias, m0, shift, n_records: int) -> bytes:
 
 
 def packed_b(spec: ConstSpec, lq) -> np.ndarray:
-    """The K x N B matrix of a weight constant in packed K order."""
+    """The Kp x N B matrix of a weight constant, rows in packed (physical) K order."""
     w = np.asarray(lq.weight, np.int64)
-    if spec.op == "conv2d":
-        oc = w.shape[0]
-        b = w.transpose(2, 3, 1, 0).reshape(-1, oc)       # K order (kh, kw, c)
-    else:
-        b = w.T
-        if spec.k_perm is not None:
-            b = b[spec.k_perm]
+    w2 = w.reshape(w.shape[0], -1)                     # [N, logical K] (conv: (c, kh, kw))
+    b = np.zeros((len(spec.k_map), w2.shape[0]), np.int64)
+    ok = spec.k_map >= 0
+    b[ok] = w2[:, spec.k_map[ok]].T
     return b.astype(np.int8)
 
 
-def build_image(program: Program, quantized_model, layout: Layout) -> tuple[bytes, dict]:
-    """The DRAM image (program, packed weights and post-op records; inputs and activations zero)
-    and the symbol table ``{name: Symbol}``. ``layout`` is the compiler's allocation (the
-    program's binary form holds the addresses, the layout how to fill them)."""
+def build_image(program: Program, quantized_model, layout: Layout, commands: bytes = b"") -> tuple[bytes, dict]:
+    """The DRAM image (program, packed weights, records, commands; inputs and activations zero)
+    and the symbol table ``{name: Symbol}``."""
     img = bytearray(layout.total)
     prog = program.encode()
     sym = layout.symbols["program"]
@@ -247,15 +336,23 @@ def build_image(program: Program, quantized_model, layout: Layout) -> tuple[byte
         raise AssertionError("program larger than its buffer")
     img[sym.addr:sym.addr + len(prog)] = prog
     for spec in layout.consts:
-        lq = quantized_model.layers[spec.node]
         s = layout.symbols[spec.symbol]
-        if spec.kind == "weight":
-            data = pack_weight(packed_b(spec, lq), program.cols, program.axi_bytes)
+        if spec.kind == "data":
+            data = spec.data
         else:
-            data = pack_params(lq.bias, lq.m0, lq.shift, spec.n_pad)
+            lq = quantized_model.layers[spec.node]
+            if spec.kind == "weight":
+                data = pack_weight(packed_b(spec, lq), program.cols, program.axi_bytes)
+            else:
+                data = pack_params(lq.bias, lq.m0, lq.shift, spec.n_pad)
+                if spec.n_pad == 1:
+                    data = data * (s.size // len(data))
         if len(data) != s.size:  # pragma: no cover - compiler bug
             raise AssertionError(f"{spec.symbol}: {len(data)} bytes for a buffer of {s.size}")
         img[s.addr:s.addr + len(data)] = data
+    if commands:
+        c = layout.symbols["commands"]
+        img[c.addr:c.addr + len(commands)] = commands
     return bytes(img), dict(layout.symbols)
 
 

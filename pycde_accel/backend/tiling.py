@@ -58,7 +58,8 @@ prefetched into the other half). The loop nest the hardware runs (:func:`schedul
 
 DRAM traffic: the stationary operand is read once, the streamed one once per stationary block,
 C is written once. :func:`plan_gemm` takes ``block`` as large as a scratchpad half allows
-(``spad_depth // K`` panels) and picks the order with fewer bytes read (ties: A-stationary).
+(``spad_depth // ceil(K / AB)`` panels: a lane of a bank holds ``spad_depth`` words of AB
+elements) and picks the order with fewer bytes read (ties: A-stationary).
 For batch-1 Linear layers (M = 1) that is A-stationary with every weight byte read once; for
 convolutions with few output channels it is B-stationary (the weights stay on chip and the
 feature map is read once). A panel must fit one half: K <= spad_a_depth and K <= spad_b_depth
@@ -94,8 +95,13 @@ def inbounds_1d(out: int, k: int, s: int, p: int, size: int) -> int:
 
 
 def packed_panel_bytes(K: int, cols: int, axi_bytes: int) -> int:
-    """Bytes of one packed weight panel: K rows of ``cols`` bytes, rounded up to the AXI width."""
-    return align(K * cols, axi_bytes)
+    """Bytes of one packed weight panel: ``cols`` lanes (B^T rows) of ``round_up(K, AB)`` bytes."""
+    return cols * align(K, axi_bytes)
+
+
+def k_words(K: int, axi_bytes: int) -> int:
+    """Scratchpad words one lane of a K-long panel takes (element k = byte k%AB of word k//AB)."""
+    return ceil_div(K, axi_bytes)
 
 
 @dataclass(frozen=True)
@@ -165,14 +171,19 @@ def plan_gemm(M: int, N: int, K: int, batch: int, config: AccelConfig, *, a_pass
             raise UserError(f"{where}: reduction length K={K} exceeds config {name}={limit}; a tile "
                             f"streams all of K through one scratchpad half and the core keeps no "
                             f"partial sums across tiles (raise {name} or split the layer)")
-    if config.spad_c_depth < rows:
+    if p_panel_bytes > PARAM_RECORD_BYTES and config.spad_c_depth < cols:
         raise UserError(f"{where}: config spad_c_depth={config.spad_c_depth} cannot hold the "
-                        f"{rows} result rows of one tile")
+                        f"{cols} post-op records of one tile")
     m_tiles, n_tiles = ceil_div(M, rows), ceil_div(N, cols)
+    kw = k_words(K, config.axi_data_width // 8)
     common = dict(M=M, N=N, K=K, batch=batch, rows=rows, cols=cols, m_tiles=m_tiles, n_tiles=n_tiles,
                   a_pass_bytes=a_pass_bytes, b_pass_bytes=b_pass_bytes, p_panel_bytes=p_panel_bytes)
-    a_stat = GemmTiling(order=A_STATIONARY, block=min(m_tiles, config.spad_a_depth // K), **common)
-    b_stat = GemmTiling(order=B_STATIONARY, block=min(n_tiles, config.spad_b_depth // K), **common)
+    b_block = min(n_tiles, config.spad_b_depth // kw)
+    if p_panel_bytes > PARAM_RECORD_BYTES and n_tiles * cols > config.spad_c_depth:
+        # the records of a B-stationary block must fit the parameter memory together
+        b_block = min(b_block, config.spad_c_depth // cols)
+    a_stat = GemmTiling(order=A_STATIONARY, block=min(m_tiles, config.spad_a_depth // kw), **common)
+    b_stat = GemmTiling(order=B_STATIONARY, block=b_block, **common)
     return a_stat if a_stat.bytes_read <= b_stat.bytes_read else b_stat
 
 

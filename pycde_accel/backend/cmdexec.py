@@ -1,0 +1,308 @@
+"""Golden model of the accelerator executing command lists (accel_spec.md), on a DRAM image.
+
+:func:`run_layer` fetches ``cmd_count`` commands at ``cmd_base`` from the image and executes them in
+program order with the hardware's state: the A and B operand scratchpads (2 banks each, R resp. C
+lanes of ``spad_depth`` words of AB bytes; producer/consumer ownership with COMMIT and REL_A/REL_B),
+the store engine's parameter memory P (``4 * spad_c_depth`` int32 words), the vector engine's X
+buffer (``spad_c_depth`` beats) and S stream, and the core's C-tile stream between EXEC and STORE.
+Sequential program order is the hardware's dispatch order, so a program that runs here without a
+:class:`CommandError` cannot deadlock the hardware; every wait that could not be satisfied by an
+earlier command raises (EXEC with no committed bank, STORE with no C tile, VEC with too few S beats,
+LOAD when the producer owns no bank and none is free).
+
+Hardware rules asserted (CommandError): DMA addresses and strides are multiples of AB and inside
+the image; LOAD beats/rows >= 1; lanes and words inside a bank (a LOAD writes only the bank its
+producer side owns); ZERO only to A/B; P and X writes inside their memories; EXEC
+1 <= K <= min(max_k, spad depths) with its words inside the bank; STORE valid_rows in 1..R and
+records inside P; VEC n >= 1 and X ranges inside X; at the end of a layer the S and C streams are
+empty and every bank is free again.
+
+Initial scratchpad/X contents are random (``garbage_seed``), so a program relying on stale zeros
+fails; ``fill_garbage`` puts random bytes into a byte range of the image (activation padding).
+
+Per layer (:class:`LayerCounters`): commands, tiles (EXECs), array MACs (R*C*K per EXEC),
+exec cycles (sum K), DMA beats/bytes read (LOADs, ZERO excluded) and written (STOREs, VECs to
+DRAM), command fetch beats.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import AccelConfig
+from ..frontend import quantize as q
+from . import commands as C_
+
+
+class CommandError(RuntimeError):
+    """The command list breaks a hardware rule or would deadlock."""
+
+
+@dataclass
+class LayerCounters:
+    index: int
+    commands: int = 0
+    tiles: int = 0
+    array_macs: int = 0
+    exec_cycles: int = 0
+    dram_beats_read: int = 0
+    dram_beats_written: int = 0
+    dram_bytes_read: int = 0
+    dram_bytes_written: int = 0
+    cmd_beats_read: int = 0
+
+
+def _wrap(x: np.ndarray, bits: int) -> np.ndarray:
+    m = 1 << bits
+    return ((x + (m >> 1)) % m) - (m >> 1)
+
+
+class _Spad:
+    """One double-buffered operand scratchpad."""
+
+    def __init__(self, name: str, lanes: int, depth: int, ab: int, rng):
+        self.name = name
+        self.data = rng.integers(0, 256, size=(2, lanes, depth, ab), dtype=np.uint8)
+        self.free = deque([0, 1])
+        self.producer = None
+        self.committed = deque()
+        self.consumer = None
+
+    def produce(self) -> int:
+        if self.producer is None:
+            if not self.free:
+                raise CommandError(f"LOAD to {self.name}: the producer owns no bank and none is free "
+                                   f"(no earlier EXEC releases one: deadlock)")
+            self.producer = self.free.popleft()
+        return self.producer
+
+    def commit(self) -> None:
+        if self.producer is None:
+            raise CommandError(f"COMMIT of {self.name} with no bank being filled")
+        self.committed.append(self.producer)
+        self.producer = None
+
+    def consume(self) -> int:
+        if self.consumer is None:
+            if not self.committed:
+                raise CommandError(f"EXEC: no committed {self.name} bank (deadlock)")
+            self.consumer = self.committed.popleft()
+        return self.consumer
+
+    def release(self) -> None:
+        if self.consumer is None:
+            raise CommandError(f"REL_{self.name} with no bank held")
+        self.free.append(self.consumer)
+        self.consumer = None
+
+    def idle(self) -> bool:
+        return self.producer is None and not self.committed and self.consumer is None
+
+
+class Machine:
+    def __init__(self, image: bytearray, config: AccelConfig, garbage_seed: int = 0):
+        self.cfg = config
+        self.R, self.C = config.rows, config.cols
+        self.AB = config.axi_data_width // 8
+        self.image = image
+        self.mem = np.frombuffer(image, dtype=np.uint8)
+        rng = np.random.default_rng(garbage_seed)
+        self.A = _Spad("A", self.R, config.spad_a_depth, self.AB, rng)
+        self.B = _Spad("B", self.C, config.spad_b_depth, self.AB, rng)
+        self.P = np.zeros(4 * config.spad_c_depth, np.int64)
+        self.X = rng.integers(0, 256, size=(config.spad_c_depth, self.AB), dtype=np.uint8)
+        self.S: deque = deque()
+        self.Cq: deque = deque()
+
+    # ---- DMA ---------------------------------------------------------------------------------
+    def _check(self, what, addr, stride, rows, nbytes):
+        if addr % self.AB or stride % self.AB:
+            raise CommandError(f"{what}: address {addr} / stride {stride} not a multiple of AB={self.AB}")
+        last = addr + (rows - 1) * stride + nbytes
+        if addr < 0 or last > self.mem.size:
+            raise CommandError(f"{what}: [{addr}, {last}) outside the image of {self.mem.size} bytes")
+
+    def dma_read(self, addr, beats, rows, stride, c: LayerCounters) -> np.ndarray:
+        """rows x beats x AB bytes (uint8)."""
+        self._check("DMA read", addr, stride, rows, beats * self.AB)
+        idx = addr + np.arange(rows)[:, None] * stride + np.arange(beats * self.AB)[None, :]
+        c.dram_beats_read += rows * beats
+        c.dram_bytes_read += rows * beats * self.AB
+        return self.mem[idx].reshape(rows, beats, self.AB)
+
+    def dma_write(self, addr, data: np.ndarray, rows, stride, c: LayerCounters) -> None:
+        nbytes = data.shape[1]
+        self._check("DMA write", addr, stride, rows, nbytes)
+        idx = addr + np.arange(rows)[:, None] * stride + np.arange(nbytes)[None, :]
+        self.mem[idx] = data.astype(np.int64).astype(np.uint8)
+        c.dram_beats_written += rows * nbytes // self.AB
+        c.dram_bytes_written += rows * nbytes
+
+    # ---- commands -----------------------------------------------------------------------------
+    def load(self, k: C_.Load, c: LayerCounters) -> None:
+        if k.beats < 1 or k.rows < 1:
+            raise CommandError(f"LOAD with beats={k.beats} rows={k.rows}")
+        zero = bool(k.flags & C_.ZERO)
+        if k.dst in (C_.DST_A, C_.DST_B):
+            sp = self.A if k.dst == C_.DST_A else self.B
+            data = (np.zeros((k.rows, k.beats, self.AB), np.uint8) if zero
+                    else self.dma_read(k.addr, k.beats, k.rows, k.stride, c))
+            bank = sp.produce()
+            lanes, depth = sp.data.shape[1], sp.data.shape[2]
+            if k.flags & C_.LANES:
+                if k.index + k.rows > lanes or k.word + k.beats > depth:
+                    raise CommandError(f"LOAD {sp.name}: lanes {k.index}+{k.rows} / words "
+                                       f"{k.word}+{k.beats} outside {lanes} x {depth}")
+                sp.data[bank, k.index:k.index + k.rows, k.word:k.word + k.beats] = data
+            else:
+                n = k.rows * k.beats
+                if k.index >= lanes or k.word + n > depth:
+                    raise CommandError(f"LOAD {sp.name}: lane {k.index} / words {k.word}+{n} outside "
+                                       f"{lanes} x {depth}")
+                sp.data[bank, k.index, k.word:k.word + n] = data.reshape(n, self.AB)
+            if k.flags & C_.COMMIT:
+                sp.commit()
+            return
+        if zero or k.flags & (C_.LANES | C_.COMMIT):
+            raise CommandError(f"LOAD to {C_.DST_NAMES.get(k.dst, k.dst)} with A/B-only flags {k.flags}")
+        data = self.dma_read(k.addr, k.beats, k.rows, k.stride, c).reshape(-1, self.AB)
+        if k.dst == C_.DST_P:
+            words = np.frombuffer(data.tobytes(), "<i4").astype(np.int64)
+            lo = 4 * k.index
+            if lo + words.size > self.P.size:
+                raise CommandError(f"LOAD P: words {lo}+{words.size} outside {self.P.size}")
+            self.P[lo:lo + words.size] = words
+        elif k.dst == C_.DST_X:
+            if k.index + len(data) > len(self.X):
+                raise CommandError(f"LOAD X: beats {k.index}+{len(data)} outside {len(self.X)}")
+            self.X[k.index:k.index + len(data)] = data
+        elif k.dst == C_.DST_S:
+            self.S.extend(data)
+        else:
+            raise CommandError(f"LOAD to unknown dst {k.dst}")
+
+    def _operand(self, sp: _Spad, bank: int, word: int, K: int) -> np.ndarray:
+        kw = -(-K // self.AB)
+        if word + kw > sp.data.shape[2]:
+            raise CommandError(f"EXEC: {sp.name} words {word}+{kw} outside depth {sp.data.shape[2]}")
+        lanes = sp.data[bank, :, word:word + kw].reshape(sp.data.shape[1], -1)[:, :K]
+        return lanes.view(np.int8).astype(np.int64)
+
+    def exec_(self, k: C_.Exec, c: LayerCounters) -> None:
+        lim = min(self.cfg.max_k, self.cfg.spad_a_depth, self.cfg.spad_b_depth)
+        if not 1 <= k.K <= lim:
+            raise CommandError(f"EXEC K={k.K} outside 1..{lim}")
+        a = self._operand(self.A, self.A.consume(), k.a_word, k.K)
+        b = self._operand(self.B, self.B.consume(), k.b_word, k.K)
+        self.Cq.append(_wrap(a @ b.T, self.cfg.acc_width))
+        if k.flags & C_.REL_A:
+            self.A.release()
+        if k.flags & C_.REL_B:
+            self.B.release()
+        c.tiles += 1
+        c.array_macs += self.R * self.C * k.K
+        c.exec_cycles += k.K
+
+    def store(self, k: C_.Store, c: LayerCounters) -> None:
+        if not self.Cq:
+            raise CommandError("STORE with no C tile from an earlier EXEC (deadlock)")
+        if not 1 <= k.valid_rows <= self.R:
+            raise CommandError(f"STORE valid_rows={k.valid_rows} outside 1..{self.R}")
+        acc = self.Cq.popleft()
+        if k.flags & C_.S_PER_TENSOR:
+            idx = np.full(self.C, k.p_index)
+        else:
+            idx = k.p_index + np.arange(self.C)
+        if idx.max() >= self.P.size // 4:
+            raise CommandError(f"STORE records {k.p_index}.. outside the parameter memory")
+        rec = self.P.reshape(-1, 4)[idx]
+        y = _wrap(_wrap(acc, 32) + rec[:, 0][None, :], 32)
+        y = q.requantize(y, rec[:, 1][None, :], rec[:, 2][None, :], bool(k.flags & C_.S_RELU))
+        self.dma_write(k.addr, y[:k.valid_rows], k.valid_rows, k.stride, c)
+
+    def vec(self, k: C_.Vec, c: LayerCounters) -> None:
+        n = k.n
+        if n < 1 or k.x_off + n > len(self.X):
+            raise CommandError(f"VEC n={n} x_off={k.x_off} outside X of {len(self.X)} beats")
+        if len(self.S) < n:
+            raise CommandError(f"VEC needs {n} S beats, {len(self.S)} were loaded before it (deadlock)")
+        s = np.array([self.S.popleft() for _ in range(n)]).view(np.int8).astype(np.int64)
+        a = self.X[k.x_off:k.x_off + n].view(np.int8).astype(np.int64)
+        if k.flags & C_.V_MAX:
+            y = np.maximum(a, s)
+        else:
+            y = q.residual_add(a, s, k.ma, k.mb, k.shift)
+        if k.flags & C_.V_RELU:
+            y = np.maximum(y, 0)
+        if k.flags & C_.V_TO_X:
+            if k.dst + n > len(self.X):
+                raise CommandError(f"VEC TO_X dst={k.dst} n={n} outside X")
+            self.X[k.dst:k.dst + n] = y.astype(np.int8).view(np.uint8)
+        else:
+            self.dma_write(k.dst, y.reshape(1, -1), 1, 0, c)
+
+    def run_layer(self, cmd_base: int, cmd_count: int, index: int = 0) -> LayerCounters:
+        c = LayerCounters(index)
+        nbytes = C_.CMD_BYTES * cmd_count
+        self._check("command fetch", cmd_base, 0, 1, nbytes)
+        raw = bytes(self.image[cmd_base:cmd_base + nbytes])
+        c.cmd_beats_read = -(-nbytes // self.AB)
+        for i in range(cmd_count):
+            k = C_.decode(struct.unpack_from("<8I", raw, C_.CMD_BYTES * i))
+            try:
+                if isinstance(k, C_.Load):
+                    self.load(k, c)
+                elif isinstance(k, C_.Exec):
+                    self.exec_(k, c)
+                elif isinstance(k, C_.Store):
+                    self.store(k, c)
+                else:
+                    self.vec(k, c)
+            except CommandError as e:
+                raise CommandError(f"layer {index} command {i} ({k.KIND}): {e}") from None
+            c.commands += 1
+        if self.S or self.Cq or not self.A.idle() or not self.B.idle():
+            raise CommandError(f"layer {index} ends with {len(self.S)} S beats, {len(self.Cq)} C tiles "
+                               f"pending or a scratchpad bank not released")
+        return c
+
+
+def fill_garbage(image: bytearray, lo: int, hi: int, seed: int = 1) -> None:
+    rng = np.random.default_rng(seed)
+    image[lo:hi] = rng.integers(0, 256, size=hi - lo, dtype=np.uint8).tobytes()
+
+
+@dataclass
+class Execution:
+    image: bytearray
+    layers: list            # LayerCounters per layer
+
+
+def execute(compiled, image, garbage_seed: int = 0) -> Execution:
+    """Run every layer of ``compiled`` (its LayerEntry cmd_addr/cmd_count) on ``image``."""
+    m = Machine(image, compiled.config, garbage_seed)
+    return Execution(image, [m.run_layer(e.cmd_addr, e.cmd_count, e.index) for e in compiled.layers])
+
+
+def run(compiled, inputs_q, garbage: bool = True, seed: int = 0) -> tuple[list, Execution]:
+    """Write the inputs into a copy of the image (activations pre-filled with random bytes when
+    ``garbage``), execute all layers, read the outputs."""
+    img = bytearray(compiled.image)
+    if garbage:
+        acts = [s for s in compiled.symbols.values() if s.kind in ("activation", "output")]
+        for s in acts:
+            fill_garbage(img, s.addr, s.addr + s.size, seed + s.addr)
+        for p in compiled.input_placements:            # input padding is garbage too
+            fill_garbage(img, p.addr, p.addr + p.size, seed + p.addr + 1)
+            buf = np.frombuffer(img, np.uint8)
+            data = np.frombuffer(p.pack_input(inputs_q[compiled.input_placements.index(p)]), np.uint8)
+            reg = buf[p.addr:p.addr + p.size]
+            reg[p.offsets.ravel()] = data[p.offsets.ravel()]
+    else:
+        img = compiled.load_inputs(inputs_q)
+    ex = execute(compiled, img, seed)
+    return compiled.read_outputs(ex.image), ex

@@ -1,0 +1,564 @@
+"""Accelerator commands (accel_spec.md "Command encoding") and the compiler from layer
+descriptors to command lists.
+
+Encoding: 8 little-endian 32-bit words per command; word 0 = op | flags << 8 | dst << 16.
+
+* :class:`Load`  (op 1): w1 addr, w2 beats, w3 rows, w4 stride, w5 index, w6 word;
+  dst A/B/P/X/S (:data:`DST_A` ...), flags LANES, COMMIT, ZERO.
+* :class:`Exec`  (op 2): w1 K, w2 a_word, w3 b_word; flags REL_A, REL_B.
+* :class:`Store` (op 3): w1 addr, w2 valid_rows, w3 stride, w4 p_index; flags RELU, PER_TENSOR.
+* :class:`Vec`   (op 4): w1 n, w2 x_off, w3 dst, w4 ma, w5 mb, w6 shift (ma, mb signed);
+  flags MAX, RELU, TO_X.
+
+:func:`compile_layer` turns one descriptor of the layer program into its command list; the
+descriptor alone (addresses, strides, tiling fields) determines the commands.
+
+GEMM schedule (loop order and block from the descriptor, :mod:`.tiling`): the stationary operand's
+block of panels sits in one bank (slot s at word ``s * ceil(K/AB)``), the streamed operand's panel
+in the other scratchpad, one panel per bank, double-buffered. Program order per streamed panel::
+
+    LOAD next streamed panel (COMMIT)           # into the free bank: overlaps this panel's EXECs
+    LOAD a share of the next stationary block   # (COMMIT on its last), spread over the panels
+    for each stationary slot: EXEC (REL_<stream> on the last slot, REL_<stat> on the block's
+                              last tile), [LOAD P window if the tile's records are not resident],
+                              STORE
+
+so a LOAD never waits for a bank that is not released by an EXEC earlier in program order, and
+the load engine always runs one panel ahead of the core. Parameter records: one LOAD P at the start
+when ``n_tiles * C <= spad_c_depth`` (or one record, PER_TENSOR), else a window of
+``spad_c_depth // C`` n-tiles reloaded when a STORE needs a tile outside it (a LOAD P waits for
+the store engine to go idle, so this only happens on layers with more output channels than the
+parameter memory holds).
+
+Partial tiles: the A LOAD moves only the valid rows (lanes past M keep stale data; STORE drops
+those rows); B lanes past N are zero in a packed weight, stale for an activation B (those columns
+land in the output's padding). Conv (IM2COL): one lane per output pixel, LANES clear; per pixel
+runs of ``KW*Pin`` bytes at stride ``in_stride_h`` (one LOAD for a run of in-bounds kernel rows),
+ZERO loads for padding taps. MAXPOOL: per output row, groups of pixels whose ``ceil(P/AB)``-beat
+channel vectors fit the X buffer: LOAD X tap 0 (a tap valid for the whole group), then LOAD S +
+VEC MAX TO_X per other tap (only its valid pixel range: padding taps are skipped, -128 being the
+identity of max), the last VEC to DRAM. ADD/RELU: chunks of ``spad_c_depth`` beats over the
+operands' common padded span: LOAD X a, LOAD S b, VEC ADD (a standalone RELU is ``VEC ADD`` of
+``a`` with itself, ma=1, mb=0, shift 0, RELU). COPY is refused: the command set cannot reorder
+bytes within a beat (the compiler transposes on the array instead, see compile.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from ..config import AccelConfig
+from ..errors import UserError
+from . import program as P
+from .tiling import ceil_div
+
+CMD_WORDS = 8
+CMD_BYTES = 4 * CMD_WORDS
+OP_LOAD, OP_EXEC, OP_STORE, OP_VEC = 1, 2, 3, 4
+DST_A, DST_B, DST_P, DST_X, DST_S = 0, 1, 2, 3, 4
+DST_NAMES = {DST_A: "A", DST_B: "B", DST_P: "P", DST_X: "X", DST_S: "S"}
+# LOAD flags
+LANES, COMMIT, ZERO = 1, 2, 4
+# EXEC flags
+REL_A, REL_B = 1, 2
+# STORE flags
+S_RELU, S_PER_TENSOR = 1, 2
+# VEC flags
+V_MAX, V_RELU, V_TO_X = 1, 2, 4
+
+_FLAG_NAMES = {
+    OP_LOAD: {LANES: "lanes", COMMIT: "commit", ZERO: "zero"},
+    OP_EXEC: {REL_A: "rel_a", REL_B: "rel_b"},
+    OP_STORE: {S_RELU: "relu", S_PER_TENSOR: "per_tensor"},
+    OP_VEC: {V_MAX: "max", V_RELU: "relu", V_TO_X: "to_x"},
+}
+
+
+@dataclass(frozen=True)
+class Command:
+    OP: ClassVar[int] = 0
+    KIND: ClassVar[str] = "?"
+    SIGNED: ClassVar[tuple] = ()
+
+    def _fields(self) -> list:
+        return [f.name for f in dataclasses.fields(self) if f.name not in ("flags", "dst")]
+
+    def words(self) -> list[int]:
+        w0 = self.OP | (self.flags & 0xFF) << 8 | (getattr(self, "dst", 0) & 0xFF) << 16
+        ws = [w0]
+        for name in self._fields():
+            v = int(getattr(self, name))
+            lo, hi = (-(1 << 31), (1 << 31) - 1) if name in self.SIGNED else (0, (1 << 32) - 1)
+            if not lo <= v <= hi:
+                raise ValueError(f"{self.KIND}: field {name}={v} does not fit 32 bits")
+            ws.append(v & 0xFFFFFFFF)
+        return ws + [0] * (CMD_WORDS - len(ws))
+
+    def encode(self) -> bytes:
+        return struct.pack("<8I", *self.words())
+
+    def to_json(self) -> dict:
+        d = {"op": self.KIND}
+        if hasattr(self, "dst"):
+            d["dst"] = DST_NAMES[self.dst]
+        d["flags"] = [n for b, n in _FLAG_NAMES[self.OP].items() if self.flags & b]
+        for name in self._fields():
+            d[name] = getattr(self, name)
+        return d
+
+
+@dataclass(frozen=True)
+class Load(Command):
+    dst: int = DST_A
+    addr: int = 0
+    beats: int = 1
+    rows: int = 1
+    stride: int = 0
+    index: int = 0
+    word: int = 0
+    flags: int = 0
+    OP: ClassVar[int] = OP_LOAD
+    KIND: ClassVar[str] = "load"
+
+
+@dataclass(frozen=True)
+class Exec(Command):
+    K: int = 1
+    a_word: int = 0
+    b_word: int = 0
+    flags: int = 0
+    OP: ClassVar[int] = OP_EXEC
+    KIND: ClassVar[str] = "exec"
+
+
+@dataclass(frozen=True)
+class Store(Command):
+    addr: int = 0
+    valid_rows: int = 1
+    stride: int = 0
+    p_index: int = 0
+    flags: int = 0
+    OP: ClassVar[int] = OP_STORE
+    KIND: ClassVar[str] = "store"
+
+
+@dataclass(frozen=True)
+class Vec(Command):
+    n: int = 1
+    x_off: int = 0
+    dst: int = 0          # not the routing byte: a DRAM address (or X index with TO_X), word 3
+    ma: int = 0
+    mb: int = 0
+    shift: int = 0
+    flags: int = 0
+    OP: ClassVar[int] = OP_VEC
+    KIND: ClassVar[str] = "vec"
+    SIGNED: ClassVar[tuple] = ("ma", "mb")
+
+    def _fields(self) -> list:
+        return ["n", "x_off", "dst", "ma", "mb", "shift"]
+
+    def words(self) -> list[int]:
+        ws = Command.words(dataclasses.replace(self, dst=0))   # word 0 has no dst byte
+        ws[3] = int(self.dst) & 0xFFFFFFFF
+        return ws
+
+    def to_json(self) -> dict:
+        d = {"op": self.KIND, "flags": [n for b, n in _FLAG_NAMES[OP_VEC].items() if self.flags & b]}
+        for name in self._fields():
+            d[name] = getattr(self, name)
+        return d
+
+
+COMMANDS = {c.OP: c for c in (Load, Exec, Store, Vec)}
+
+
+def decode(words) -> Command:
+    """8 words -> the command (ValueError for an unknown op)."""
+    ws = [int(w) & 0xFFFFFFFF for w in words]
+    op, flags, dst = ws[0] & 0xFF, (ws[0] >> 8) & 0xFF, (ws[0] >> 16) & 0xFF
+    if op not in COMMANDS:
+        raise ValueError(f"unknown command op {op}")
+    cls = COMMANDS[op]
+    names = cls()._fields()
+    kw = {"flags": flags}
+    for i, name in enumerate(names):
+        v = ws[1 + i]
+        if name in cls.SIGNED and v >= 1 << 31:
+            v -= 1 << 32
+        kw[name] = v
+    if cls is Load:
+        kw["dst"] = dst
+    return cls(**kw)
+
+
+def encode_list(cmds) -> bytes:
+    return b"".join(c.encode() for c in cmds)
+
+
+def decode_bytes(data: bytes) -> list[Command]:
+    n = len(data) // CMD_BYTES
+    return [decode(struct.unpack_from("<8I", data, CMD_BYTES * i)) for i in range(n)]
+
+
+# ------------------------------------------------------------------------------------------
+# Compiler: descriptor -> commands
+# ------------------------------------------------------------------------------------------
+
+def _refuse(d, why: str) -> UserError:
+    who = f"layer {d.index} {d.name or ''} ({d.KIND})".replace("  ", " ")
+    mod = f" in module {d.module}" if d.module else ""
+    return UserError(f"{who}{mod}: {why}")
+
+
+@dataclass
+class LayerCommands:
+    """One layer's commands and the figures derived from them."""
+    index: int
+    name: str
+    op: str
+    commands: list
+    tiles: int = 0
+    macs: int = 0                 # useful MACs of the layer (batch * M * N * K of the descriptor)
+    exec_cycles: int = 0          # sum of EXEC K: the core's streaming cycles (compute bound)
+    bytes_read: int = 0           # DMA bytes read by LOADs (ZERO loads read nothing)
+    bytes_written: int = 0        # DMA bytes written by STOREs and VECs to DRAM
+    cmd_addr: int = 0
+
+    def count(self, axi: int, cols: int) -> None:
+        self.tiles = sum(isinstance(c, Exec) for c in self.commands)
+        self.exec_cycles = sum(c.K for c in self.commands if isinstance(c, Exec))
+        self.bytes_read = sum(c.rows * c.beats * axi for c in self.commands
+                              if isinstance(c, Load) and not c.flags & ZERO)
+        self.bytes_written = sum(c.valid_rows * cols for c in self.commands if isinstance(c, Store)) + \
+            sum(c.n * axi for c in self.commands if isinstance(c, Vec) and not c.flags & V_TO_X)
+
+
+class _Ctx:
+    def __init__(self, cfg: AccelConfig):
+        self.R, self.C = cfg.rows, cfg.cols
+        self.AB = cfg.axi_data_width // 8
+        self.cfg = cfg
+
+
+def compile_layer(d: P.Descriptor, cfg: AccelConfig) -> LayerCommands:
+    """The command list of one layer descriptor (UserError when the layer cannot be expressed)."""
+    x = _Ctx(cfg)
+    if isinstance(d, P.Gemm):
+        cmds = _gemm(d, x)
+        macs = d.batch * d.M * d.N * d.K
+    elif isinstance(d, P.MaxPool):
+        cmds, macs = _maxpool(d, x), 0
+    elif isinstance(d, P.Add):
+        cmds, macs = _eltwise(d, x, d.a_base, d.b_base, d.out_base, d.a_strides, d.b_strides,
+                              d.out_strides, d.ma, d.mb, d.shift, V_RELU if d.has(P.RELU) else 0), 0
+    elif isinstance(d, P.Relu):
+        cmds, macs = _eltwise(d, x, d.in_base, d.in_base, d.out_base, d.in_strides, d.in_strides,
+                              d.out_strides, 1, 0, 0, V_RELU), 0
+    else:
+        raise _refuse(d, "a strided COPY cannot be expressed in accelerator commands (LOAD/VEC move "
+                         "whole beats, nothing reorders bytes within a beat)")
+    lc = LayerCommands(d.index, d.name, d.KIND, cmds, macs=macs)
+    lc.count(x.AB, x.C)
+    return lc
+
+
+# ---- GEMM ----------------------------------------------------------------------------------
+
+def _check_aligned(d, x: _Ctx, **vals) -> None:
+    for k, v in vals.items():
+        if v % x.AB:
+            raise _refuse(d, f"{k}={v} is not a multiple of the AXI beat ({x.AB} bytes)")
+
+
+def _a_panel(d: P.Gemm, x: _Ctx, b: int, mt: int, word: int) -> list:
+    """Loads of A panel (batch b, m-tile mt) into lanes 0..valid-1 at ``word``."""
+    R, AB = x.R, x.AB
+    kw = ceil_div(d.K, AB)
+    valid = min(R, d.M - mt * R)
+    if not d.has(P.IM2COL):
+        if d.a_stride_k != 1:
+            raise _refuse(d, f"A is read as rows (a_stride_k must be 1, is {d.a_stride_k})")
+        addr = d.a_base + b * d.a_stride_batch + mt * R * d.a_stride_m
+        stride = d.a_stride_m if valid > 1 else 0
+        _check_aligned(d, x, a_addr=addr, a_stride_m=stride)
+        return [Load(DST_A, addr, kw, valid, stride, 0, word, LANES)]
+    kh_, kw_ = P.unpack2(d.kernel)
+    sh, sw = P.unpack2(d.stride)
+    ph, pw = P.unpack2(d.pad)
+    pin = d.in_c
+    if d.in_stride_c != 1 or d.in_stride_w != pin or pin % AB or d.K != kh_ * kw_ * pin:
+        raise _refuse(d, f"im2col needs a channels-last input with the channel pitch as the pixel "
+                         f"stride (in_c={pin}, strides c={d.in_stride_c} w={d.in_stride_w}) and "
+                         f"K = KH*KW*pitch")
+    tb = pin // AB                                      # beats per tap
+    out = []
+    for i in range(valid):
+        m = mt * R + i
+        n, rem = divmod(m, d.out_h * d.out_w)
+        oh, ow = divmod(rem, d.out_w)
+        # pieces: ("z", beats) or ("r", addr, beats, full_row)
+        pieces = []
+        for ki in range(kh_):
+            ih = oh * sh + ki - ph
+            if not 0 <= ih < d.in_h:
+                pieces.append(("z", kw_ * tb))
+                continue
+            iw0 = ow * sw - pw
+            j0 = max(0, -iw0)
+            j1 = min(kw_, d.in_w - iw0)
+            if j1 <= j0:
+                pieces.append(("z", kw_ * tb))
+                continue
+            if j0:
+                pieces.append(("z", j0 * tb))
+            addr = d.a_base + n * d.a_stride_batch + ih * d.in_stride_h + (iw0 + j0) * pin
+            pieces.append(("r", addr, (j1 - j0) * tb, j0 == 0 and j1 == kw_))
+            if j1 < kw_:
+                pieces.append(("z", (kw_ - j1) * tb))
+        # merge: zeros with zeros; full kernel rows at stride in_stride_h into one 2-D load
+        merged = []
+        for p in pieces:
+            last = merged[-1] if merged else None
+            if p[0] == "z" and last and last[0] == "z":
+                merged[-1] = ("z", last[1] + p[1])
+            elif (p[0] == "r" and p[3] and last and last[0] == "R" and last[2] == p[2]
+                  and p[1] == last[1] + last[3] * d.in_stride_h):
+                merged[-1] = ("R", last[1], last[2], last[3] + 1)
+            elif p[0] == "r" and p[3]:
+                merged.append(("R", p[1], p[2], 1))
+            elif p[0] == "r":
+                merged.append(("R", p[1], p[2], 1))
+            else:
+                merged.append(p)
+        w = word
+        for p in merged:
+            if p[0] == "z":
+                out.append(Load(DST_A, 0, p[1], 1, 0, i, w, ZERO))
+                w += p[1]
+            else:
+                _, addr, beats, rows = p
+                stride = d.in_stride_h if rows > 1 else 0
+                _check_aligned(d, x, in_addr=addr, in_stride_h=stride)
+                out.append(Load(DST_A, addr, beats, rows, stride, i, w, 0))
+                w += beats * rows
+        assert w - word == ceil_div(d.K, AB)
+    return out
+
+
+def _b_panel(d: P.Gemm, x: _Ctx, b: int, nt: int, word: int) -> list:
+    C, AB = x.C, x.AB
+    kw = ceil_div(d.K, AB)
+    if d.has(P.B_PACKED):
+        if d.b_stride_k != kw * AB:
+            raise _refuse(d, f"packed B lanes must be round_up(K, AB)={kw * AB} bytes, not {d.b_stride_k}")
+        addr = d.b_base + nt * d.b_stride_n
+        _check_aligned(d, x, b_addr=addr)
+        return [Load(DST_B, addr, kw, C, d.b_stride_k, 0, word, LANES)]
+    if d.b_stride_k != 1:
+        raise _refuse(d, f"B^T rows are not available (B is read as rows of B^T: b_stride_k must "
+                         f"be 1, is {d.b_stride_k})")
+    valid = min(C, d.N - nt * C)
+    addr = d.b_base + b * d.b_stride_batch + nt * C * d.b_stride_n
+    stride = d.b_stride_n if valid > 1 else 0
+    _check_aligned(d, x, b_addr=addr, b_stride_n=stride)
+    return [Load(DST_B, addr, kw, valid, stride, 0, word, LANES)]
+
+
+def _with_commit(cmds: list) -> list:
+    return cmds[:-1] + [dataclasses.replace(cmds[-1], flags=cmds[-1].flags | COMMIT)]
+
+
+def _gemm(d: P.Gemm, x: _Ctx) -> list:
+    R, C, AB, cfg = x.R, x.C, x.AB, x.cfg
+    K = d.K
+    kw = ceil_div(K, AB)
+    if not 1 <= K <= min(cfg.max_k, cfg.spad_a_depth, cfg.spad_b_depth):
+        raise _refuse(d, f"K={K} outside 1..min(max_k, spad depths)")
+    if d.m_tiles != ceil_div(d.M, R) or d.n_tiles != ceil_div(d.N, C) or d.block < 1:
+        raise _refuse(d, "tile counts do not match M, N and the array")
+    a_stat = d.order == P.A_STATIONARY
+    depth = cfg.spad_a_depth if a_stat else cfg.spad_b_depth
+    if d.block * kw > depth or kw > min(cfg.spad_a_depth, cfg.spad_b_depth):
+        raise _refuse(d, f"a block of {d.block} panels of {kw} words does not fit the scratchpad")
+    per_tensor = d.has(P.PER_TENSOR)
+    n_rec = d.n_tiles * C
+    cap = cfg.spad_c_depth
+    if not per_tensor and C > cap:
+        raise _refuse(d, f"config spad_c_depth={cap} cannot hold the {C} records of one tile")
+    win = d.n_tiles if per_tensor or n_rec <= cap else cap // C      # n-tiles per P window
+    st_flags = (S_RELU if d.has(P.RELU) else 0) | (S_PER_TENSOR if per_tensor else 0)
+
+    # blocks: (batch, stationary tiles, streamed tiles)
+    blocks = []
+    for b in range(d.batch):
+        if a_stat:
+            for m0 in range(0, d.m_tiles, d.block):
+                blocks.append((b, list(range(m0, min(m0 + d.block, d.m_tiles))), list(range(d.n_tiles))))
+        else:
+            for n0 in range(0, d.n_tiles, d.block):
+                blocks.append((b, list(range(n0, min(n0 + d.block, d.n_tiles))), list(range(d.m_tiles))))
+
+    def stat_loads(bi):
+        b, stat, _ = blocks[bi]
+        f = _a_panel if a_stat else _b_panel
+        return [f(d, x, b, t, s * kw) for s, t in enumerate(stat)]
+
+    def stream_load(bi, si):
+        b, _, stream = blocks[bi]
+        return _with_commit((_b_panel if a_stat else _a_panel)(d, x, b, stream[si], 0))
+
+    cmds: list = []
+    resident = [None]                                     # first n-tile of the loaded P window
+
+    def need_params(nt):
+        if per_tensor:
+            if resident[0] is None:
+                cmds.append(Load(DST_P, d.p_base, ceil_div(P.PARAM_RECORD_BYTES, AB), 1, 0, 0, 0, 0))
+                resident[0] = 0
+            return 0
+        if resident[0] is None or not resident[0] <= nt < resident[0] + win:
+            w0 = nt if resident[0] is not None else 0
+            w0 = min(w0, d.n_tiles - win)
+            nbytes = win * C * P.PARAM_RECORD_BYTES
+            cmds.append(Load(DST_P, d.p_base + w0 * C * P.PARAM_RECORD_BYTES, nbytes // AB, 1, 0, 0, 0, 0))
+            resident[0] = w0
+        return (nt - resident[0]) * C
+
+    need_params(0 if a_stat else blocks[0][1][0])         # P first: the store engine is idle
+    first = stat_loads(0)
+    cmds += _with_commit([c for p in first for c in p])
+    cmds += stream_load(0, 0)
+    for bi, (b, stat, stream) in enumerate(blocks):
+        nxt_stat = stat_loads(bi + 1) if bi + 1 < len(blocks) else []
+        share = ceil_div(len(nxt_stat), len(stream)) if nxt_stat else 0
+        for si, st in enumerate(stream):
+            if si + 1 < len(stream):
+                cmds += stream_load(bi, si + 1)
+            elif bi + 1 < len(blocks):
+                cmds += stream_load(bi + 1, 0)
+            if nxt_stat:
+                part, nxt_stat = nxt_stat[:share], nxt_stat[share:]
+                flat = [c for p in part for c in p]
+                cmds += _with_commit(flat) if not nxt_stat else flat
+            for s, t in enumerate(stat):
+                mt, nt = (t, st) if a_stat else (st, t)
+                last_slot = s == len(stat) - 1
+                fl = 0
+                if last_slot:
+                    fl |= REL_B if a_stat else REL_A
+                    if si == len(stream) - 1:
+                        fl |= REL_A if a_stat else REL_B
+                a_word, b_word = (s * kw, 0) if a_stat else (0, s * kw)
+                cmds.append(Exec(K, a_word, b_word, fl))
+                p_index = need_params(nt)
+                addr = d.c_base + b * d.c_stride_batch + mt * R * d.c_stride_m + nt * C
+                valid = min(R, d.M - mt * R)
+                stride = d.c_stride_m if valid > 1 else 0
+                _check_aligned(d, x, c_addr=addr, c_stride_m=stride)
+                cmds.append(Store(addr, valid, stride, p_index, st_flags))
+    return cmds
+
+
+# ---- MAXPOOL ---------------------------------------------------------------------------------
+
+def _maxpool(d: P.MaxPool, x: _Ctx) -> list:
+    AB, depth = x.AB, x.cfg.spad_c_depth
+    sn, sc, sh_, sw_ = d.in_strides
+    on, oc, oh_s, ow_s = d.out_strides
+    pitch = sw_
+    if sc != 1 or oc != 1 or pitch % AB or ow_s != pitch or pitch < d.c:
+        raise _refuse(d, f"max-pool works on channels-last maps whose pixel stride is the padded "
+                         f"channel pitch in input and output (strides in {list(d.in_strides)}, "
+                         f"out {list(d.out_strides)})")
+    tb = pitch // AB
+    if tb > depth:
+        raise _refuse(d, f"a pixel of {tb} beats does not fit the X buffer (spad_c_depth={depth})")
+    cap = depth // tb
+    kh_, kw_ = P.unpack2(d.kernel)
+    sh, sw = P.unpack2(d.stride)
+    ph, pw = P.unpack2(d.pad)
+
+    def iw(ow, kj):
+        return ow * sw + kj - pw
+
+    def valid(ow, kj):
+        return 0 <= iw(ow, kj) < d.w
+
+    cmds = []
+    for n in range(d.n):
+        for oh in range(d.out_h):
+            khs = [ki for ki in range(kh_) if 0 <= oh * sh + ki - ph < d.h]
+            if not khs:
+                raise _refuse(d, f"output row {oh} has no input row (padding too large)")
+            ow = 0
+            while ow < d.out_w:
+                runs = []
+                for kj in range(kw_):
+                    r = 0
+                    while ow + r < d.out_w and valid(ow + r, kj):
+                        r += 1
+                    runs.append(r)
+                kj0 = int(np.argmax(runs))
+                if runs[kj0] == 0:
+                    raise _refuse(d, f"output pixel ({oh}, {ow}) has no input pixel")
+                g = min(runs[kj0], cap, d.out_w - ow)
+
+                def tap_load(dst, ki, kj, lo, hi, index=0):
+                    ih = oh * sh + ki - ph
+                    addr = d.in_base + n * sn + ih * sh_ + iw(lo, kj) * pitch
+                    rows = hi - lo
+                    return Load(dst, addr, tb, rows, sw * pitch if rows > 1 else 0, index, 0, 0)
+
+                init = (khs[0], kj0)
+                others, full = [], []
+                for ki in khs:
+                    for kj in range(kw_):
+                        if (ki, kj) == init:
+                            continue
+                        lo = next((o for o in range(ow, ow + g) if valid(o, kj)), None)
+                        if lo is None:
+                            continue                      # a padding tap: -128 is the identity
+                        hi = lo
+                        while hi < ow + g and valid(hi, kj):
+                            hi += 1
+                        (full if (lo, hi) == (ow, ow + g) else others).append((ki, kj, lo, hi))
+                taps = others + full
+                out_addr = d.out_base + n * on + oh * oh_s + ow * pitch
+                cmds.append(tap_load(DST_X, init[0], init[1], ow, ow + g))
+                if not full:
+                    taps.append((init[0], init[1], ow, ow + g))   # max is idempotent
+                for i, (ki, kj, lo, hi) in enumerate(taps):
+                    cmds.append(tap_load(DST_S, ki, kj, lo, hi))
+                    if i == len(taps) - 1:
+                        cmds.append(Vec(g * tb, 0, out_addr, 0, 0, 0, V_MAX))
+                    else:
+                        off = (lo - ow) * tb
+                        cmds.append(Vec((hi - lo) * tb, off, off, 0, 0, 0, V_MAX | V_TO_X))
+                _check_aligned(d, x, out_addr=out_addr, in_stride_h=sh_, in_stride_n=sn)
+                ow += g
+    return cmds
+
+
+# ---- ADD / RELU --------------------------------------------------------------------------------
+
+def _eltwise(d, x: _Ctx, a, b, out, sa, sb, so, ma, mb, shift, flags) -> list:
+    AB, depth = x.AB, x.cfg.spad_c_depth
+    if tuple(sa) != tuple(sb) or tuple(sa) != tuple(so) or any(s < 0 for s in sa):
+        raise _refuse(d, f"element-wise operands and result must share one layout (strides "
+                         f"{list(sa)}, {list(sb)} -> {list(so)}); re-laying a tensor out needs a COPY")
+    _check_aligned(d, x, a=a, b=b, out=out)
+    span = sum((n - 1) * s for n, s in zip(d.dims, sa)) + 1
+    beats = ceil_div(span, AB)
+    cmds = []
+    for off in range(0, beats, depth):
+        nb = min(depth, beats - off)
+        cmds += [Load(DST_X, a + off * AB, nb, 1, 0, 0, 0, 0),
+                 Load(DST_S, b + off * AB, nb, 1, 0, 0, 0, 0),
+                 Vec(nb, 0, out + off * AB, ma, mb, shift, flags)]
+    return cmds
