@@ -2,7 +2,7 @@
 
 :func:`run_layer` fetches ``cmd_count`` commands at ``cmd_base`` from the image and executes them in
 program order with the hardware's state: the A and B operand scratchpads (2 banks each, R resp. C
-lanes of ``spad_depth`` words of AB bytes; producer/consumer ownership with COMMIT and REL_A/REL_B),
+lanes of ``spad_depth`` int8 elements = ``spad_depth / AB`` words of AB bytes; producer/consumer ownership with COMMIT and REL_A/REL_B),
 the store engine's parameter memory P (``4 * spad_c_depth`` int32 words), the vector engine's X
 buffer (``spad_c_depth`` beats) and S stream, and the core's C-tile stream between EXEC and STORE.
 Sequential program order is the hardware's dispatch order, so a program that runs here without a
@@ -111,8 +111,8 @@ class Machine:
         self.image = image
         self.mem = np.frombuffer(image, dtype=np.uint8)
         rng = np.random.default_rng(garbage_seed)
-        self.A = _Spad("A", self.R, config.spad_a_depth, self.AB, rng)
-        self.B = _Spad("B", self.C, config.spad_b_depth, self.AB, rng)
+        self.A = _Spad("A", self.R, config.spad_a_depth // self.AB, self.AB, rng)
+        self.B = _Spad("B", self.C, config.spad_b_depth // self.AB, self.AB, rng)
         self.P = np.zeros(4 * config.spad_c_depth, np.int64)
         self.X = rng.integers(0, 256, size=(config.spad_c_depth, self.AB), dtype=np.uint8)
         self.S: deque = deque()
@@ -285,7 +285,7 @@ class Execution:
 def execute(compiled, image, garbage_seed: int = 0) -> Execution:
     """Run every layer of ``compiled`` (its LayerEntry cmd_addr/cmd_count) on ``image``."""
     m = Machine(image, compiled.config, garbage_seed)
-    return Execution(image, [m.run_layer(e.cmd_addr, e.cmd_count, e.index) for e in compiled.layers])
+    return Execution(image, [m.run_layer(e["cmd_addr"], e["cmd_count"], e["index"]) for e in compiled.layers])
 
 
 def run(compiled, inputs_q, garbage: bool = True, seed: int = 0) -> tuple[list, Execution]:

@@ -383,8 +383,8 @@ def _gemm(d: P.Gemm, x: _Ctx) -> list:
     if d.m_tiles != ceil_div(d.M, R) or d.n_tiles != ceil_div(d.N, C) or d.block < 1:
         raise _refuse(d, "tile counts do not match M, N and the array")
     a_stat = d.order == P.A_STATIONARY
-    depth = cfg.spad_a_depth if a_stat else cfg.spad_b_depth
-    if d.block * kw > depth or kw > min(cfg.spad_a_depth, cfg.spad_b_depth):
+    depth = (cfg.spad_a_depth if a_stat else cfg.spad_b_depth) // AB        # words per lane
+    if d.block * kw > depth:
         raise _refuse(d, f"a block of {d.block} panels of {kw} words does not fit the scratchpad")
     per_tensor = d.has(P.PER_TENSOR)
     n_rec = d.n_tiles * C

@@ -75,7 +75,7 @@ class CompiledProgram:
     config: AccelConfig = None
     input_placements: list = field(default_factory=list)
     output_placements: list = field(default_factory=list)
-    layers: list = field(default_factory=list)        # LayerEntry per layer
+    layers: list = field(default_factory=list)        # LayerEntry.to_json() dict per layer
     commands: list = field(default_factory=list)      # list of commands per layer
 
     # ---- host side -------------------------------------------------------------------------
@@ -116,7 +116,7 @@ class CompiledProgram:
             "inputs": list(self.inputs), "outputs": list(self.outputs),
             "input_placements": [p.to_json() for p in self.input_placements],
             "output_placements": [p.to_json() for p in self.output_placements],
-            "layer_commands": [e.to_json() for e in self.layers],
+            "layer_commands": [dict(e) for e in self.layers],
             "stats": self.stats, "totals": self.totals(),
         })
         return d
@@ -431,7 +431,7 @@ class _Compiler:
             lc.cmd_addr = addr
             addr += CMD.CMD_BYTES * len(lc.commands)
             entries.append(LayerEntry(d.index, d.name, d.KIND, lc.cmd_addr, len(lc.commands), lc.macs,
-                                      lc.tiles, lc.exec_cycles, lc.bytes_read, lc.bytes_written))
+                                      lc.tiles, lc.exec_cycles, lc.bytes_read, lc.bytes_written).to_json())
         cmd_bytes = b"".join(CMD.encode_list(lc.commands) for lc in lcs)
         in_pl = [self.placement(name, "input") for name in graph.inputs]
         out_pl = [self.placement(o, "output") for o in graph.outputs]
@@ -503,7 +503,8 @@ class GemmBench:
     def figures(self) -> dict:
         e = self.compiled.layers[0]
         return {"M": self.a.shape[0], "N": self.expected.shape[1], "K": self.a.shape[1],
-                "tiles": e.tiles, "macs": e.macs, "commands": e.cmd_count,
+                "tiles": e["tiles"], "macs": e["macs"], "commands": e["cmd_count"],
+                "cmd_beats": ceil_div(CMD.CMD_BYTES * e["cmd_count"], self.compiled.config.axi_data_width // 8),
                 "compute_cycles": self.compute_cycles, "read_beats": self.read_beats,
                 "write_beats": self.write_beats, "bandwidth_cycles": self.bandwidth_cycles,
                 "bound_cycles": self.bound_cycles, "order": self.compiled.stats[0]["order"],
@@ -530,5 +531,5 @@ def gemm_program(config: AccelConfig, M: int, N: int, K: int, seed: int = 0, rel
     exp = reference.run(qm, [a]).outputs[0]
     e = cp.layers[0]
     ab = config.axi_data_width // 8
-    return GemmBench(cp, qm, a, exp, e.exec_cycles, e.bytes_read, e.bytes_written,
-                     ceil_div(e.bytes_read, ab), ceil_div(e.bytes_written, ab))
+    return GemmBench(cp, qm, a, exp, e["exec_cycles"], e["bytes_read"], e["bytes_written"],
+                     ceil_div(e["bytes_read"], ab), ceil_div(e["bytes_written"], ab))

@@ -106,7 +106,7 @@ class _Machine:
                 a_need, b_need = d.block * kw, kw
             else:
                 a_need, b_need = kw, d.block * kw
-            if a_need > self.cfg.spad_a_depth or b_need > self.cfg.spad_b_depth or K > self.cfg.max_k:
+            if a_need * axi > self.cfg.spad_a_depth or b_need * axi > self.cfg.spad_b_depth or K > self.cfg.max_k:
                 raise ExecutionError(f"layer {d.index}: panels of K={K} (block {d.block}) do not fit "
                                      f"the scratchpads / max_k")
         if d.m_tiles * rows < d.M or d.n_tiles * cols < d.N or d.block < 1:

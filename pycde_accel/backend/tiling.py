@@ -58,8 +58,8 @@ prefetched into the other half). The loop nest the hardware runs (:func:`schedul
 
 DRAM traffic: the stationary operand is read once, the streamed one once per stationary block,
 C is written once. :func:`plan_gemm` takes ``block`` as large as a scratchpad half allows
-(``spad_depth // ceil(K / AB)`` panels: a lane of a bank holds ``spad_depth`` words of AB
-elements) and picks the order with fewer bytes read (ties: A-stationary).
+(``(spad_depth / AB) // ceil(K / AB)`` panels: a lane of a bank holds ``spad_depth`` int8
+elements, ``spad_depth / AB`` words, and a panel takes ``ceil(K / AB)`` of them) and picks the order with fewer bytes read (ties: A-stationary).
 For batch-1 Linear layers (M = 1) that is A-stationary with every weight byte read once; for
 convolutions with few output channels it is B-stationary (the weights stay on chip and the
 feature map is read once). A panel must fit one half: K <= spad_a_depth and K <= spad_b_depth
@@ -119,7 +119,8 @@ class GemmTiling:
     block: int
     a_pass_bytes: int        # bytes of A read by one pass over all M panels (one batch element)
     b_pass_bytes: int        # bytes of B read by one pass over all N panels
-    p_panel_bytes: int       # post-op record bytes loaded with each B panel
+    p_panel_bytes: int       # post-op record bytes per N panel
+    p_resident: bool = True  # all records fit the parameter memory at once
 
     @property
     def tiles(self) -> int:
@@ -138,9 +139,15 @@ class GemmTiling:
         return self.batch * (ceil_div(self.m_tiles, self.block) if self.order == A_STATIONARY else 1)
 
     @property
+    def p_passes(self) -> int:
+        """Loads of the post-op records: once when they all fit the parameter memory (or with
+        B-stationary blocks sized to fit it), else once per pass over the N panels."""
+        return 1 if self.p_resident or self.order == B_STATIONARY else self.b_passes
+
+    @property
     def bytes_read(self) -> int:
         return (self.a_passes * self.a_pass_bytes + self.b_passes * self.b_pass_bytes
-                + self.b_passes * self.n_tiles * self.p_panel_bytes)
+                + self.p_passes * self.n_tiles * self.p_panel_bytes)
 
     @property
     def bytes_written(self) -> int:
@@ -167,7 +174,8 @@ def plan_gemm(M: int, N: int, K: int, batch: int, config: AccelConfig, *, a_pass
     rows, cols = config.rows, config.cols
     for limit, name in ((config.max_k, "max_k"), (config.spad_a_depth, "spad_a_depth"),
                         (config.spad_b_depth, "spad_b_depth")):
-        if K > limit:
+        words = limit // (config.axi_data_width // 8) if name != "max_k" else limit
+        if K > limit or (name != "max_k" and k_words(K, config.axi_data_width // 8) > words):
             raise UserError(f"{where}: reduction length K={K} exceeds config {name}={limit}; a tile "
                             f"streams all of K through one scratchpad half and the core keeps no "
                             f"partial sums across tiles (raise {name} or split the layer)")
@@ -177,12 +185,14 @@ def plan_gemm(M: int, N: int, K: int, batch: int, config: AccelConfig, *, a_pass
     m_tiles, n_tiles = ceil_div(M, rows), ceil_div(N, cols)
     kw = k_words(K, config.axi_data_width // 8)
     common = dict(M=M, N=N, K=K, batch=batch, rows=rows, cols=cols, m_tiles=m_tiles, n_tiles=n_tiles,
-                  a_pass_bytes=a_pass_bytes, b_pass_bytes=b_pass_bytes, p_panel_bytes=p_panel_bytes)
-    b_block = min(n_tiles, config.spad_b_depth // kw)
+                  a_pass_bytes=a_pass_bytes, b_pass_bytes=b_pass_bytes, p_panel_bytes=p_panel_bytes,
+                  p_resident=p_panel_bytes <= PARAM_RECORD_BYTES or n_tiles * cols <= config.spad_c_depth)
+    ab = config.axi_data_width // 8
+    b_block = min(n_tiles, (config.spad_b_depth // ab) // kw)
     if p_panel_bytes > PARAM_RECORD_BYTES and n_tiles * cols > config.spad_c_depth:
         # the records of a B-stationary block must fit the parameter memory together
         b_block = min(b_block, config.spad_c_depth // cols)
-    a_stat = GemmTiling(order=A_STATIONARY, block=min(m_tiles, config.spad_a_depth // kw), **common)
+    a_stat = GemmTiling(order=A_STATIONARY, block=min(m_tiles, (config.spad_a_depth // ab) // kw), **common)
     b_stat = GemmTiling(order=B_STATIONARY, block=b_block, **common)
     return a_stat if a_stat.bytes_read <= b_stat.bytes_read else b_stat
 
