@@ -5,7 +5,6 @@ compared with frontend.quantize (numpy), under random gaps and back-pressure."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -187,7 +186,8 @@ def test_store_random(name, gates, cache_root, tmp_path_factory, tmp_path):
     check(res, want_wc, want_wd)
 
 
-@pytest.mark.parametrize("name", ["2x4_w32", "4x8_w32"])
+@pytest.mark.parametrize("name", ["2x4_w32", "4x8_w32",
+                                  pytest.param("8x8_w64", marks=pytest.mark.slow)])
 def test_store_rate(name, cache_root, tmp_path_factory, tmp_path):
     """All rows valid, no gating: one element per cycle, tiles back to back (the kernel's
     per-run restart gap and the fill latency are the only extra cycles)."""
@@ -199,7 +199,7 @@ def test_store_rate(name, cache_root, tmp_path_factory, tmp_path):
     elems = len(phases[0]["tiles"]) * cfg.rows * cfg.cols
     span = res["wd_edges"][-1] - res["first_c"] + 1
     print(f"{name}: {elems} elements in {span} cycles")
-    assert span <= elems + 2 * len(phases[0]["tiles"]) + 30, (span, elems)
+    assert span <= elems + 24, (span, elems)  # measured: elems + 21 (fill and drain)
 
 
 @pytest.mark.slow
