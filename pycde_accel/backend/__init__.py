@@ -1,16 +1,23 @@
-"""Compiler back end: layer graph -> tiled layer program + DRAM image, and its golden executor.
+"""Compiler back end: layer graph -> layer program + per-layer command lists + DRAM image, and
+golden models of both.
 
 Public API::
 
-    cp = compile_program(frontend_result, config)   # CompiledProgram: program, image, symbols, stats
-    outputs, ex = executor.run(cp, inputs_q)        # bit-exact with frontend.reference.run
+    cp = compile_program(frontend_result, config)  # CompiledProgram: image, placements, layers
+    cp.layers[i]            # {"index", "name", "op", "cmd_addr", "cmd_count", "macs", "tiles", ...}
+    cp.input_placements[i].pack_input(x_int8) -> bytes      # write at .addr
+    cp.output_placements[i].unpack_output(bytes) -> int8    # read .size bytes at .addr
+    outputs, ex = cmdexec.run(cp, inputs_q)        # the commands, bit-exact with frontend.reference
+    outputs, ex = executor.run(cp, inputs_q)       # the descriptors, likewise
+    bench = gemm_program(config, M, N, K, seed)    # one standalone GEMM layer + its bounds
 
-Modules: program (descriptors, binary/JSON encodings), tiling (GEMM tiling, loop order, traffic),
-layout (DRAM image, weight packing, views), compile (the driver), executor (golden model).
+Modules: program (layer descriptors, binary/JSON), commands (command encoding, descriptor ->
+commands), tiling (GEMM tiling, loop order, traffic), layout (DRAM image, packing, placements),
+compile (the driver), executor (descriptor golden model), cmdexec (command golden model).
 """
 
 from __future__ import annotations
 
-from .compile import CompiledProgram, compile_program
+from .compile import CompiledProgram, GemmBench, compile_program, gemm_program
 
-__all__ = ["CompiledProgram", "compile_program"]
+__all__ = ["CompiledProgram", "GemmBench", "compile_program", "gemm_program"]

@@ -1,7 +1,12 @@
 """The layer program: one fixed-size descriptor per accelerator layer, a header, and their encodings.
 
-The on-chip controller (or the host) fetches the program from DRAM by DMA and runs the layers in
-order; :mod:`pycde_accel.backend.executor` is the golden model of exactly that.
+The program describes the layers (the host reads it to understand them; design.json carries its
+JSON form); the accelerator itself runs each layer's *commands* (:mod:`.commands`), which the
+compiler derives from the descriptor alone. :mod:`pycde_accel.backend.executor` is the golden
+model of the descriptor semantics, :mod:`.cmdexec` that of the commands.
+
+Version 2: the padded channels-last layout of accel_spec.md (activations' innermost dim padded to
+a multiple of ``cols``; B packed as B^T lanes; im2col over the padded channel pitch).
 
 Binary encoding (all words little-endian 32 bit)
 ------------------------------------------------
@@ -29,8 +34,7 @@ entries have count 1 and stride 0):
 * ``GEMM`` (1): ``C = post(A @ B)``, tiled per :mod:`pycde_accel.backend.tiling`.
   a_base, b_base, c_base, p_base (post-op parameter records), M, N, K, batch, m_tiles, n_tiles,
   block (panels of the stationary operand per block),
-  a_stride_batch, a_stride_m, a_stride_k, b_stride_batch, b_stride_k, b_stride_n (packed B: the
-  byte size of one packed panel), c_stride_batch, c_stride_m, and for im2col (flag IM2COL):
+  a_stride_batch, a_stride_m, a_stride_k, b_stride_batch, b_stride_k, b_stride_n, c_stride_batch, c_stride_m, and for im2col (flag IM2COL):
   in_c, in_h, in_w, out_h, out_w, kernel (kh | kw << 16), stride (sh | sw << 16),
   pad (ph | pw << 16), in_stride_c, in_stride_h, in_stride_w (a_stride_batch is the stride of n).
   Flags: RELU, BIAS (records carry a bias), B_PACKED (B is a pre-packed weight), IM2COL (A is read
@@ -38,8 +42,15 @@ entries have count 1 and stride 0):
   B_STAT (loop order B-stationary; clear: A-stationary). Bit values (of the flags byte): RELU 1,
   BIAS 2, B_PACKED 4, IM2COL 8, PER_TENSOR 16, B_STAT 32. With IM2COL, A row m is output pixel
   (n, oh, ow) = unravel(m, (batch_n, out_h, out_w)) and A column k is (kh, kw, c) =
-  unravel(k, (kh, kw, in_c)); without it, A[m][k] is at a_base + b*a_stride_batch + m*a_stride_m
-  + k*a_stride_k. C[m][n] goes to c_base + b*c_stride_batch + m*c_stride_m + n.
+  unravel(k, (kh, kw, in_c)) where in_c is the input's padded channel pitch (K = kh*kw*in_c; the
+  weights are zero past the real channels, whose count the descriptor does not need); without
+  it, A[m][k] is at a_base + b*a_stride_batch + m*a_stride_m + k*a_stride_k. B[k][n]: with
+  B_PACKED at b_base + (n // cols)*b_stride_n + (n % cols)*b_stride_k + k (panels of ``cols``
+  lanes, B^T rows of b_stride_k = round_up(K, axi_bytes) bytes, b_stride_n = cols*b_stride_k);
+  without it at b_base + b*b_stride_batch + k*b_stride_k + n*b_stride_n (the command compiler
+  needs b_stride_k = 1: B^T rows). C[m][n] goes to c_base + b*c_stride_batch + m*c_stride_m + n
+  (c_stride_m the output's padded pitch). K counts padding bytes of A's rows (their weights are
+  zero), so ``M*N*K`` is the work of the array, not of the torch layer.
 * ``ADD`` (2): residual add. a_base, b_base, out_base, ma, mb, shift, dims[4], a_strides[4],
   b_strides[4], out_strides[4]. Flag RELU.
 * ``RELU`` (3): standalone ReLU. in_base, out_base, dims[4], in_strides[4], out_strides[4].
@@ -52,7 +63,7 @@ entries have count 1 and stride 0):
 
 Post-op parameter records (GEMM ``p_base``): 16 bytes per output column n: int32 bias (0 without
 flag BIAS), int32 m0, int32 shift, int32 zero; ``n_tiles * cols`` records (the padding columns are
-zero), or one record with flag PER_TENSOR.
+zero), or one record with flag PER_TENSOR (repeated to fill 64 bytes).
 
 JSON form (``Program.to_json()``): ``{"magic", "version", "rows", "cols", "axi_bytes",
 "layers": [{"op": "gemm", "index", "name", "module", "flags": [...], <fields>}]}``; ``name`` and
@@ -67,7 +78,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 MAGIC = 0x43434150          # b"PACC" little-endian
-VERSION = 1
+VERSION = 2
 HEADER_WORDS = 8
 DESC_WORDS = 32
 ND = 4                      # loop dims of element-wise / copy descriptors

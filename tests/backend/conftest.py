@@ -1,11 +1,17 @@
-"""Backend fixtures. Built-in models are run through the frontend once per test process."""
+"""Backend fixtures. Built-in models and examples go through the frontend once per test process."""
 
 import functools
+from pathlib import Path
 
-import numpy as np
-import pytest
+from pycde_accel.config import AccelConfig
 
-ARRAYS = [(1, 1), (2, 3), (4, 4), (8, 8)]
+#: (rows, cols, axi bits): cols must be a multiple of the AXI beat (axi/8 bytes)
+ARRAYS = [(8, 8, 64), (4, 4, 32), (4, 8, 64), (1, 4, 32), (3, 8, 64)]
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.py"))
+
+
+def cfg(rows, cols, axi=64, **kw) -> AccelConfig:
+    return AccelConfig(rows=rows, cols=cols, axi_data_width=axi, **kw)
 
 
 @functools.lru_cache(maxsize=None)
@@ -18,8 +24,3 @@ def example_inputs_q(fe):
     from pycde_accel.frontend import reference
     x = [t.detach().double().numpy() for t in fe.model.example_inputs]
     return reference.quantize_inputs(fe.quantized, x)
-
-
-@pytest.fixture
-def builtin():
-    return frontend_result
