@@ -203,3 +203,37 @@ def test_refuses_wrong_kernels():
 
     with pytest.raises(ConfigError, match="lacks ports"):
         make_vector_engine(_config(32), NotAKernel, NotAKernel)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("w", [32, 64])
+def test_random_programs(cache_root, tmp_path_factory, tmp_path, w):
+    """Random programs: LOAD X runs, ADD/MAX with random n, RELU, frontend multipliers, TO_X
+    with every kind of overlap of [dst, dst+n) with [x_off, x_off+n) (the in-order reading),
+    X read back at the end; heavier random gaps."""
+    sim = _sim(cache_root, tmp_path_factory, w)
+    ab = w // 8
+    rng = np.random.default_rng(1000 + w)
+    m = Model(ab)
+    m.load_x(0, _i8(rng, DEPTH, ab))
+    for k in range(40):
+        n = int(rng.choice([1, 2, int(rng.integers(1, DEPTH + 1))]))
+        x_off = int(rng.integers(0, DEPTH - n + 1))
+        mx, relu = bool(rng.integers(0, 2)), bool(rng.integers(0, 2))
+        ma, mb, sh = _add_params(rng)
+        kind = rng.integers(0, 4)
+        if kind == 0 and DEPTH > n:       # to X, overlapping at a random distance
+            lo, hi = max(0, x_off - n + 1), min(DEPTH - n, x_off + n - 1)
+            dst, to_x = int(rng.integers(lo, hi + 1)), True
+        elif kind == 1:                   # in place
+            dst, to_x = x_off, True
+        elif kind == 2 and rng.integers(0, 4) == 0:
+            index = int(rng.integers(0, DEPTH - n + 1))
+            m.load_x(index, _i8(rng, n, ab))
+            continue
+        else:                             # to DRAM
+            dst, to_x = 0x10000 + 64 * k * DEPTH, False
+        m.vec(n, x_off, dst, _i8(rng, n, ab), ma=ma, mb=mb, shift=sh, mx=mx, relu=relu,
+              to_x=to_x)
+    m.dump_x(0x80000)
+    _run(sim, tmp_path, m, seed=11, p_s=0.4, p_x=0.5, p_wc=0.3, p_wd=0.3)
