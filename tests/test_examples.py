@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from pycde_accel import frontend
-from pycde_accel.backend import compile_program
-from pycde_accel.backend import executor
+from pycde_accel.backend import cmdexec, compile_program, executor
 from pycde_accel.config import AccelConfig
 from pycde_accel.frontend import reference
 
@@ -22,11 +21,12 @@ def test_there_are_examples():
 def test_example_compiles_bit_exact(path):
     fe = frontend.run(str(path), seed=0, eval_batches=10)
     assert fe.accuracy["top1_agreement"] >= 0.9
-    compiled = compile_program(fe.quantized, AccelConfig(rows=4, cols=4))
+    compiled = compile_program(fe.quantized, AccelConfig(rows=4, cols=4, axi_data_width=32))
     x = reference.quantize_inputs(
         fe.quantized, [t.detach().double().numpy() for t in fe.model.example_inputs])
-    got, _ = executor.run(compiled, x)
     want = reference.run(fe.quantized, x)
-    assert len(got) == len(want.outputs) >= 1
-    for o, r in zip(got, want.outputs):
-        assert o.shape == r.shape and np.array_equal(o, r)
+    for run in (executor.run, cmdexec.run):        # the layer descriptors and the commands
+        got, _ = run(compiled, x)
+        assert len(got) == len(want.outputs) >= 1
+        for o, r in zip(got, want.outputs):
+            assert o.shape == r.shape and np.array_equal(o, r)

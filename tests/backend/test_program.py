@@ -59,7 +59,7 @@ def test_header_layout_and_magic():
     assert int.from_bytes(data[32 + 4 * 6:32 + 4 * 7], "little") == 3
 
 
-@pytest.mark.parametrize("offset,value,msg", [(0, 0, "magic"), (4, 2, "version"), (12, 16, "descriptor size"),
+@pytest.mark.parametrize("offset,value,msg", [(0, 0, "magic"), (4, 1, "version"), (12, 16, "descriptor size"),
                                               (28, 12345, "checksum")])
 def test_decode_refuses_corruption(offset, value, msg):
     data = bytearray(P.Program(2, 2, 8, (P.Relu(0),)).encode())
