@@ -11,7 +11,8 @@ n = AB = W/8 elements, i.e. one kernel run per AXI beat. The engine holds one in
 and feeds it the AB int8 lanes of a beat one element per cycle (element e of beat i: ``a`` /
 ``t0`` = byte e of X[x_off+i], ``b`` / ``t1`` = byte e of S_i); the kernel's ``y`` bytes are
 gathered back into beats. Only ReLU (``max(y, 0)``, for ADD with RELU) is engine logic.
-:func:`emit_vector_engine` lowers the kernels and emits the engine with them (SV + filelist).
+:func:`emit_vector_engine` lowers the kernels and emits the engine with them (SV + filelist);
+:func:`vector_engine_prepare` is the ``emit_module`` ``prepare`` hook for that.
 
 Rate (measured in tests/rtl_lib/test_vector_engine.py, no back-pressure, long commands): the
 handshake kernel takes a run of n elements in n + 1 cycles (one bubble between runs, measured
@@ -342,20 +343,28 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
     return name_module(VectorEngine, f"vector_engine_w{W}")
 
 
-def emit_vector_engine(config: AccelConfig, out_dir: Path):
-    """Lower the engine's kernels (:func:`vector_kernels`, default route) into
-    ``out_dir/kernels/<name>`` and emit ``vector_engine_w{W}`` with them into ``out_dir/sv``
-    (``rtl_lib.emit.emit_module`` with a ``prepare`` hook); returns its ``EmittedSV``."""
-    from ..lowering import build_kernel
+def vector_engine_prepare(config: AccelConfig, lowered):
+    """``emit_module``'s ``prepare`` hook: import the two lowered kernels (``lowered``: what
+    ``build_kernel`` returned for each of :func:`vector_kernels` ``(config)``, in that order)
+    and build the engine on them. A bigger design calls ``stream_module`` the same way."""
     from ..lowering.stream import stream_module
-    from .emit import emit_module
-
-    out_dir = Path(out_dir)
-    ks = vector_kernels(config)
-    lowered = [build_kernel(k, out_dir / "kernels" / k.name) for k in ks]
 
     def prepare(system):
-        add_cls, max_cls = (stream_module(system, k, lo) for k, lo in zip(ks, lowered))
+        add_cls, max_cls = (stream_module(system, k, lo)
+                            for k, lo in zip(vector_kernels(config), lowered))
         return make_vector_engine(config, add_cls, max_cls)
 
-    return emit_module(None, out_dir / "sv", prepare=prepare)
+    return prepare
+
+
+def emit_vector_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None = None):
+    """Lower the two kernels (stage dumps under ``work_dir/<kernel name>``, default
+    ``sv_dir/../vec_kernels``) and emit ``vector_engine_w{W}`` with them into ``sv_dir``;
+    returns ``rtl_lib.emit.EmittedSV``."""
+    from ..lowering import build_kernel
+    from .emit import emit_module
+
+    sv_dir = Path(sv_dir)
+    work_dir = Path(work_dir) if work_dir is not None else sv_dir.parent / "vec_kernels"
+    lowered = [build_kernel(k, work_dir / k.name) for k in vector_kernels(config)]
+    return emit_module(None, sv_dir, prepare=vector_engine_prepare(config, lowered))
