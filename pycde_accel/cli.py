@@ -23,6 +23,19 @@ EPILOG = """examples:
 """
 
 
+SIM_EPILOG = """Runs every layer of the model on the whole accelerator in Verilator (cocotb, cocotbext-axi
+AXI RAM and AXI-Lite master, the host driver of pycde_accel.host), reads the output back from
+the simulated DRAM and compares it with the frontend's integer reference. Exit status 0 only
+when it is bit-exact. Prints per layer the cycles, PE utilization and DMA bytes, and the
+agreement with float PyTorch. Writes DIR/sim/ (SV, Verilator build, plan, result.json).
+
+examples:
+  python -m pycde_accel sim                          # default model, 8x8 array
+  python -m pycde_accel sim lenet5 --array 4x8 --out out/lenet
+  python -m pycde_accel sim mlp --axi-pause 0.3      # random AXI back-pressure
+"""
+
+
 SYNTH_EPILOG = """Open-flow targets write DIR/synth/report.json and report.md (with the Yosys and nextpnr
 logs beside them; nextpnr runs out of context with seed 1, towards the config's clock);
 Vivado/Quartus targets write project scripts into DIR/vivado/ or DIR/quartus/.
@@ -53,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("gen", help="generate SV, IR and design.json for a model",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_common(g)
+    m = sub.add_parser("sim", help="run the model on the accelerator in Verilator; exit 0 only if bit-exact",
+                       epilog=SIM_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_common(m)
+    m.add_argument("--axi-pause", type=float, default=0.0, metavar="P",
+                   help="probability that each AXI channel of the memory pauses in a cycle (default 0)")
+    m.add_argument("--waves", action="store_true", help="write a VCD waveform (DIR/sim/run/dump.vcd)")
     s = sub.add_parser("synth", help="generate, then synthesize with Yosys + nextpnr (or write vendor scripts)",
                        epilog=SYNTH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_common(s)
@@ -86,6 +105,29 @@ def _cmd_gen(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sim(args: argparse.Namespace) -> int:
+    from . import frontend
+    from .errors import UserError as _UE
+    from .simulate import report_lines, simulate
+    cfg = config_from_args(args)
+    if not 0.0 <= args.axi_pause < 1.0:
+        raise _UE(f"--axi-pause must be in [0, 1), got {args.axi_pause}")
+    _progress(f"frontend: export and quantize {args.model or 'the default model'}")
+    fe = frontend.run(args.model, seed=args.seed, eval_batches=1)
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _UE(f"cannot write the output folder {out}: {e.strerror}") from None
+    r = simulate(fe, cfg, out / "sim", axi_pause=args.axi_pause, seed=args.seed, waves=args.waves,
+                 progress=_progress)
+    (out / "sim" / "result.json").write_text(__import__("json").dumps(r.to_dict(), indent=2) + "\n")
+    print(f"{r.model} on the {cfg.array} accelerator ({cfg.axi_data_width}-bit AXI), Verilator:")
+    for line in report_lines(r):
+        print(line)
+    return 0 if r.bit_exact else 1
+
+
 def _cmd_synth(args: argparse.Namespace) -> int:
     from .fpga import get_device, project
     cfg = config_from_args(args)
@@ -116,7 +158,7 @@ def _progress(msg: str) -> None:
         print(f"[pycde-accel] {msg}", file=sys.stderr, flush=True)
 
 
-COMMANDS = {"gen": _cmd_gen, "synth": _cmd_synth, "ir": _cmd_ir}
+COMMANDS = {"gen": _cmd_gen, "sim": _cmd_sim, "synth": _cmd_synth, "ir": _cmd_ir}
 
 
 def main(argv: list[str] | None = None) -> int:

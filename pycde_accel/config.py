@@ -36,8 +36,8 @@ class AccelConfig:
     clock_mhz:       clock the design is constrained to in vendor scripts.
     """
 
-    rows: int = 4
-    cols: int = 4
+    rows: int = 8
+    cols: int = 8
     data_width: int = 8
     acc_width: int = 32
     max_k: int = 4096

@@ -149,3 +149,40 @@ def emit_core(config: AccelConfig, sv_dir: Path) -> EmittedSV:
     core = make_systolic_core(config)
     models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
     return emit_module(core, Path(sv_dir), sim_models=models, sources=[lutram.SOURCE])
+
+
+def accel_kernels(config: AccelConfig) -> dict:
+    """The post-op kernels the accelerator instantiates, by role: ``requant`` (per-channel
+    requantize of one C tile, n = rows*cols), ``add`` and ``max`` (the vector engine's)."""
+    from ..lowering import kernels
+    from .vector_engine import vector_kernels
+
+    add, mx = vector_kernels(config)
+    return {"requant": kernels.requantize(n=config.rows * config.cols, per_channel=True),
+            "add": add, "max": mx}
+
+
+def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None = None) -> EmittedSV:
+    """Emit the whole accelerator (``rtl_lib.accel``) for ``config`` into ``sv_dir``.
+
+    The post-op kernels are lowered through CIRCT first (``lowering.build_kernel``; stage dumps
+    go to ``kernel_dir/<kernel>/ir`` if given, else to a temporary folder) and imported into the
+    same PyCDE system as streaming modules."""
+    from .. import lowering
+    from ..lowering.stream import stream_module
+    from . import lutram
+    from .accel import make_accelerator
+    from .ecp5 import SIM_MODEL, uses_ecp5_dsp
+
+    ks = accel_kernels(config)
+    models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
+    with tempfile.TemporaryDirectory(prefix="pycde_accel_kernels_") as tmp:
+        base = Path(kernel_dir) if kernel_dir is not None else Path(tmp)
+        lowered = {role: lowering.build_kernel(k, base / k.name) for role, k in ks.items()}
+
+        def prepare(system):
+            mods = {role: stream_module(system, ks[role], lowered[role]) for role in ks}
+            return make_accelerator(config, mods["requant"], mods["add"], mods["max"])
+
+        return emit_module(None, Path(sv_dir), sim_models=models, sources=[lutram.SOURCE],
+                           prepare=prepare)

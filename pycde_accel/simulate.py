@@ -1,0 +1,177 @@
+"""Run a compiled model on the whole accelerator in Verilator and check it.
+
+``simulate(fe, config, work)`` compiles the model (``backend.compile_program``), emits the
+accelerator (``rtl_lib.emit.emit_accelerator``), builds it with Verilator (cached by a hash of
+the SV), writes the model's example input into the DRAM image and runs ``sim/tb_accel.py``:
+the host driver (:mod:`pycde_accel.host`) runs every layer through the CSRs against
+cocotbext-axi's ``AxiRam``. The output read back from the simulated DRAM is compared bit for bit
+with the frontend's integer reference, and (dequantized) with float PyTorch.
+
+Result: :class:`SimResult` (per-layer cycles, PE utilization and DMA bytes; totals; the
+comparison). Nothing is printed here; ``report_lines`` formats it for the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .config import AccelConfig
+from .errors import UserError
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclass
+class SimResult:
+    """What a simulation measured and whether it matched."""
+
+    model: str
+    config: dict
+    bit_exact: bool
+    mismatches: list[str]
+    layers: list[dict]
+    total_cycles: int
+    macs: int
+    pe_utilization: float
+    dma_bytes_read: int
+    dma_bytes_written: int
+    float_max_abs_error: float
+    float_top1_match: bool | None
+    outputs: list = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if k != "outputs"}
+        return d
+
+
+def _layer_entries(compiled) -> list[dict]:
+    return [dict(e) for e in compiled.layers]
+
+
+def run_image(config: AccelConfig, compiled, image: bytes, work: Path, *, axi_pause: float = 0.0,
+              seed: int = 0, waves: bool = False, stall_cycles: int = 20000,
+              cache_root: Path | None = None, progress: Progress = _quiet) -> tuple[list[dict], bytes]:
+    """Emit + build the accelerator for ``config`` (cached), run ``compiled``'s layers on
+    ``image``; return (per-layer LayerRun dicts, the DRAM image after the run)."""
+    from .rtl_lib.axil_csr import default_csr_map
+    from .rtl_lib.emit import emit_accelerator
+    from .sim import runner
+
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    sv_dir = work / "sv"
+    if not (sv_dir / "filelist.f").exists():
+        progress(f"emitting the accelerator ({config.array} array, {config.axi_data_width}-bit AXI)")
+        emitted = emit_accelerator(config, sv_dir, kernel_dir=work / "kernels")
+        top, flist = emitted.top, emitted.sim_filelist
+    else:
+        top = "pycde_accel_top"
+        flist = sv_dir / ("filelist_sim.f" if (sv_dir / "filelist_sim.f").exists() else "filelist.f")
+    progress("building the Verilator model (cached after the first build)")
+    sim = runner.build(flist, top, cache_root=cache_root or (work / "verilator"), waves=waves)
+    run_dir = work / "run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "dram_in.bin").write_bytes(bytes(image))
+    ab = config.axi_data_width // 8
+    mem_size = 1 << max(16, (len(image) + 4095).bit_length())
+    plan = {"image": str(run_dir / "dram_in.bin"), "mem_size": mem_size,
+            "csr_map": default_csr_map(config.axi_addr_width, config.axil_data_width).to_dict(),
+            "hw": {"rows": config.rows, "cols": config.cols, "axi_bytes": ab},
+            "layers": _layer_entries(compiled),
+            "reads": [{"name": "image", "addr": 0, "size": len(image)}],
+            "axi_pause": axi_pause, "seed": seed, "stall_cycles": stall_cycles,
+            "result": str(run_dir / "result.json")}
+    (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
+    progress(f"simulating {len(plan['layers'])} layers in Verilator")
+    result = run_dir / "result.json"
+    result.unlink(missing_ok=True)
+    try:
+        runner.run(sim, "pycde_accel.sim.tb_accel", run_dir, waves=waves,
+                   extra_env={"TB_ACCEL_PLAN": str(run_dir / "plan.json")})
+    except runner.SimFailure as e:
+        why = json.loads(result.read_text()).get("error") if result.exists() else None
+        raise UserError(f"simulation failed: {why or str(e).splitlines()[0]} "
+                        f"(log: {run_dir / 'sim.log'})") from None
+    res = json.loads(result.read_text())
+    return res["layers"], Path(res["reads"]["image"]).read_bytes()
+
+
+def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, seed: int = 0,
+             waves: bool = False, stall_cycles: int = 20000, cache_root: Path | None = None,
+             progress: Progress = _quiet) -> SimResult:
+    """Simulate frontend result ``fe`` (``frontend.run``) on the accelerator for ``config``."""
+    from .backend import compile_program
+    from .frontend import evaluate, reference
+
+    config.validate()
+    progress(f"back end: commands for the {config.array} array")
+    compiled = compile_program(fe, config)
+    qm = fe.quantized
+    xs = [t.detach().double().numpy() for t in fe.model.example_inputs]
+    xq = reference.quantize_inputs(qm, xs)
+    image = compiled.load_inputs(xq)
+    runs, after = run_image(config, compiled, image, work, axi_pause=axi_pause, seed=seed,
+                            waves=waves, stall_cycles=stall_cycles, cache_root=cache_root,
+                            progress=progress)
+    outs = compiled.read_outputs(bytearray(after))
+    want = reference.run(qm, xq).outputs
+    mismatches = []
+    for name, o, w in zip(qm.graph.outputs, outs, want):
+        o, w = np.asarray(o), np.asarray(w)
+        if o.shape != w.shape or not np.array_equal(o, w):
+            bad = int(np.sum(o != w)) if o.shape == w.shape else -1
+            mismatches.append(f"output {name}: {bad} of {w.size} values differ"
+                              if bad >= 0 else f"output {name}: shape {o.shape} != {w.shape}")
+    floats = evaluate.torch_outputs(fe.model.module, xs)
+    errs, top1 = [], None
+    for name, o, f in zip(qm.graph.outputs, outs, floats):
+        deq = np.asarray(o, np.float64) * qm.scales[name]
+        errs.append(float(np.max(np.abs(deq - f))) if f.size else 0.0)
+        if f.ndim >= 1 and f.shape[-1] > 1:
+            top1 = bool(np.array_equal(np.argmax(deq.reshape(-1, f.shape[-1]), -1),
+                                       np.argmax(f.reshape(-1, f.shape[-1]), -1)))
+    stats = {s["index"]: s for s in compiled.stats} if hasattr(compiled, "stats") else {}
+    layers = []
+    pe = config.rows * config.cols
+    for i, (entry, r) in enumerate(zip(compiled.layers, runs)):
+        macs = int(entry.get("macs", stats.get(i, {}).get("macs", 0)))
+        layers.append({**{k: entry[k] for k in entry if k not in ("cmd_addr",)}, **r,
+                       "macs": macs,
+                       "pe_utilization": macs / (r["cycles"] * pe) if r["cycles"] else 0.0})
+    total = sum(r["cycles"] for r in runs)
+    macs = sum(l["macs"] for l in layers)
+    return SimResult(model=fe.model.spec, config=config.to_dict(), bit_exact=not mismatches,
+                     mismatches=mismatches, layers=layers, total_cycles=total, macs=macs,
+                     pe_utilization=macs / (total * pe) if total else 0.0,
+                     dma_bytes_read=sum(r["dma_rd_bytes"] for r in runs),
+                     dma_bytes_written=sum(r["dma_wr_bytes"] for r in runs),
+                     float_max_abs_error=max(errs) if errs else 0.0, float_top1_match=top1,
+                     outputs=outs)
+
+
+def report_lines(r: SimResult) -> list[str]:
+    """The CLI's table: one line per layer, then totals and the verdict."""
+    lines = [f"  {'#':>2} {'layer':16} {'op':8} {'cycles':>9} {'MACs':>9} {'PE util':>8} "
+             f"{'DMA rd B':>9} {'DMA wr B':>9} {'cmds':>6}"]
+    for i, l in enumerate(r.layers):
+        lines.append(f"  {i:>2} {str(l.get('name', ''))[:16]:16} {str(l.get('op', ''))[:8]:8} "
+                     f"{l['cycles']:>9} {l['macs']:>9} {l['pe_utilization']:>8.3f} "
+                     f"{l['dma_rd_bytes']:>9} {l['dma_wr_bytes']:>9} {l['cmds']:>6}")
+    lines.append(f"  total: {r.total_cycles} cycles, {r.macs} MACs, PE utilization "
+                 f"{r.pe_utilization:.3f}, DMA {r.dma_bytes_read} B read, "
+                 f"{r.dma_bytes_written} B written")
+    top1 = ("n/a" if r.float_top1_match is None else
+            "same top-1" if r.float_top1_match else "different top-1")
+    lines.append(f"  float PyTorch: max abs error {r.float_max_abs_error:.4g} (dequantized), {top1}")
+    lines.append("  bit-exact with the integer reference: " +
+                 ("yes" if r.bit_exact else "NO - " + "; ".join(r.mismatches)))
+    return lines

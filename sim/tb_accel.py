@@ -1,0 +1,130 @@
+"""cocotb testbench: the whole accelerator (``rtl_lib.accel``, top ``pycde_accel_top``) driven by
+the host runtime (:class:`pycde_accel.host.Driver`) over cocotbext-axi models.
+
+The plan (JSON, path in ``TB_ACCEL_PLAN``), written by :mod:`pycde_accel.simulate`:
+
+* ``image``: path of the DRAM image (bytes loaded at address 0 of an ``AxiRam`` of
+  ``mem_size`` bytes: weights, parameters, commands, and the input tensors already in place);
+* ``csr_map``: ``CsrMap.to_dict()``; ``hw``: ``{"rows", "cols", "axi_bytes"}``;
+* ``layers``: ``[{"name", "cmd_addr", "cmd_count"}]`` run in order;
+* ``reads``: ``[{"name", "addr", "size"}]`` regions read back after the last layer;
+* ``axi_pause``: probability that each of the five AXI channels of the memory (and of the
+  CSR master) pauses in a cycle (cocotbext-axi pause generators), ``seed``;
+* ``layer_timeout_cycles``: a layer that has not raised ``irq`` by then fails the test;
+* ``stall_cycles``: the watchdog's limit: a valid/ready channel that stays stalled (or no beat
+  moving anywhere) that long ends the run with the channel's name (0: no watchdog, faster);
+* ``result``: where to write ``{"layers": [LayerRun...], "reads": {name: file}, "cycles"}``
+  (the read regions go to ``<result>.<name>.bin``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import cocotb
+from cocotb.triggers import ClockCycles, First, RisingEdge
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+
+from pycde_accel.host import AcceleratorError, Driver
+from pycde_accel.rtl_lib.axil_csr import CsrMap
+
+from . import tb
+from .watchdog import StallError, Watchdog
+
+AXI_CHANNELS = ("ar", "r", "aw", "w", "b")
+
+
+def _pause(seed: int, p: float):
+    rng = random.Random(seed)
+    while True:
+        yield rng.random() < p
+
+
+class CocotbCsr:
+    """The host driver's transport: AXI4-Lite CSR accesses and the irq pin."""
+
+    def __init__(self, dut, master: AxiLiteMaster, timeout_cycles: int):
+        self.dut, self.m, self.timeout = dut, master, timeout_cycles
+
+    async def write_csr(self, offset: int, value: int) -> None:
+        await self.m.write_dword(offset, value & 0xFFFFFFFF)
+
+    async def read_csr(self, offset: int) -> int:
+        return await self.m.read_dword(offset)
+
+    async def wait_irq(self) -> None:
+        if int(self.dut.irq.value):
+            return
+        limit = ClockCycles(self.dut.clk, self.timeout)
+        got = await First(RisingEdge(self.dut.irq), limit)
+        if got is limit:
+            raise AcceleratorError(f"no irq within {self.timeout} cycles")
+
+
+def _streams(dut) -> dict:
+    """The valid/ready channels the watchdog watches: the AXI port and, where the simulator
+    exposes them, the engines' command and data streams."""
+    s = {f"m_axi_{c}": (getattr(dut, f"m_axi_{c}valid"), getattr(dut, f"m_axi_{c}ready"))
+         for c in AXI_CHANNELS}
+    inner = {"dma read data": ("dma.rd_out_valid", "dma.rd_out_ready"),
+             "exec command": ("matmul.ex_valid", "matmul.ex_ready"),
+             "core C stream": ("matmul.c_valid", "matmul.c_ready"),
+             "store command": ("store.st_valid", "store.st_ready"),
+             "store write data": ("store.wd_valid", "store.wd_ready"),
+             "vector command": ("vector.v_valid", "vector.v_ready"),
+             "vector S stream": ("vector.s_valid", "vector.s_ready")}
+    for name, (v, r) in inner.items():
+        try:
+            hv, hr = dut, dut
+            for part in v.split("."):
+                hv = getattr(hv, part)
+            for part in r.split("."):
+                hr = getattr(hr, part)
+            s[name] = (hv, hr)
+        except AttributeError:
+            pass
+    return s
+
+
+@cocotb.test()
+async def run_plan(dut):
+    plan = json.loads(Path(os.environ["TB_ACCEL_PLAN"]).read_text())
+    seed, pause = plan.get("seed", 0), plan.get("axi_pause", 0.0)
+    ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=plan["mem_size"])
+    master = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+    await tb.start(dut)
+    ram.write(0, Path(plan["image"]).read_bytes())
+    if pause > 0:
+        chans = [ram.read_if.ar_channel, ram.read_if.r_channel, ram.write_if.aw_channel,
+                 ram.write_if.w_channel, ram.write_if.b_channel,
+                 master.write_if.aw_channel, master.write_if.w_channel,
+                 master.write_if.b_channel, master.read_if.ar_channel, master.read_if.r_channel]
+        for i, ch in enumerate(chans):
+            ch.set_pause_generator(_pause(seed * 16 + i, pause))
+    stall = plan.get("stall_cycles", 20000)
+    dog = (Watchdog(dut.clk, _streams(dut), stall_cycles=stall, idle_cycles=stall,
+                    name="accelerator watchdog") if stall else None)
+    hw = plan["hw"]
+    driver = Driver(CocotbCsr(dut, master, plan.get("layer_timeout_cycles", 10_000_000)),
+                    CsrMap.from_dict(plan["csr_map"]), rows=hw["rows"], cols=hw["cols"],
+                    axi_bytes=hw["axi_bytes"])
+    result_path = Path(plan["result"])
+    out = {"layers": [], "reads": {}}
+    try:
+        await driver.check_hw()
+        for layer in plan["layers"]:
+            job = driver.run_layer(layer["name"], layer["cmd_addr"], layer["cmd_count"])
+            run = await (dog.watch(job) if dog is not None else job)
+            out["layers"].append(run.to_dict())
+    except (AcceleratorError, StallError) as e:
+        out["error"] = str(e).splitlines()[0]
+        result_path.write_text(json.dumps(out, indent=1))
+        raise
+    for r in plan["reads"]:
+        f = result_path.with_name(f"{result_path.name}.{r['name']}.bin")
+        f.write_bytes(ram.read(r["addr"], r["size"]))
+        out["reads"][r["name"]] = str(f)
+    result_path.write_text(json.dumps(out, indent=1))
