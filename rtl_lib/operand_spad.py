@@ -34,9 +34,12 @@ producer was waiting, and ``rd_avail`` (the other bank) after e if it was commit
 ``clk``, ``rst`` (synchronous, active high: both banks empty, producer at bank 0; memory contents
 are not cleared). Every output except ``rd_data`` is a register or logic of registers only.
 
-Memories: ``2 * lanes`` ``seq.hlmem`` (one write port, one registered read port; Yosys maps them
-to block RAM, see ``scratchpad``). All lanes of a bank share the read address; a write enables
-one lane's memory.
+Memories: one ``seq.hlmem`` per lane of ``2 * depth_words`` words holding both banks (the bank
+is the address MSB: the ownership protocol never lets the two ports into one bank), with one
+write port and one registered read port; Yosys maps them to block RAM (see ``scratchpad``).
+All lanes share the read address; a write enables one lane's memory. synth_ecp5 of 4 lanes x
+2 banks x 128 x 64 bits (the slow test): 8 DP16KD, 152 TRELLIS_FF, 667 LUT4 (most of them
+Yosys's read-first emulation, as in ``scratchpad``, and the byte select).
 """
 
 from __future__ import annotations
@@ -105,25 +108,22 @@ def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
             wr_bank.next(wr_bank.q ^ commit)
             rd_bank.next(rd_bank.q ^ release)
 
-            # -- memories: lanes per bank, one write port, registered read port -------------
+            # -- memories: one per lane holding both banks (the bank is the address MSB) -------
             wen = p.wr_valid & wr_ready
-            outs = [[], []]
+            waddr = BitsSignal.concat([wr_bank.q, p.wr_word])
+            raddr = BitsSignal.concat([rd_bank.q, p.rd_word])
+            words = []
             for i in range(lanes):
                 lane_hit = wen & (p.wr_lane == Bits(LANE_WIDTH)(i))
-                for b in range(2):
-                    outs[b].append(_bank(clk, rst, f"bank{b}_lane{i}", width, depth_words,
-                                         p.wr_word, p.wr_data,
-                                         lane_hit & (wr_bank.q == Bits(1)(b)), p.rd_word))
+                words.append(_bank(clk, rst, f"lane{i}_mem", width, 2 * depth_words,
+                                   waddr, p.wr_data, lane_hit, raddr))
             rd_fire = p.rd_valid & rd_avail
-            rd_sel = NamedReg(1, clk, None, None, ce=rd_fire, name="rd_data_bank")
-            rd_sel.next(rd_bank.q)
             byte_sel = NamedReg(BW, clk, None, None, ce=rd_fire, name="rd_data_byte")
             byte_sel.next(p.rd_byte)
             rd_data_valid = NamedReg(1, clk, rst, 0, name="rd_data_valid_q")
             rd_data_valid.next(rd_fire)
             lane_bytes = []
-            for i in range(lanes):
-                word = Mux(rd_sel.q, outs[0][i], outs[1][i])
+            for word in words:
                 if AB == 1:
                     lane_bytes.append(word)
                 else:

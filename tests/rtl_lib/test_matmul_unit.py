@@ -162,18 +162,22 @@ def _k_mix(cfg):
 
 # ---- functional: random programs under random gaps and back-pressure ----------------------
 
-RANDOM = [  # rows, cols, seed, p_wr, p_ex, p_c, junk
-    (2, 4, 1, 1.0, 1.0, 1.0, False),
-    (2, 4, 2, 0.6, 0.5, 0.4, True),
-    (4, 4, 3, 1.0, 1.0, 0.3, False),
-    (4, 4, 4, 0.5, 0.8, 0.7, True),
+RANDOM = [  # rows, cols, axi_data_width, seed, p_wr, p_ex, p_c, junk
+    (2, 8, 64, 1, 1.0, 1.0, 1.0, False),
+    (2, 8, 64, 2, 0.6, 0.5, 0.4, True),
+    (4, 4, 32, 3, 1.0, 1.0, 0.3, False),
+    (4, 4, 32, 4, 0.5, 0.8, 0.7, True),
+    pytest.param(8, 8, 64, 6, 0.7, 0.9, 0.5, True, marks=pytest.mark.slow),
 ]
 
 
-@pytest.mark.parametrize("rows,cols,seed,p_wr,p_ex,p_c,junk", RANDOM,
-                         ids=[f"{r[0]}x{r[1]}-s{r[2]}" for r in RANDOM])
-def test_random_programs(cache_root, tmp_path, rows, cols, seed, p_wr, p_ex, p_c, junk):
-    cfg = _cfg(rows, cols)
+@pytest.mark.parametrize("rows,cols,w,seed,p_wr,p_ex,p_c,junk", RANDOM,
+                         ids=["2x8-w64-s1", "2x8-w64-s2", "4x4-w32-s3", "4x4-w32-s4",
+                              "8x8-w64-s6"])
+def test_random_programs(cache_root, tmp_path, rows, cols, w, seed, p_wr, p_ex, p_c, junk):
+    """Random programs: 5 A banks of 1-3 EXECs, B released at random, K from 1 to 300, extra
+    writes (overwrites, dropped lanes), fills in LANES or random order, random gaps."""
+    cfg = _cfg(rows, cols, w=w)
     sim = _build(cache_root, cfg)
     prog = make_program(cfg, seed, random_plan(seed, 5, _k_mix(cfg)), extra=3)
     res = _run(sim, tmp_path, prog, p_wr=p_wr, p_ex=p_ex, p_c=p_c, junk=junk)
@@ -183,8 +187,8 @@ def test_random_programs(cache_root, tmp_path, rows, cols, seed, p_wr, p_ex, p_c
 
 def test_panels_in_one_a_bank(cache_root, tmp_path):
     """Several EXECs of one A bank at different a_word offsets (REL_A only on the last), each
-    with its own B bank; K = 1, odd, > AB; small spads so that word ranges nearly fill them."""
-    cfg = _cfg(2, 4, depth=64)  # 16 words of 4 bytes per lane
+    with its own B bank; K = 1, odd, > AB; LANES-order fills."""
+    cfg = _cfg(4, 4)
     sim = _build(cache_root, cfg)
     plan = random_plan(11, 4, [1, 3, 5, 7, 9, 13, 16, 33, 64], max_per_a=4)
     prog = make_program(cfg, 11, plan, p_rel_b=1.0, style="lanes", extra=0)
@@ -204,17 +208,18 @@ def test_refusals():
 
 # ---- throughput: one beat per cycle into the core, back to back ---------------------------
 
-PERF = [(2, 4, [40] * 4), (4, 4, [9, 1, 300, 2, 4, 3, 33, 1]), (4, 4, [1] * 6), (4, 4, [64] * 5)]
+PERF = [(4, 4, 32, [9, 1, 300, 2, 4, 3, 33, 1]), (4, 4, 32, [1] * 6),
+        (4, 4, 32, [64] * 5), (2, 8, 64, [100, 7, 1, 2, 250]),
+        pytest.param(8, 8, 64, [100, 7, 8, 9, 1, 250], marks=pytest.mark.slow)]
 
 
-@pytest.mark.parametrize("rows,cols,ks", PERF, ids=[f"{r}x{c}-{i}" for i, (r, c, _) in
-                                                    enumerate(PERF)])
-def test_back_to_back_rate(cache_root, tmp_path, rows, cols, ks):
+@pytest.mark.parametrize("rows,cols,w,ks", PERF, ids=[f"case{i}" for i in range(len(PERF))])
+def test_back_to_back_rate(cache_root, tmp_path, rows, cols, w, ks):
     """Both banks of A and B committed before the first EXEC; EXECs offered back to back,
     c_ready high. The core sees exactly its own run: first beat to last C beat is
     run_cycles(ks) (tolerance 0), and the first beat enters ISSUE_TO_CORE + 1 edges after the
     first EXEC is accepted (the whole run: run_cycles + 3 from the accepting edge)."""
-    cfg = _cfg(rows, cols)
+    cfg = _cfg(rows, cols, w=w)
     sim = _build(cache_root, cfg)
     half = (len(ks) + 1) // 2
     prog = make_program(cfg, 5, [ks[:half], ks[half:]], b_with_a=True, extra=0)
