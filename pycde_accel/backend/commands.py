@@ -32,9 +32,11 @@ parameter memory holds).
 
 Partial tiles: the A LOAD moves only the valid rows (lanes past M keep stale data; STORE drops
 those rows); B lanes past N are zero in a packed weight, stale for an activation B (those columns
-land in the output's padding). Conv (IM2COL): one lane per output pixel, LANES clear; per pixel
-runs of ``KW*Pin`` bytes at stride ``in_stride_h`` (one LOAD for a run of in-bounds kernel rows),
-ZERO loads for padding taps. MAXPOOL: per output row, groups of pixels whose ``ceil(P/AB)``-beat
+land in the output's padding). Conv (IM2COL): one lane per output pixel; each panel takes the
+shorter of two forms: per pixel (LANES clear: runs of ``KW*Pin`` bytes at stride ``in_stride_h``,
+one LOAD for a run of in-bounds kernel rows, ZERO loads for padding taps) or per kernel row
+(LANES set: the same run of consecutive pixels of one output row is one LOAD, rows = pixels at
+stride ``sw*Pin``; ZERO|LANES for padding taps of consecutive pixels). MAXPOOL: per output row, groups of pixels whose ``ceil(P/AB)``-beat
 channel vectors fit the X buffer: LOAD X tap 0 (a tap valid for the whole group), then LOAD S +
 VEC MAX TO_X per other tap (only its valid pixel range: padding taps are skipped, -128 being the
 identity of max), the last VEC to DRAM. ADD/RELU: chunks of ``spad_c_depth`` beats over the
@@ -297,57 +299,111 @@ def _a_panel(d: P.Gemm, x: _Ctx, b: int, mt: int, word: int) -> list:
                          f"stride (in_c={pin}, strides c={d.in_stride_c} w={d.in_stride_w}) and "
                          f"K = KH*KW*pitch")
     tb = pin // AB                                      # beats per tap
+    per_lane = _im2col_per_lane(d, x, mt, valid, word, tb)
+    per_row = _im2col_per_kernel_row(d, x, mt, valid, word, tb)
+    return per_row if len(per_row) < len(per_lane) else per_lane
+
+
+def _pixel(d: P.Gemm, m: int):
+    n, rem = divmod(m, d.out_h * d.out_w)
+    oh, ow = divmod(rem, d.out_w)
+    return n, oh, ow
+
+
+def _row_pieces(d: P.Gemm, n, oh, ow, ki, tb):
+    """Pieces of kernel row ki of one pixel's A row: ("z", beats) or ("r", addr, beats, full)."""
+    kh_, kw_ = P.unpack2(d.kernel)
+    sh, sw = P.unpack2(d.stride)
+    ph, pw = P.unpack2(d.pad)
+    ih = oh * sh + ki - ph
+    if not 0 <= ih < d.in_h:
+        return [("z", kw_ * tb)]
+    iw0 = ow * sw - pw
+    j0, j1 = max(0, -iw0), min(kw_, d.in_w - iw0)
+    if j1 <= j0:
+        return [("z", kw_ * tb)]
+    out = [("z", j0 * tb)] if j0 else []
+    addr = d.a_base + n * d.a_stride_batch + ih * d.in_stride_h + (iw0 + j0) * d.in_c
+    out.append(("r", addr, (j1 - j0) * tb, j0 == 0 and j1 == kw_))
+    if j1 < kw_:
+        out.append(("z", (kw_ - j1) * tb))
+    return out
+
+
+def _im2col_per_lane(d: P.Gemm, x: _Ctx, mt: int, valid: int, word: int, tb: int) -> list:
+    """One lane at a time (LANES clear): a pixel's in-bounds kernel rows in one 2-D LOAD."""
+    kh_, _ = P.unpack2(d.kernel)
     out = []
     for i in range(valid):
-        m = mt * R + i
-        n, rem = divmod(m, d.out_h * d.out_w)
-        oh, ow = divmod(rem, d.out_w)
-        # pieces: ("z", beats) or ("r", addr, beats, full_row)
-        pieces = []
-        for ki in range(kh_):
-            ih = oh * sh + ki - ph
-            if not 0 <= ih < d.in_h:
-                pieces.append(("z", kw_ * tb))
-                continue
-            iw0 = ow * sw - pw
-            j0 = max(0, -iw0)
-            j1 = min(kw_, d.in_w - iw0)
-            if j1 <= j0:
-                pieces.append(("z", kw_ * tb))
-                continue
-            if j0:
-                pieces.append(("z", j0 * tb))
-            addr = d.a_base + n * d.a_stride_batch + ih * d.in_stride_h + (iw0 + j0) * pin
-            pieces.append(("r", addr, (j1 - j0) * tb, j0 == 0 and j1 == kw_))
-            if j1 < kw_:
-                pieces.append(("z", (kw_ - j1) * tb))
-        # merge: zeros with zeros; full kernel rows at stride in_stride_h into one 2-D load
+        n, oh, ow = _pixel(d, mt * x.R + i)
         merged = []
-        for p in pieces:
-            last = merged[-1] if merged else None
-            if p[0] == "z" and last and last[0] == "z":
-                merged[-1] = ("z", last[1] + p[1])
-            elif (p[0] == "r" and p[3] and last and last[0] == "R" and last[2] == p[2]
-                  and p[1] == last[1] + last[3] * d.in_stride_h):
-                merged[-1] = ("R", last[1], last[2], last[3] + 1)
-            elif p[0] == "r" and p[3]:
-                merged.append(("R", p[1], p[2], 1))
-            elif p[0] == "r":
-                merged.append(("R", p[1], p[2], 1))
-            else:
-                merged.append(p)
+        for ki in range(kh_):
+            for p in _row_pieces(d, n, oh, ow, ki, tb):
+                last = merged[-1] if merged else None
+                if p[0] == "z" and last and last[0] == "z":
+                    merged[-1] = ("z", last[1] + p[1])
+                elif (p[0] == "r" and p[3] and last and last[0] == "R" and last[4] and last[2] == p[2]
+                      and p[1] == last[1] + last[3] * d.in_stride_h):
+                    merged[-1] = ("R", last[1], last[2], last[3] + 1, True)
+                elif p[0] == "r":
+                    merged.append(("R", p[1], p[2], 1, p[3]))
+                else:
+                    merged.append(p)
         w = word
         for p in merged:
             if p[0] == "z":
                 out.append(Load(DST_A, 0, p[1], 1, 0, i, w, ZERO))
                 w += p[1]
             else:
-                _, addr, beats, rows = p
+                _, addr, beats, rows, _ = p
                 stride = d.in_stride_h if rows > 1 else 0
                 _check_aligned(d, x, in_addr=addr, in_stride_h=stride)
                 out.append(Load(DST_A, addr, beats, rows, stride, i, w, 0))
                 w += beats * rows
-        assert w - word == ceil_div(d.K, AB)
+        assert w - word == ceil_div(d.K, x.AB)
+    return out
+
+
+def _im2col_per_kernel_row(d: P.Gemm, x: _Ctx, mt: int, valid: int, word: int, tb: int) -> list:
+    """One kernel row at a time (LANES set): the same piece of consecutive lanes whose pixels
+    are at a constant address step (an output row) is one 2-D LOAD, padding taps one ZERO load."""
+    kh_, kw_ = P.unpack2(d.kernel)
+    pix = [_pixel(d, mt * x.R + i) for i in range(valid)]
+    out = []
+    for ki in range(kh_):
+        w0 = word + ki * kw_ * tb
+        # (lane, word offset, piece) for every piece of every lane
+        items = []
+        for i, (n, oh, ow) in enumerate(pix):
+            w = w0
+            for p in _row_pieces(d, n, oh, ow, ki, tb):
+                items.append((i, w, p))
+                w += p[1] if p[0] == "z" else p[2]
+        items.sort(key=lambda t: (t[1], t[2][0], t[0]))
+        groups = []          # [first lane, count, word, piece, stride]
+        for i, w, p in items:
+            gr = groups[-1] if groups else None
+            if gr and gr[2] == w and gr[0] + gr[1] == i and gr[3][0] == p[0]:
+                if p[0] == "z" and gr[3][1] == p[1]:
+                    gr[1] += 1
+                    continue
+                if p[0] == "r" and gr[3][2] == p[2]:
+                    step = p[1] - gr[3][1] - (gr[1] - 1) * (gr[4] or 0)
+                    if gr[1] == 1 and (p[1] - gr[3][1]) % x.AB == 0 and p[1] > gr[3][1]:
+                        gr[4] = p[1] - gr[3][1]
+                        gr[1] += 1
+                        continue
+                    if gr[1] > 1 and step == gr[4]:
+                        gr[1] += 1
+                        continue
+            groups.append([i, 1, w, p, None])
+        for i, cnt, w, p, stride in groups:
+            if p[0] == "z":
+                out.append(Load(DST_A, 0, p[1], cnt, 0, i, w, ZERO | LANES))
+            else:
+                st = stride if cnt > 1 else 0
+                _check_aligned(d, x, in_addr=p[1], im2col_stride=st)
+                out.append(Load(DST_A, p[1], p[2], cnt, st, i, w, LANES))
     return out
 
 

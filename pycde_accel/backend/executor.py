@@ -1,4 +1,7 @@
-"""Golden model of the accelerator running a layer program out of a DRAM image.
+"""Golden model of the layer program's descriptor semantics, out of a DRAM image.
+
+(The accelerator runs each layer's commands, :mod:`.cmdexec` is their golden model; this one
+checks that the descriptors alone say what the layer computes.)
 
 :func:`execute` reads the program header at address 0 of the image, decodes each descriptor and
 runs it the way the hardware will, touching the image only through the addresses and strides in
@@ -7,7 +10,8 @@ the descriptors (nothing of the compiler's own data structures is used):
 * GEMM: the loop nest of :func:`pycde_accel.backend.tiling.schedule`; ``load_a`` gathers one A
   panel (``rows`` lanes x K beats; plain strided or im2col addressing, lanes past M and padding
   positions zero) into a half of the A scratchpad, ``load_b`` one B panel (a packed weight panel
-  read as one aligned burst, or an activation read with strides, lanes past N zero) and its post-op
+  of ``cols`` B^T lanes of ``b_stride_k`` bytes, or an activation read with strides, lanes past N
+  zero) and its post-op
   records into the B scratchpad; ``tile`` computes the ``rows x cols`` int32 tile as the systolic
   core does (``sum_k A[i][k] * B[k][j]``, wrapping at ``acc_width``), then the post-op kernel adds
   the bias (int32, wrapping), applies :func:`pycde_accel.frontend.quantize.requantize` per column

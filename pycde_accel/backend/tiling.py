@@ -12,22 +12,23 @@ A core tile is ``rows x cols`` of C with the full reduction K streamed through t
 core takes any K in 1..max_k per tile, so K is never tiled and never padded: zero padding of K
 would be numerically free, but it costs cycles and bytes and buys nothing here). M and N are cut
 into ``m_tiles = ceil(M / rows)``, ``n_tiles = ceil(N / cols)``. The last tile of each may be
-*partial*: the DMA reads only the valid rows of A (columns of B), the scratchpad lanes beyond them
-are zero-filled on chip, the core computes a full tile (its cost does not depend on how many lanes
-are valid), and the write-back DMA drops the invalid rows/columns of C. We chose partial tiles
-over zero padding the activations in DRAM because activations are written by the accelerator
-itself: a padded layout would have to be produced by every layer and skipped by every consumer
-(element-wise kernels, max-pool, views, the host), while partial tiles keep every activation in
-its exact shape and read/write fewer bytes. Weights, which the host packs once, *are* padded: each
-N-panel of B is stored as ``K x cols`` bytes (zero columns past N) and rounded up to the AXI data
-width, so one panel is one aligned burst (:mod:`pycde_accel.backend.layout`).
+*partial*: the LOAD moves only the valid rows of A (columns of B); the other scratchpad lanes
+keep stale data, the core computes a full tile (its cost does not depend on how many lanes are
+valid), and the STORE writes only the valid rows (its columns past N land in the output's padding).
+Activations follow accel_spec.md's layout: channels-last, the innermost dim padded to a multiple
+of ``cols`` (so a C-tile row is whole AXI beats and every row starts on a beat); weights are packed
+per N-panel as ``cols`` lanes (rows of B^T) of ``round_up(K, AB)`` bytes, zero past N and K, so
+one panel is one 2-D LOAD (:mod:`pycde_accel.backend.layout`). A Linear reading a padded row has K
+= the row's span (zero weights facing the padding), a conv K = KH*KW*Pin (Pin the padded
+channel pitch).
 
 Conv2d: im2col by DMA addressing
 --------------------------------
 The A panel of a conv tile (``rows`` output pixels x K) is gathered by the DMA straight from the
 input feature map: for pixel (n, oh, ow) and k = (kh, kw, c) it reads
-``in_base + n*s_n + c*s_c + (oh*sh + kh - ph)*s_h + (ow*sw + kw - pw)*s_w`` and puts a zero in
-the scratchpad where that lies in the padding (nothing is read). We do it in the DMA and not on
+``in_base + n*s_n + c + (oh*sh + kh - ph)*s_h + (ow*sw + kw - pw)*Pin``, i.e. one run of
+``KW*Pin`` bytes per kernel row, and ZERO-loads the scratchpad where a tap lies in the padding
+(nothing is read). We do it in the DMA and not on
 the host because (1) the input of a conv is usually the previous layer's output, produced on chip
 and written to DRAM by the accelerator: host-side im2col would force a round trip to the host per
 conv layer (read back, expand, write again) and serialize the whole model on the host; (2) a
