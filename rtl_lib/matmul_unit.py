@@ -15,7 +15,8 @@ Ports (valid/ready: a transfer on a rising edge where both are high)
   dropped), ``a_wr_word`` (log2(spad_a_depth/AB) bits), ``a_wr_data`` (W), ``a_commit``: the
   operand scratchpad's producer port (``wr_*``, ``commit``; see ``operand_spad``). ``b_*`` the
   same for B (C lanes, log2(spad_b_depth/AB) word bits).
-* EXEC command: ``ex_k`` (16 bits, 1..max_k, <= the scratchpad depth in elements),
+* EXEC command: ``ex_k`` (16 bits, 1..max_k, <= the scratchpad depth in elements; 0 is not
+  a valid K and would stream 65536 beats),
   ``ex_a_word``, ``ex_b_word`` (16 bits; the low log2(depth words) bits are used), ``ex_rel_a``,
   ``ex_rel_b``, ``ex_valid``, ``ex_ready`` (out). ``ex_ready`` is high when no command is
   active or the active one issues its last read in this cycle (so commands run back to back).
@@ -37,10 +38,12 @@ bank's data). So the tile is C[i][j] = sum_k A_lane_i[k] * B_lane_j[k].
 Flow control and timing: the scratchpads' reads cannot be stalled (block RAM with a fixed read
 latency of 1), so reads are issued against credits: a read is issued only if fewer than
 ``FIFO_DEPTH`` (4) beats are issued and not yet taken by the core; its data goes into the
-operand FIFO (4 registers of R*8 + C*8 + 1 bits; a second ``lutram.Lutram`` of another width
-cannot share the core's SV module name) one edge after the issue, and the core takes the FIFO's head. A beat
-issued on edge e can enter the core on edge e + 2 at the earliest (``ISSUE_TO_CORE``); with 4
-credits and ``c_ready`` high the reads and the core both run at one beat per cycle, and commands
+operand FIFO one edge after the issue, and the core takes the FIFO's head. The FIFO is 4
+registers of R*8 + C*8 + 1 bits (not a ``lutram.Lutram``: a second Lutram of another width in
+one design gets a uniquified module name, ``pycde_accel_lutram_1``, that ``lutram.sv`` does not
+define). A beat issued on edge e can enter the core on edge e + 2 at the earliest
+(``ISSUE_TO_CORE``); 3 credits would sustain the rate, 4 keep the pointers a power of two.
+With ``c_ready`` high the reads and the core both run at one beat per cycle, and commands
 follow each other without a gap (the next command's first read is issued on the edge after the
 previous one's last read). So a run of EXECs with K_0..K_{T-1}, with both banks available and
 ``c_ready`` high, takes the core's ``run_cycles(R, C, ks)`` from the first beat into the core to
@@ -50,12 +53,16 @@ are slowed by the core's own admission (one tile per R cycles) only: the FIFO ab
 
 Registers hold the command (remaining count, word and byte counters, release flags); every
 output is a register or logic of registers, except ``c_*`` (the core's, registered too).
+
+Resources: the default config (8x8, W=64, spad depths 1024 -> 16 lane memories of 2 x 128
+words) in Yosys synth_ecp5: 32 DP16KD, 64 MULT18X18D, 8423 TRELLIS_FF, 6078 LUT4, 1057 CCU2C,
+130 TRELLIS_DPR16X4 (the core alone: 7542 FF, 4234 LUT4; the FIFO is 516 of the FFs).
 """
 
 from __future__ import annotations
 
 from pycde import Clock, Input, Module, Output, Reset, generator
-from pycde.constructs import Mux
+from pycde.constructs import Mux, Wire
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
@@ -140,7 +147,6 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         @generator
         def build(p):
             clk, rst = p.clk, p.rst
-            from pycde.constructs import Wire
             issue = Wire(Bits(1), "issue")
             last_issue = Wire(Bits(1), "last_issue")
             rel_a = NamedReg(1, clk, None, None, name="cmd_rel_a")

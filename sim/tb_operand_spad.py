@@ -27,7 +27,6 @@ async def pingpong(dut):
     spec = json.loads(os.environ["TB_OSPAD_SPEC"])
     lanes, width, depth = spec["lanes"], spec["width"], spec["depth"]
     ab = width // 8
-    rng = random.Random(spec["seed"])
     await tb.start(dut, idle=["wr_valid", "wr_lane", "wr_word", "wr_data", "commit", "rd_valid",
                               "rd_word", "rd_byte", "rd_release"])
     mem = [[[0] * depth for _ in range(lanes)] for _ in range(2)]
