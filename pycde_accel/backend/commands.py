@@ -241,6 +241,11 @@ class LayerCommands:
             sum(c.n * axi for c in self.commands if isinstance(c, Vec) and not c.flags & V_TO_X)
 
 
+#: fields the engines decode as 16 bits (rtl_lib.accel); addresses and strides are full width
+_FIELDS16 = {Load: ("beats", "rows", "index", "word"), Exec: ("K", "a_word", "b_word"),
+             Store: ("valid_rows", "p_index"), Vec: ("n", "x_off")}
+
+
 class _Ctx:
     def __init__(self, cfg: AccelConfig):
         self.R, self.C = cfg.rows, cfg.cols
@@ -265,6 +270,11 @@ def compile_layer(d: P.Descriptor, cfg: AccelConfig) -> LayerCommands:
     else:
         raise _refuse(d, "a strided COPY cannot be expressed in accelerator commands (LOAD/VEC move "
                          "whole beats, nothing reorders bytes within a beat)")
+    for c in cmds:
+        for f in _FIELDS16.get(type(c), ()):
+            if not 0 <= getattr(c, f) < 1 << 16:
+                raise _refuse(d, f"{c.KIND} field {f}={getattr(c, f)} does not fit the engines' "
+                                 f"16-bit field (split the layer)")
     lc = LayerCommands(d.index, d.name, d.KIND, cmds, macs=macs)
     lc.count(x.AB, x.C)
     return lc

@@ -56,8 +56,9 @@ def test_random_view_chains(config, chain, seed):
     try:
         check(qm, config, _inputs(qm, rng))
     except UserError as e:
-        # a Linear over rows that are not equal runs at a constant stride needs a COPY
-        assert fc and "COPY" in str(e) and "layer fc" in str(e)
+        # a Linear over rows that are not equal runs at a constant stride needs a COPY; a row
+        # spanning padded pixels can exceed the scratchpad
+        assert fc and "layer fc" in str(e) and ("COPY" in str(e) or "exceeds config" in str(e))
 
 
 def test_executor_refuses_another_array():
