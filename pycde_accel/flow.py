@@ -35,10 +35,12 @@ def gen(model: str | None, out: Path, config: AccelConfig, *, seed: int = 0,
         compiled = compile_program(fe, config)
         (stage / "dram.bin").write_bytes(compiled.image)
         from .rtl_lib import emit
-        progress(f"emitting the {config.array} systolic core")
-        emitted = emit.emit_core(config, stage / "sv")
+        from .rtl_lib.axil_csr import default_csr_map
+        progress(f"emitting the accelerator ({config.array} array, post-op kernels through CIRCT)")
+        emitted = emit.emit_accelerator(config, stage / "sv", kernel_dir=stage / "ir" / "kernels")
+        csr = default_csr_map(config.axi_addr_width, config.axil_data_width)
         design = {"config": config.to_dict(), "top": emitted.top, **front,
-                  "program": compiled.to_json()}
+                  "csr_map": csr.to_dict(), "program": compiled.to_json()}
         (stage / "design.json").write_text(json.dumps(design, indent=2, sort_keys=True) + "\n")
     return out
 

@@ -14,6 +14,7 @@ comparison). Nothing is printed here; ``report_lines`` formats it for the CLI.
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -69,13 +70,11 @@ def run_image(config: AccelConfig, compiled, image: bytes, work: Path, *, axi_pa
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     sv_dir = work / "sv"
-    if not (sv_dir / "filelist.f").exists():
-        progress(f"emitting the accelerator ({config.array} array, {config.axi_data_width}-bit AXI)")
-        emitted = emit_accelerator(config, sv_dir, kernel_dir=work / "kernels")
-        top, flist = emitted.top, emitted.sim_filelist
-    else:
-        top = "pycde_accel_top"
-        flist = sv_dir / ("filelist_sim.f" if (sv_dir / "filelist_sim.f").exists() else "filelist.f")
+    progress(f"emitting the accelerator ({config.array} array, {config.axi_data_width}-bit AXI)")
+    if sv_dir.exists():
+        shutil.rmtree(sv_dir)
+    emitted = emit_accelerator(config, sv_dir, kernel_dir=work / "kernels")
+    top, flist = emitted.top, emitted.sim_filelist
     progress("building the Verilator model (cached after the first build)")
     sim = runner.build(flist, top, cache_root=cache_root or (work / "verilator"), waves=waves)
     run_dir = work / "run"
