@@ -6,29 +6,32 @@ buffer's beats with the S stream's beats), its element math done by CIRCT-lowere
 ``add_kernel`` / ``max_kernel``: the streaming PyCDE module classes (``lowering.stream.
 stream_module``) of the two kernels :func:`vector_kernels` describes, lowered by the default
 (dynamic, handshake) route: ``residual_add`` (tensor inputs ``a``, ``b``; scalars ``ma``,
-``mb``, ``s``) and ``maxpool`` with k = 2 taps (``t0``, ``t1``), both with a run length of
-n = AB = W/8 elements, i.e. one kernel run per AXI beat. The engine holds one instance of each
-and feeds it the AB int8 lanes of a beat one element per cycle (element e of beat i: ``a`` /
-``t0`` = byte e of X[x_off+i], ``b`` / ``t1`` = byte e of S_i); the kernel's ``y`` bytes are
-gathered back into beats. Only ReLU (``max(y, 0)``, for ADD with RELU) is engine logic.
-:func:`emit_vector_engine` lowers the kernels and emits the engine with them (SV + filelist);
-:func:`vector_engine_prepare` is the ``emit_module`` ``prepare`` hook for that.
+``mb``, ``s``) with a run length of n = AB = W/8 elements (one kernel run per AXI beat), and
+``maxpool`` with k = 2 taps (``t0``, ``t1``) and a run length of ``MAX_RUN`` = 2^16. The
+engine holds one instance of each and feeds it the AB int8 lanes of a beat one element per
+cycle (element e of beat i: ``a`` / ``t0`` = byte e of X[x_off+i], ``b`` / ``t1`` = byte e of
+S_i); the kernel's ``y`` bytes are gathered back into beats. Only ReLU (``max(y, 0)``, for ADD
+with RELU) is engine logic. :func:`emit_vector_engine` lowers the kernels and emits the engine
+with them (SV + filelist); :func:`vector_engine_prepare` is the ``emit_module`` ``prepare``
+hook for that.
 
-Rate (measured in tests/rtl_lib/test_vector_engine.py, no back-pressure, long commands): the
-handshake kernel takes a run of n elements in n + 1 cycles (one bubble between runs, measured
-for n = 1, 2, 4, 8, 16: n / (n + 1) element/cycle), so the engine sustains AB elements per
-AB + 1 cycles: one beat per 5 cycles at W = 32, per 9 cycles at W = 64 (0.80 / 0.89
-element/cycle). Longer runs would shrink the bubble but a run's scalars (ma, mb, s) are taken
-once per run, so an ADD run cannot span two commands and a command of n beats would need
-padding to whole runs; one beat per run keeps every command aligned. Per command there is a
-fixed start-up/drain of about the kernel latency (~5 cycles) on top: a 64-beat command takes
-325 cycles at W = 32 and 581 at W = 64 (ADD, MAX, TO_X alike). Reaching 1 element/cycle would
-take two instances of each kernel alternating beats (hiding each one's restart bubble) for
-~11% more rate at about twice the kernel area; not done.
+Run lengths and rate (measured in tests/rtl_lib/test_vector_engine.py, no back-pressure): the
+handshake kernel takes a run of n elements in n + 1 cycles (one restart bubble per run,
+measured for n = 1, 2, 4, 8, 16 with start and scalars always offered). ADD's scalars (ma, mb,
+shift) are taken once per run, so an ADD run cannot span two commands; one run per beat keeps
+every command aligned without padding, at AB elements per AB + 1 cycles: one beat per 5 cycles
+at W = 32, per 9 at W = 64 (0.80 / 0.89 element/cycle). MAX has no scalars, so the engine
+offers the maxpool kernel a start token at all times and the elements of successive MAX
+commands continue one long run (a run need not end with a command: each result leaves the
+kernel as soon as its element went in): 1 element/cycle, one beat per AB cycles (plus one
+bubble per 2^16 elements). Per command there is a fixed start-up/drain of ~4-5 cycles: a
+64-beat command takes 325 / 581 cycles (ADD, W = 32 / 64) and 260 / 516 (MAX, to DRAM or
+TO_X). ADD at 1 element/cycle would take two add kernels alternating beats (hiding each one's
+restart bubble), ~11% more ADD rate for about twice the add kernel's area; not done.
 
-Area (synth_ecp5, W = 64, spad_c_depth = 64, flattened): 2171 LUT4, 2186 TRELLIS_FF, 321
-CCU2C, 4 MULT18X18D, 2 DP16KD (X), 32 TRELLIS_DPR16X4 (the beat-pair FIFO); nearly all of the
-LUTs/FFs are the two handshake kernels.
+Area (synth_ecp5, W = 64, spad_c_depth = 64, one run per beat for both kernels, flattened):
+2171 LUT4, 2186 TRELLIS_FF, 321 CCU2C, 4 MULT18X18D, 2 DP16KD (X), 32 TRELLIS_DPR16X4 (the
+beat-pair FIFO); nearly all of the LUTs/FFs are the two handshake kernels.
 
 Ports (valid/ready: a beat moves on a rising edge where both are high)
 --------------------------------------------------------------------
@@ -88,6 +91,10 @@ from .scratchpad import _bank
 
 #: beat pairs {X beat, S beat} buffered between the X read and the element serializer
 PAIR_FIFO_DEPTH = 4
+#: run length of the maxpool kernel: it has no scalars, so its runs need not line up with
+#: commands; a start token is always offered and MAX elements of successive commands simply
+#: continue the current run (one restart bubble per MAX_RUN elements)
+MAX_RUN = 1 << 16
 
 
 def _log2(n: int) -> int:
@@ -115,17 +122,18 @@ def _resize(sig, w):
     return BitsSignal.concat([Bits(w - sw)(0), sig])
 
 
-def vector_kernels(config: AccelConfig):
+def vector_kernels(config: AccelConfig, max_run: int = MAX_RUN):
     """The two kernels the engine for ``config`` instantiates, as ``lowering.kernels.Kernel``:
-    ``(residual_add, maxpool)`` with run length n = AB elements (one beat) and k = 2 taps,
-    named ``vec_residual_add`` / ``vec_maxpool`` so that they coexist with other instances of
+    ``(residual_add, maxpool)``: residual_add with run length n = AB elements (one beat),
+    maxpool with k = 2 taps and run length ``max_run`` (any n >= 1 works; tests use a short one
+    to cross run boundaries), named ``vec_residual_add`` / ``vec_maxpool`` so that they coexist with other instances of
     the same kernels in one design. Lower them with ``lowering.build_kernel`` (default route)
     and wrap them with ``lowering.stream.stream_module``."""
     from ..lowering import kernels
 
     ab = config.axi_data_width // 8
     return (kernels.residual_add(ab, name="vec_residual_add"),
-            kernels.maxpool(ab, k=2, name="vec_maxpool"))
+            kernels.maxpool(max_run, k=2, name="vec_maxpool"))
 
 
 def _check_kernel(cls, ins, scalars, what):
@@ -278,10 +286,10 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
             y_ready_w = Wire(Bits(1), "y_ready")
             # one start token per run (= per beat), scalars once per run, for the active kernel
             tok_ready = {nm: Wire(Bits(1), f"{nm}_tok_ready")
-                         for nm in ("add_start", "ma", "mb", "s", "max_start")}
+                         for nm in ("add_start", "ma", "mb", "s")}
             tok_valid = {}
             for nm, sel in (("add_start", is_add), ("ma", is_add), ("mb", is_add),
-                            ("s", is_add), ("max_start", is_max)):
+                            ("s", is_add)):
                 vld = Wire(Bits(1), f"{nm}_tok_valid")
                 cnt = counter(f"{nm}_tokens", vld & tok_ready[nm])
                 vld.assign(busy.q & sel & (cnt != n))
@@ -295,13 +303,12 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
                              y_ready=y_ready_w & is_add, instance_name="add_kernel")
             mx = max_kernel(clk=clk, rst=rst, t0=a_data, t0_valid=a_valid & is_max,
                             t1=b_data, t1_valid=b_valid & is_max,
-                            start_valid=tok_valid["max_start"],
+                            start_valid=one,  # MAX: one endless stream of runs
                             y_ready=y_ready_w & is_max, instance_name="max_kernel")
             tok_ready["add_start"].assign(add.start_ready)
             tok_ready["ma"].assign(add.ma_ready)
             tok_ready["mb"].assign(add.mb_ready)
             tok_ready["s"].assign(add.s_ready)
-            tok_ready["max_start"].assign(mx.start_ready)
             a_ready_w.assign(Mux(is_max, add.a_ready, mx.t0_ready))
             b_ready_w.assign(Mux(is_max, add.b_ready, mx.t1_ready))
 
@@ -343,21 +350,23 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
     return name_module(VectorEngine, f"vector_engine_w{W}")
 
 
-def vector_engine_prepare(config: AccelConfig, lowered):
+def vector_engine_prepare(config: AccelConfig, lowered, max_run: int = MAX_RUN):
     """``emit_module``'s ``prepare`` hook: import the two lowered kernels (``lowered``: what
-    ``build_kernel`` returned for each of :func:`vector_kernels` ``(config)``, in that order)
+    ``build_kernel`` returned for each of :func:`vector_kernels` ``(config, max_run)``, in
+    that order)
     and build the engine on them. A bigger design calls ``stream_module`` the same way."""
     from ..lowering.stream import stream_module
 
     def prepare(system):
         add_cls, max_cls = (stream_module(system, k, lo)
-                            for k, lo in zip(vector_kernels(config), lowered))
+                            for k, lo in zip(vector_kernels(config, max_run), lowered))
         return make_vector_engine(config, add_cls, max_cls)
 
     return prepare
 
 
-def emit_vector_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None = None):
+def emit_vector_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None = None,
+                       max_run: int = MAX_RUN):
     """Lower the two kernels (stage dumps under ``work_dir/<kernel name>``, default
     ``sv_dir/../vec_kernels``) and emit ``vector_engine_w{W}`` with them into ``sv_dir``;
     returns ``rtl_lib.emit.EmittedSV``."""
@@ -366,5 +375,5 @@ def emit_vector_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None 
 
     sv_dir = Path(sv_dir)
     work_dir = Path(work_dir) if work_dir is not None else sv_dir.parent / "vec_kernels"
-    lowered = [build_kernel(k, work_dir / k.name) for k in vector_kernels(config)]
-    return emit_module(None, sv_dir, prepare=vector_engine_prepare(config, lowered))
+    lowered = [build_kernel(k, work_dir / k.name) for k in vector_kernels(config, max_run)]
+    return emit_module(None, sv_dir, prepare=vector_engine_prepare(config, lowered, max_run))
