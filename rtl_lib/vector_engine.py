@@ -29,9 +29,10 @@ bubble per 2^16 elements). Per command there is a fixed start-up/drain of ~4-5 c
 TO_X). ADD at 1 element/cycle would take two add kernels alternating beats (hiding each one's
 restart bubble), ~11% more ADD rate for about twice the add kernel's area; not done.
 
-Area (synth_ecp5, W = 64, spad_c_depth = 64, one run per beat for both kernels, flattened):
-2171 LUT4, 2186 TRELLIS_FF, 321 CCU2C, 4 MULT18X18D, 2 DP16KD (X), 32 TRELLIS_DPR16X4 (the
-beat-pair FIFO); nearly all of the LUTs/FFs are the two handshake kernels.
+Area (synth_ecp5, W = 64, flattened): spad_c_depth 64: 2132 LUT4, 2170 TRELLIS_FF, 306 CCU2C,
+4 MULT18X18D, 2 DP16KD (X), 32 TRELLIS_DPR16X4 (the beat-pair FIFO); spad_c_depth 256: 2134
+LUT4, 2172 FF, 2 DP16KD. Of that the residual_add kernel is 1490 LUT4 / 1454 FF / 4
+MULT18X18D and the maxpool kernel 256 LUT4 / 187 FF; the engine's own logic ~390 LUT4 / ~530 FF.
 
 Ports (valid/ready: a beat moves on a rising edge where both are high)
 --------------------------------------------------------------------
