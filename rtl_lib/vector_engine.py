@@ -127,8 +127,8 @@ def vector_kernels(config: AccelConfig, max_run: int = MAX_RUN):
     """The two kernels the engine for ``config`` instantiates, as ``lowering.kernels.Kernel``:
     ``(residual_add, maxpool)``: residual_add with run length n = AB elements (one beat),
     maxpool with k = 2 taps and run length ``max_run`` (any n >= 1 works; tests use a short one
-    to cross run boundaries), named ``vec_residual_add`` / ``vec_maxpool`` so that they coexist with other instances of
-    the same kernels in one design. Lower them with ``lowering.build_kernel`` (default route)
+    to cross run boundaries), named ``vec_residual_add`` / ``vec_maxpool`` so that they
+    coexist with other instances of the same kernels in one design. Lower them with ``lowering.build_kernel`` (default route)
     and wrap them with ``lowering.stream.stream_module``."""
     from ..lowering import kernels
 

@@ -6,7 +6,6 @@ and its rate without back-pressure."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
