@@ -54,16 +54,12 @@ class SimResult:
         return d
 
 
-def _layer_entries(compiled) -> list[dict]:
-    return [dict(e) for e in compiled.layers]
-
-
-def run_image(config: AccelConfig, compiled, image: bytes, work: Path, *, axi_pause: float = 0.0,
-              seed: int = 0, waves: bool = False, stall_cycles: int = 20000,
-              cache_root: Path | None = None, progress: Progress = _quiet) -> tuple[list[dict], bytes]:
-    """Emit + build the accelerator for ``config`` (cached), run ``compiled``'s layers on
-    ``image``; return (per-layer LayerRun dicts, the DRAM image after the run)."""
-    from .rtl_lib.axil_csr import default_csr_map
+def build_accelerator(config: AccelConfig, work: Path, *, cache_root: Path | None = None,
+                      waves: bool = False, progress: Progress = _quiet):
+    """Emit the accelerator for ``config`` into ``work/sv`` (kernel IR in ``work/kernels``) and
+    build it with Verilator (cached under ``cache_root``, default
+    ``sim.runner.default_cache_root()``, by a hash of the SV); return the
+    :class:`~pycde_accel.sim.runner.SimBuild`."""
     from .rtl_lib.emit import emit_accelerator
     from .sim import runner
 
@@ -74,10 +70,21 @@ def run_image(config: AccelConfig, compiled, image: bytes, work: Path, *, axi_pa
     if sv_dir.exists():
         shutil.rmtree(sv_dir)
     emitted = emit_accelerator(config, sv_dir, kernel_dir=work / "kernels")
-    top, flist = emitted.top, emitted.sim_filelist
     progress("building the Verilator model (cached after the first build)")
-    sim = runner.build(flist, top, cache_root=cache_root or (work / "verilator"), waves=waves)
-    run_dir = work / "run"
+    return runner.build(emitted.sim_filelist, emitted.top,
+                        cache_root=cache_root or runner.default_cache_root(), waves=waves)
+
+
+def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_dir: Path, *,
+               axi_pause: float = 0.0, seed: int = 0, waves: bool = False,
+               stall_cycles: int = 20000, progress: Progress = _quiet) -> tuple[list[dict], bytes]:
+    """Run ``layers`` (dicts with ``name``, ``cmd_addr``, ``cmd_count``) on the Verilator build
+    ``sim`` with ``image`` as the DRAM; return (per-layer LayerRun dicts, DRAM image after).
+    A failed run (accelerator error, watchdog, timeout) raises UserError with its reason."""
+    from .rtl_lib.axil_csr import default_csr_map
+    from .sim import runner
+
+    run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "dram_in.bin").write_bytes(bytes(image))
     ab = config.axi_data_width // 8
@@ -85,7 +92,7 @@ def run_image(config: AccelConfig, compiled, image: bytes, work: Path, *, axi_pa
     plan = {"image": str(run_dir / "dram_in.bin"), "mem_size": mem_size,
             "csr_map": default_csr_map(config.axi_addr_width, config.axil_data_width).to_dict(),
             "hw": {"rows": config.rows, "cols": config.cols, "axi_bytes": ab},
-            "layers": _layer_entries(compiled),
+            "layers": [{k: l[k] for k in ("name", "cmd_addr", "cmd_count")} for l in layers],
             "reads": [{"name": "image", "addr": 0, "size": len(image)}],
             "axi_pause": axi_pause, "seed": seed, "stall_cycles": stall_cycles,
             "result": str(run_dir / "result.json")}
@@ -104,9 +111,23 @@ def run_image(config: AccelConfig, compiled, image: bytes, work: Path, *, axi_pa
     return res["layers"], Path(res["reads"]["image"]).read_bytes()
 
 
+def run_image(config: AccelConfig, compiled, image: bytes, work: Path, *, axi_pause: float = 0.0,
+              seed: int = 0, waves: bool = False, stall_cycles: int = 20000,
+              cache_root: Path | None = None, sim=None,
+              progress: Progress = _quiet) -> tuple[list[dict], bytes]:
+    """Build the accelerator for ``config`` (unless ``sim`` is a build of it) and run
+    ``compiled``'s layers on ``image`` in ``work/run``."""
+    work = Path(work)
+    if sim is None:
+        sim = build_accelerator(config, work, cache_root=cache_root, waves=waves,
+                                progress=progress)
+    return run_layers(config, sim, compiled.layers, image, work / "run", axi_pause=axi_pause,
+                      seed=seed, waves=waves, stall_cycles=stall_cycles, progress=progress)
+
+
 def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, seed: int = 0,
              waves: bool = False, stall_cycles: int = 20000, cache_root: Path | None = None,
-             progress: Progress = _quiet) -> SimResult:
+             sim=None, progress: Progress = _quiet) -> SimResult:
     """Simulate frontend result ``fe`` (``frontend.run``) on the accelerator for ``config``."""
     from .backend import compile_program
     from .frontend import evaluate, reference
@@ -120,7 +141,7 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
     image = compiled.load_inputs(xq)
     runs, after = run_image(config, compiled, image, work, axi_pause=axi_pause, seed=seed,
                             waves=waves, stall_cycles=stall_cycles, cache_root=cache_root,
-                            progress=progress)
+                            sim=sim, progress=progress)
     outs = compiled.read_outputs(bytearray(after))
     want = reference.run(qm, xq).outputs
     mismatches = []

@@ -179,6 +179,17 @@ def run(sim: SimBuild, test_module: str, test_dir: os.PathLike | str, *,
     return results
 
 
+def default_cache_root() -> Path:
+    """Where the CLI keeps Verilator builds, shared by every output folder:
+    ``$PYCDE_ACCEL_CACHE``, else ``$XDG_CACHE_HOME/pycde-accel/verilator``, else
+    ``~/.cache/pycde-accel/verilator`` (a build is keyed by a hash of its SV, so a stale entry is
+    never used; delete the folder to reclaim the space)."""
+    if os.environ.get("PYCDE_ACCEL_CACHE"):
+        return Path(os.environ["PYCDE_ACCEL_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pycde-accel" / "verilator"
+
+
 def pytest_cache_root(tmp_path_factory) -> Path:
     """A build cache folder shared by all pytest-xdist workers of one session (under the
     session's temp folder), so one Verilator build per design serves every test."""
