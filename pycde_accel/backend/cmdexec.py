@@ -15,7 +15,11 @@ the image; LOAD beats/rows >= 1; lanes and words inside a bank (a LOAD writes on
 producer side owns); ZERO only to A/B; P and X writes inside their memories; EXEC
 1 <= K <= min(max_k, spad depths) with its words inside the bank; STORE valid_rows in 1..R and
 records inside P; VEC n >= 1 and X ranges inside X; at the end of a layer the S and C streams are
-empty and every bank is free again.
+empty and every bank is free again. In-flight data: the accelerator holds a LOAD P (LOAD X) at
+dispatch until every earlier STORE (VEC) is done, but a later STORE (VEC) could run before the
+load's data are routed; so a STORE must only read records loaded before the later of its tile's
+operand COMMITs, and a VEC only X beats loaded before the LOAD S of its S beats (the router
+delivers in load order).
 
 Initial scratchpad/X contents are random (``garbage_seed``), so a program relying on stale zeros
 fails; ``fill_garbage`` puts random bytes into a byte range of the image (activation padding).
@@ -71,6 +75,7 @@ class _Spad:
         self.producer = None
         self.committed = deque()
         self.consumer = None
+        self.commit_seq = [-1, -1]        # load sequence number of each bank's COMMIT
 
     def produce(self) -> int:
         if self.producer is None:
@@ -80,9 +85,10 @@ class _Spad:
             self.producer = self.free.popleft()
         return self.producer
 
-    def commit(self) -> None:
+    def commit(self, seq: int) -> None:
         if self.producer is None:
             raise CommandError(f"COMMIT of {self.name} with no bank being filled")
+        self.commit_seq[self.producer] = seq
         self.committed.append(self.producer)
         self.producer = None
 
@@ -115,8 +121,14 @@ class Machine:
         self.B = _Spad("B", self.C, config.spad_b_depth // self.AB, self.AB, rng)
         self.P = np.zeros(4 * config.spad_c_depth, np.int64)
         self.X = rng.integers(0, 256, size=(config.spad_c_depth, self.AB), dtype=np.uint8)
-        self.S: deque = deque()
-        self.Cq: deque = deque()
+        self.S: deque = deque()           # (beat, seq of the LOAD S that brought it)
+        self.Cq: deque = deque()          # (tile, seq of the later of its operands' COMMITs)
+        # in-flight hazards: the accelerator resolves LOAD P / LOAD X against earlier STOREs /
+        # VECs at dispatch, but a later consumer may run before the load's data are routed unless
+        # it waits for data of a load issued after it (the router is in load order)
+        self.seq = 0
+        self.P_seq = np.full(config.spad_c_depth, -1, np.int64)
+        self.X_seq = np.full(config.spad_c_depth, -1, np.int64)
 
     # ---- DMA ---------------------------------------------------------------------------------
     def _check(self, what, addr, stride, rows, nbytes):
@@ -165,7 +177,7 @@ class Machine:
                                        f"{lanes} x {depth}")
                 sp.data[bank, k.index, k.word:k.word + n] = data.reshape(n, self.AB)
             if k.flags & C_.COMMIT:
-                sp.commit()
+                sp.commit(self.seq)
             return
         if zero or k.flags & (C_.LANES | C_.COMMIT):
             raise CommandError(f"LOAD to {C_.DST_NAMES.get(k.dst, k.dst)} with A/B-only flags {k.flags}")
@@ -176,12 +188,14 @@ class Machine:
             if lo + words.size > self.P.size:
                 raise CommandError(f"LOAD P: words {lo}+{words.size} outside {self.P.size}")
             self.P[lo:lo + words.size] = words
+            self.P_seq[lo // 4:(lo + words.size + 3) // 4] = self.seq
         elif k.dst == C_.DST_X:
             if k.index + len(data) > len(self.X):
                 raise CommandError(f"LOAD X: beats {k.index}+{len(data)} outside {len(self.X)}")
             self.X[k.index:k.index + len(data)] = data
+            self.X_seq[k.index:k.index + len(data)] = self.seq
         elif k.dst == C_.DST_S:
-            self.S.extend(data)
+            self.S.extend((beat, self.seq) for beat in data)
         else:
             raise CommandError(f"LOAD to unknown dst {k.dst}")
 
@@ -196,9 +210,11 @@ class Machine:
         lim = min(self.cfg.max_k, self.cfg.spad_a_depth, self.cfg.spad_b_depth)
         if not 1 <= k.K <= lim:
             raise CommandError(f"EXEC K={k.K} outside 1..{lim}")
-        a = self._operand(self.A, self.A.consume(), k.a_word, k.K)
-        b = self._operand(self.B, self.B.consume(), k.b_word, k.K)
-        self.Cq.append(_wrap(a @ b.T, self.cfg.acc_width))
+        ab, bb = self.A.consume(), self.B.consume()
+        a = self._operand(self.A, ab, k.a_word, k.K)
+        b = self._operand(self.B, bb, k.b_word, k.K)
+        self.Cq.append((_wrap(a @ b.T, self.cfg.acc_width),
+                        max(self.A.commit_seq[ab], self.B.commit_seq[bb])))
         if k.flags & C_.REL_A:
             self.A.release()
         if k.flags & C_.REL_B:
@@ -212,13 +228,16 @@ class Machine:
             raise CommandError("STORE with no C tile from an earlier EXEC (deadlock)")
         if not 1 <= k.valid_rows <= self.R:
             raise CommandError(f"STORE valid_rows={k.valid_rows} outside 1..{self.R}")
-        acc = self.Cq.popleft()
+        acc, ready = self.Cq.popleft()
         if k.flags & C_.S_PER_TENSOR:
             idx = np.full(self.C, k.p_index)
         else:
             idx = k.p_index + np.arange(self.C)
         if idx.max() >= self.P.size // 4:
             raise CommandError(f"STORE records {k.p_index}.. outside the parameter memory")
+        if self.P_seq[idx].max() > ready:
+            raise CommandError(f"STORE reads records {k.p_index}.. of a LOAD P that no COMMIT its "
+                               f"tile waited for follows: the records may still be in flight")
         rec = self.P.reshape(-1, 4)[idx]
         y = _wrap(_wrap(acc, 32) + rec[:, 0][None, :], 32)
         y = q.requantize(y, rec[:, 1][None, :], rec[:, 2][None, :], bool(k.flags & C_.S_RELU))
@@ -230,7 +249,10 @@ class Machine:
             raise CommandError(f"VEC n={n} x_off={k.x_off} outside X of {len(self.X)} beats")
         if len(self.S) < n:
             raise CommandError(f"VEC needs {n} S beats, {len(self.S)} were loaded before it (deadlock)")
-        s = np.array([self.S.popleft() for _ in range(n)]).view(np.int8).astype(np.int64)
+        beats = [self.S.popleft() for _ in range(n)]
+        s = np.array([b for b, _ in beats]).view(np.int8).astype(np.int64)
+        if np.any(self.X_seq[k.x_off:k.x_off + n] > np.array([q_ for _, q_ in beats])):
+            raise CommandError("VEC reads X beats of a LOAD X issued after the LOAD S of its S beats")
         a = self.X[k.x_off:k.x_off + n].view(np.int8).astype(np.int64)
         if k.flags & C_.V_MAX:
             y = np.maximum(a, s)
@@ -242,6 +264,7 @@ class Machine:
             if k.dst + n > len(self.X):
                 raise CommandError(f"VEC TO_X dst={k.dst} n={n} outside X")
             self.X[k.dst:k.dst + n] = y.astype(np.int8).view(np.uint8)
+            self.X_seq[k.dst:k.dst + n] = -1
         else:
             self.dma_write(k.dst, y.reshape(1, -1), 1, 0, c)
 
@@ -255,6 +278,7 @@ class Machine:
             k = C_.decode(struct.unpack_from("<8I", raw, C_.CMD_BYTES * i))
             try:
                 if isinstance(k, C_.Load):
+                    self.seq += 1
                     self.load(k, c)
                 elif isinstance(k, C_.Exec):
                     self.exec_(k, c)

@@ -25,10 +25,12 @@ in the other scratchpad, one panel per bank, double-buffered. Program order per 
 
 so a LOAD never waits for a bank that is not released by an EXEC earlier in program order, and
 the load engine always runs one panel ahead of the core. Parameter records: one LOAD P at the start
-when ``n_tiles * C <= spad_c_depth`` (or one record, PER_TENSOR), else a window of
-``spad_c_depth // C`` n-tiles reloaded when a STORE needs a tile outside it (a LOAD P waits for
-the store engine to go idle, so this only happens on layers with more output channels than the
-parameter memory holds).
+when ``n_tiles * C <= spad_c_depth`` (or one record, PER_TENSOR). Otherwise P is double-buffered:
+windows of ``(spad_c_depth / 2) // C`` n-tiles (a B-stationary block is one window) alternate
+between its two halves; the LOAD P of a new window goes right before the load of the streamed
+panel its first tiles use. The accelerator dispatches a LOAD P only when every earlier STORE is
+done (so the half it overwrites is free), and the tiles' EXECs wait for the COMMIT of the panel
+loaded after it (so the records are in P before their STOREs).
 
 Partial tiles: the A LOAD moves only the valid rows (lanes past M keep stale data; STORE drops
 those rows); B lanes past N are zero in a packed weight, stale for an activation B (those columns
@@ -455,9 +457,14 @@ def _gemm(d: P.Gemm, x: _Ctx) -> list:
     per_tensor = d.has(P.PER_TENSOR)
     n_rec = d.n_tiles * C
     cap = cfg.spad_c_depth
-    if not per_tensor and C > cap:
-        raise _refuse(d, f"config spad_c_depth={cap} cannot hold the {C} records of one tile")
-    win = d.n_tiles if per_tensor or n_rec <= cap else cap // C      # n-tiles per P window
+    resident = per_tensor or n_rec <= cap
+    win = d.n_tiles if resident else (cap // 2) // C       # n-tiles per P window (half of P)
+    if win < 1:
+        raise _refuse(d, f"{n_rec} post-op records exceed config spad_c_depth={cap}, and half of it "
+                         f"cannot hold the {C} records of one tile (double-buffered reloads)")
+    if not resident and not a_stat and d.block > win:
+        raise _refuse(d, f"a B-stationary block of {d.block} n-tiles needs more records than half "
+                         f"of spad_c_depth={cap}")
     st_flags = (S_RELU if d.has(P.RELU) else 0) | (S_PER_TENSOR if per_tensor else 0)
 
     # blocks: (batch, stationary tiles, streamed tiles)
@@ -470,33 +477,43 @@ def _gemm(d: P.Gemm, x: _Ctx) -> list:
             for n0 in range(0, d.n_tiles, d.block):
                 blocks.append((b, list(range(n0, min(n0 + d.block, d.n_tiles))), list(range(d.m_tiles))))
 
+    def window(bi, si):
+        """First n-tile of the records the tiles of streamed panel (bi, si) use."""
+        if resident:
+            return 0
+        _, stat, stream = blocks[bi]
+        return (stream[si] // win) * win if a_stat else stat[0]
+
     def stat_loads(bi):
         b, stat, _ = blocks[bi]
         f = _a_panel if a_stat else _b_panel
         return [f(d, x, b, t, s * kw) for s, t in enumerate(stat)]
 
+    cmds: list = []
+    p_state = {"window": None, "half": 1, "half_of": {}}
+
+    def load_params(bi, si):
+        """Before the load of streamed panel (bi, si): its tiles' records, if not loaded. A reload
+        goes to the other half of P (STOREs still using the current half are not disturbed; the
+        dispatcher holds it until every earlier STORE is done), and it precedes the panel whose
+        COMMIT the tiles' EXECs wait for, so the records are in P before those STOREs run."""
+        w = window(bi, si)
+        if w != p_state["window"]:
+            p_state["window"], p_state["half"] = w, 1 - p_state["half"]
+            if per_tensor:
+                cmds.append(Load(DST_P, d.p_base, ceil_div(P.PARAM_RECORD_BYTES, AB), 1, 0, 0, 0, 0))
+            else:
+                n = min(win, d.n_tiles - w) * C
+                cmds.append(Load(DST_P, d.p_base + w * C * P.PARAM_RECORD_BYTES,
+                                 n * P.PARAM_RECORD_BYTES // AB, 1, 0, p_state["half"] * (cap // 2), 0, 0))
+        p_state["half_of"][(bi, si)] = (w, p_state["half"])
+
     def stream_load(bi, si):
+        load_params(bi, si)
         b, _, stream = blocks[bi]
         return _with_commit((_b_panel if a_stat else _a_panel)(d, x, b, stream[si], 0))
 
-    cmds: list = []
-    resident = [None]                                     # first n-tile of the loaded P window
-
-    def need_params(nt):
-        if per_tensor:
-            if resident[0] is None:
-                cmds.append(Load(DST_P, d.p_base, ceil_div(P.PARAM_RECORD_BYTES, AB), 1, 0, 0, 0, 0))
-                resident[0] = 0
-            return 0
-        if resident[0] is None or not resident[0] <= nt < resident[0] + win:
-            w0 = nt if resident[0] is not None else 0
-            w0 = min(w0, d.n_tiles - win)
-            nbytes = win * C * P.PARAM_RECORD_BYTES
-            cmds.append(Load(DST_P, d.p_base + w0 * C * P.PARAM_RECORD_BYTES, nbytes // AB, 1, 0, 0, 0, 0))
-            resident[0] = w0
-        return (nt - resident[0]) * C
-
-    need_params(0 if a_stat else blocks[0][1][0])         # P first: the store engine is idle
+    load_params(0, 0)                                     # P first: the store engine is idle
     first = stat_loads(0)
     cmds += _with_commit([c for p in first for c in p])
     cmds += stream_load(0, 0)
@@ -512,6 +529,7 @@ def _gemm(d: P.Gemm, x: _Ctx) -> list:
                 part, nxt_stat = nxt_stat[:share], nxt_stat[share:]
                 flat = [c for p in part for c in p]
                 cmds += _with_commit(flat) if not nxt_stat else flat
+            w, half = p_state["half_of"][(bi, si)]
             for s, t in enumerate(stat):
                 mt, nt = (t, st) if a_stat else (st, t)
                 last_slot = s == len(stat) - 1
@@ -522,7 +540,7 @@ def _gemm(d: P.Gemm, x: _Ctx) -> list:
                         fl |= REL_A if a_stat else REL_B
                 a_word, b_word = (s * kw, 0) if a_stat else (0, s * kw)
                 cmds.append(Exec(K, a_word, b_word, fl))
-                p_index = need_params(nt)
+                p_index = 0 if per_tensor else (0 if resident else half * (cap // 2)) + (nt - w) * C
                 addr = d.c_base + b * d.c_stride_batch + mt * R * d.c_stride_m + nt * C
                 valid = min(R, d.M - mt * R)
                 stride = d.c_stride_m if valid > 1 else 0

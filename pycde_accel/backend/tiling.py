@@ -191,8 +191,13 @@ def plan_gemm(M: int, N: int, K: int, batch: int, config: AccelConfig, *, a_pass
     ab = config.axi_data_width // 8
     b_block = min(n_tiles, (config.spad_b_depth // ab) // kw)
     if p_panel_bytes > PARAM_RECORD_BYTES and n_tiles * cols > config.spad_c_depth:
-        # the records of a B-stationary block must fit the parameter memory together
-        b_block = min(b_block, config.spad_c_depth // cols)
+        # the records of a B-stationary block must fit half of the parameter memory together
+        # (reloads are double-buffered, see commands.py)
+        if config.spad_c_depth // 2 < cols:
+            raise UserError(f"{where}: {n_tiles * cols} post-op records exceed config spad_c_depth="
+                            f"{config.spad_c_depth}, and half of it cannot hold the {cols} records "
+                            f"of one tile for double-buffered reloads (raise spad_c_depth)")
+        b_block = min(b_block, (config.spad_c_depth // 2) // cols)
     a_stat = GemmTiling(order=A_STATIONARY, block=min(m_tiles, (config.spad_a_depth // ab) // kw), **common)
     b_stat = GemmTiling(order=B_STATIONARY, block=b_block, **common)
     return a_stat if a_stat.bytes_read <= b_stat.bytes_read else b_stat

@@ -96,7 +96,7 @@ def _inputs(qm, rng):
     return [rng.integers(-128, 128, size=qm.graph.node(i).shape) for i in qm.graph.inputs]
 
 
-CONFIGS = st.builds(lambda a, d, c: cfg(*a, spad_a_depth=d, spad_b_depth=d, spad_c_depth=c),
+CONFIGS = st.builds(lambda a, d, c: cfg(*a, spad_a_depth=d, spad_b_depth=d, spad_c_depth=max(c, 2 * a[1])),
                     st.sampled_from(ARRAYS + [(2, 4, 32), (5, 16, 64)]), st.sampled_from([64, 128, 1024]),
                     st.sampled_from([16, 32, 256]))
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -193,18 +193,19 @@ def test_random_residual_and_relu(config, shape, relu, seed):
 
 
 def test_param_windows_and_blocks():
-    """More output channels than the parameter memory holds (records reloaded per window) and
-    panels that need several stationary blocks, both loop orders."""
+    """More output channels than the parameter memory holds (records reloaded per window into
+    alternating halves of P) and panels that need several stationary blocks, both loop orders."""
     rng = np.random.default_rng(0)
     orders = set()
-    for m, n in ((40, 70), (3, 70), (70, 20)):
+    for m, n in ((40, 70), (3, 70), (70, 40)):
         x = g.Input("x", (), (m, 30), index=0)
         fc = g.Linear("fc", ("x",), (m, n), weight=rng.normal(size=(n, 30)), bias=rng.normal(size=n))
         qm = _quantize(g.Graph([x, fc], ["x"], ["fc"]), rng)
-        cp, _ = check(qm, cfg(4, 8, 64, spad_a_depth=64, spad_b_depth=64, spad_c_depth=16), _inputs(qm, rng))
+        cp, _ = check(qm, cfg(4, 8, 64, spad_a_depth=64, spad_b_depth=64, spad_c_depth=32), _inputs(qm, rng))
         loads_p = [k for k in cp.commands[0] if isinstance(k, C.Load) and k.dst == C.DST_P]
         d = cp.program.layers[0]
         assert len(loads_p) > 1 and d.block == min(2, d.m_tiles if d.order == P.A_STATIONARY else d.n_tiles)
+        assert [k.index for k in loads_p] == [0, 16] * (len(loads_p) // 2) + [0] * (len(loads_p) % 2)
         orders.add(d.order)
     assert orders == {P.A_STATIONARY, P.B_STATIONARY}
 
@@ -251,6 +252,10 @@ def test_rules_are_enforced():
         "no C tile": ok[:3] + [ok[4], ok[3]],
         "S beats": [C.Load(C.DST_X, 0, 2, 1, 0, 0, 0, 0), C.Load(C.DST_S, 0, 1, 1, 0, 0, 0, 0), C.Vec(2, 0, 3072)],
         "none is free": ok[:1] + [dataclasses.replace(ok[1], flags=C.LANES | C.COMMIT)] * 3,
+        # records loaded after both operand commits: the STORE may run before they arrive
+        "in flight": [ok[1], ok[2], ok[0], ok[3], ok[4]],
+        "LOAD X issued after": [C.Load(C.DST_S, 0, 2, 1, 0, 0, 0, 0), C.Load(C.DST_X, 0, 2, 1, 0, 0, 0, 0),
+                                C.Vec(2, 0, 3072)],
     }
     for msg, cmds in bad.items():
         with pytest.raises(cmdexec.CommandError, match=msg):
@@ -262,6 +267,16 @@ def test_rules_are_enforced():
 def test_config_needs_cols_multiple_of_the_beat():
     with pytest.raises(ConfigError, match=r"cols=4 .*cols % \(axi_data_width/8\) == 0"):
         compile_program(frontend_result("mlp").quantized, cfg(4, 4, 64))
+
+
+def test_too_small_parameter_memory_is_refused():
+    rng = np.random.default_rng(0)
+    x = g.Input("x", (), (3, 8), index=0)
+    fc = g.Linear("fc", ("x",), (3, 40), module="head", weight=rng.normal(size=(40, 8)))
+    qm = _quantize(g.Graph([x, fc], ["x"], ["fc"]), rng)
+    with pytest.raises(UserError, match="layer fc .*module head.*48 post-op records exceed config spad_c_depth=16"):
+        compile_program(qm, cfg(4, 16, 64, spad_c_depth=16))
+    compile_program(qm, cfg(4, 16, 64, spad_c_depth=32))     # two halves of 16 records: reloads
 
 
 def test_copy_is_refused():
