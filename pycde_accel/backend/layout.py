@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .program import PARAM_RECORD_BYTES, ND, Program
-from .tiling import align, ceil_div, packed_panel_bytes
+from .program import ND, Program
+from .tiling import align, ceil_div
 
 ALIGN = 64
 # ------------------------------------------------------------------------------------------

@@ -1,6 +1,5 @@
 """Command encoding: the word layout of accel_spec.md, binary and JSON round trips."""
 
-import dataclasses
 import struct
 
 import pytest

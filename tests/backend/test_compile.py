@@ -63,7 +63,6 @@ def test_gen_writes_program_and_image(tmp_path):
     """``gen`` puts the program in design.json and the image in dram.bin; running the commands
     of the image gives the reference's output."""
     from pycde_accel import cli
-    from pycde_accel.backend.layout import Placement
     out = tmp_path / "out"
     assert cli.main(["gen", "resblock", "--out", str(out), "--array", "8x8"]) == 0
     design = json.loads((out / "design.json").read_text())
