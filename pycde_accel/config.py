@@ -17,6 +17,8 @@ from .errors import ConfigError
 
 #: Dataflows the systolic core implements.
 DATAFLOWS = ("output_stationary",)
+#: How the post-op kernels are scheduled (``--schedule``): the CIRCT lowering route they take.
+SCHEDULES = ("dynamic", "static")
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class AccelConfig:
     axil_data_width: AXI4-Lite CSR data width in bits.
     target:          default FPGA target name for synthesis (see ``pycde_accel.fpga``).
     clock_mhz:       clock the design is constrained to in vendor scripts.
+    schedule:        lowering route of the post-op kernels (``--schedule``): ``dynamic``
+                     (CIRCT handshake) or ``static`` (CIRCT pipeline); see ``rtl_lib.emit``.
     """
 
     rows: int = 8
@@ -50,6 +54,7 @@ class AccelConfig:
     axil_data_width: int = 32
     target: str = "ecp5-85f"
     clock_mhz: float = 100.0
+    schedule: str = "dynamic"
 
     # ---- derived -------------------------------------------------------------------------
     @property
@@ -88,6 +93,8 @@ class AccelConfig:
                 raise ConfigError(f"config: {name} must be a power of two >= 2, got {v!r}")
         if self.axi_data_width not in (32, 64, 128, 256, 512):
             raise ConfigError(f"config: axi_data_width must be 32, 64, 128, 256 or 512, got {self.axi_data_width!r}")
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(f"config: schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if self.axil_data_width not in (32, 64):
             raise ConfigError(f"config: axil_data_width must be 32 or 64, got {self.axil_data_width!r}")
         return self

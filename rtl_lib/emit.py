@@ -28,6 +28,9 @@ from ..config import AccelConfig
 from ..errors import UserError
 
 LOWERING_OPTIONS = "disallowLocalVariables,locationInfoStyle=none,omitVersionComment"
+#: config.schedule values ``emit_accelerator`` can build (the kernel route it passes to
+#: ``lowering.build_kernel``); the static route's kernels have no streaming wrapper yet.
+ACCEL_SCHEDULES = ("dynamic",)
 
 
 @dataclass(frozen=True)
@@ -174,11 +177,17 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
     from .accel import make_accelerator
     from .ecp5 import SIM_MODEL, uses_ecp5_dsp
 
+    if config.schedule not in ACCEL_SCHEDULES:
+        raise UserError(f"--schedule {config.schedule}: the accelerator's post-op kernels are built "
+                        f"through the {'/'.join(ACCEL_SCHEDULES)} route only (lowering.stream wraps "
+                        f"handshake ports); 'ir --schedule {config.schedule} --kernel requantize' "
+                        f"lowers one kernel that way")
     ks = accel_kernels(config)
     models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
     with tempfile.TemporaryDirectory(prefix="pycde_accel_kernels_") as tmp:
         base = Path(kernel_dir) if kernel_dir is not None else Path(tmp)
-        lowered = {role: lowering.build_kernel(k, base / k.name) for role, k in ks.items()}
+        lowered = {role: lowering.build_kernel(k, base / k.name, route=config.schedule)
+                   for role, k in ks.items()}
 
         def prepare(system):
             mods = {role: stream_module(system, ks[role], lowered[role]) for role in ks}
