@@ -15,7 +15,7 @@ def test_readme_gen_command(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]   # nothing else, no staging
     listed = (out / "sv" / "filelist.f").read_text().split()
     assert listed and all((out / "sv" / f).is_file() for f in listed)
-    assert "top systolic_core_4x4_d8_a32" in r.stdout and "mlp" in r.stdout
+    assert "top pycde_accel_top" in r.stdout and "mlp" in r.stdout
     assert r.stderr == ""        # progress goes to a terminal only
 
 
