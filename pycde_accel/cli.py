@@ -94,6 +94,10 @@ def config_from_args(args: argparse.Namespace) -> AccelConfig:
     if getattr(args, "array", None):
         rows, cols = parse_array(args.array)
         cfg = cfg.replace(rows=rows, cols=cols)
+        # A C-tile row must be whole AXI beats: a narrow array gets the widest bus that fits
+        # (4 columns -> 32 bit); fewer than 4 columns cannot be served (validate says why).
+        while cfg.axi_data_width > 32 and (cols * cfg.data_width) % cfg.axi_data_width:
+            cfg = cfg.replace(axi_data_width=cfg.axi_data_width // 2)
     return cfg.validate()
 
 
