@@ -20,15 +20,37 @@ def _quiet(_: str) -> None:
     pass
 
 
-def gen(model: str | None, out: Path, config: AccelConfig, *, seed: int = 0,
-        progress: Progress = _quiet) -> Path:
-    """Generate the accelerator for ``model`` into ``out``; return ``out``."""
+def frontend_result(model, seed: int = 0, *, eval_batches: int | None = None):
+    """``model`` as a frontend result: a spec (``file.py[:function]``, built-in name, None for
+    the default), a :class:`~pycde_accel.frontend.loader.LoadedModel` (an in-memory module), or
+    an existing :class:`~pycde_accel.frontend.FrontendResult` (returned as is)."""
     from . import frontend
+    if isinstance(model, frontend.FrontendResult):
+        return model
+    kw = {} if eval_batches is None else {"eval_batches": eval_batches}
+    return frontend.run(model, seed=seed, **kw)
+
+
+def model_label(model) -> str:
+    from . import frontend
+    if isinstance(model, frontend.FrontendResult):
+        return model.model.spec
+    if isinstance(model, frontend.LoadedModel):
+        return model.spec
+    return model or "the default model"
+
+
+def gen(model, out: Path, config: AccelConfig, *, seed: int = 0,
+        progress: Progress = _quiet) -> Path:
+    """Generate the accelerator for ``model`` (see :func:`frontend_result`) into ``out``;
+    return ``out``. Writes design.json, dram.bin, weights.npz, ir/, sv/ and host/
+    (:mod:`pycde_accel.hostgen`)."""
+    from . import frontend, hostgen
 
     config.validate()
     with staged_output(out) as stage:
-        progress(f"frontend: export, quantize and check {model or 'the default model'}")
-        fe = frontend.run(model, seed=seed)
+        progress(f"frontend: export, quantize and check {model_label(model)}")
+        fe = frontend_result(model, seed)
         front = frontend.write(fe, stage)
         from .backend import compile_program
         progress(f"back end: tiling the layers onto the {config.array} array, DRAM image")
@@ -36,9 +58,11 @@ def gen(model: str | None, out: Path, config: AccelConfig, *, seed: int = 0,
         (stage / "dram.bin").write_bytes(compiled.image)
         from .rtl_lib import emit
         from .rtl_lib.axil_csr import default_csr_map
-        progress(f"emitting the accelerator ({config.array} array, post-op kernels through CIRCT)")
+        progress(f"emitting the accelerator ({config.array} array, post-op kernels through CIRCT, "
+                 f"{config.schedule} schedule)")
         emitted = emit.emit_accelerator(config, stage / "sv", kernel_dir=stage / "ir" / "kernels")
         csr = default_csr_map(config.axi_addr_width, config.axil_data_width)
+        hostgen.write(stage / "host", config, compiled, fe.quantized.scales, csr, fe.model.spec)
         design = {"config": config.to_dict(), "top": emitted.top, **front,
                   "csr_map": csr.to_dict(), "program": compiled.to_json()}
         (stage / "design.json").write_text(json.dumps(design, indent=2, sort_keys=True) + "\n")

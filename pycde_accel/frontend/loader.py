@@ -6,6 +6,10 @@ The file is imported with importlib under a private module name; the function (d
 caller's RNG state restored after), so an unseeded model is the same model every time. Every way
 this can fail is a one-line :class:`~pycde_accel.errors.UserError`.
 
+In-memory models (the Python API, ``pycde_accel.compile``) go through :func:`from_module`: a
+``torch.nn.Module`` and its example inputs, checked the same way; ``load_model`` passes a
+:class:`LoadedModel` through unchanged, so every step that takes a model spec takes one too.
+
 Sample inputs (:func:`sample_inputs`) for calibration and evaluation are drawn, seeded, from the
 examples' distribution: standard normal for the built-ins (whose examples are standard normal);
 for a model file, a normal distribution with each example tensor's own mean and standard
@@ -34,6 +38,7 @@ class LoadedModel:
     example_inputs: tuple           # tuple of torch.Tensor
     file: Path | None = None        # the model file (None for built-ins)
     fallback_source: str = ""       # "model.py:LINE" for errors whose op has no frame in the file
+    builtin: bool = False           # a built-in: samples are standard normal (see sample_inputs)
 
 
 def _first_line(e: BaseException) -> str:
@@ -49,13 +54,18 @@ def split_spec(spec: str) -> tuple[str, str]:
     return spec, "build"
 
 
-def load_model(spec: str | None) -> LoadedModel:
+def load_model(spec: "str | LoadedModel | None") -> LoadedModel:
     import torch
+    if isinstance(spec, LoadedModel):
+        return spec
     if spec is None:
         spec = models.DEFAULT
+    if not isinstance(spec, str):
+        raise UserError(f"model: expected a built-in name or path/to/file.py[:function], got "
+                        f"{_describe(spec)} (use pycde_accel.compile for a torch.nn.Module)")
     if spec in models.BUILTINS:
         module, inputs = models.BUILTINS[spec]()
-        return LoadedModel(spec, spec, module, tuple(inputs))
+        return LoadedModel(spec, spec, module, tuple(inputs), builtin=True)
     path_s, func = split_spec(spec)
     path = Path(path_s)
     if path.suffix != ".py":
@@ -94,17 +104,46 @@ def load_model(spec: str | None) -> LoadedModel:
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         raise UserError(f"{where}() {want}, got {_describe(result)}")
     module, inputs = result
-    if not isinstance(module, torch.nn.Module):
-        raise UserError(f"{where}() {want}, got {_describe(module)} as the module")
-    if isinstance(inputs, torch.Tensor) or not isinstance(inputs, (tuple, list)) or not inputs:
-        raise UserError(f"{where}() {want}, got {_describe(inputs)} as the example inputs")
-    for i, t in enumerate(inputs):
-        if not isinstance(t, torch.Tensor):
-            raise UserError(f"{where}() {want}, got {_describe(t)} as example input {i}")
-        if not t.is_floating_point():
-            raise UserError(f"{where}(): example input {i} has dtype {t.dtype}; float inputs expected")
+    _check(module, inputs, f"{where}() {want}, got", f"{where}():")
     return LoadedModel(path.name, where, module.eval(), tuple(inputs), path,
                        _fallback_source(path, module, fn))
+
+
+def _check(module, inputs, want: str, where: str) -> None:
+    import torch
+    if not isinstance(module, torch.nn.Module):
+        raise UserError(f"{want} {_describe(module)} as the module")
+    if isinstance(inputs, torch.Tensor) or not isinstance(inputs, (tuple, list)) or not inputs:
+        raise UserError(f"{want} {_describe(inputs)} as the example inputs")
+    for i, t in enumerate(inputs):
+        if not isinstance(t, torch.Tensor):
+            raise UserError(f"{want} {_describe(t)} as example input {i}")
+        if not t.is_floating_point():
+            raise UserError(f"{where} example input {i} has dtype {t.dtype}; float inputs expected")
+
+
+def from_module(module, example_inputs, name: str | None = None) -> LoadedModel:
+    """An in-memory ``torch.nn.Module`` and its example inputs (a tuple of float tensors; one
+    tensor is taken as a tuple of one) as a model; ``name`` defaults to the module's class name.
+    Put in eval mode. Calibration samples follow each example's mean and standard deviation, as
+    for a model file."""
+    import inspect
+
+    import torch
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    _check(module, example_inputs,
+           "compile(model, example_inputs) needs a torch.nn.Module and a tuple of float tensors, got",
+           "compile():")
+    name = name or type(module).__name__
+    fallback = name
+    try:
+        src = inspect.getsourcefile(type(module))
+        if src:
+            fallback = f"{Path(src).name}:{inspect.getsourcelines(type(module))[1]}"
+    except (TypeError, OSError):
+        pass
+    return LoadedModel(name, name, module.eval(), tuple(example_inputs), None, fallback)
 
 
 def _fallback_source(path: Path, module, fn) -> str:
@@ -132,7 +171,7 @@ def sample_inputs(model: LoadedModel, rng: np.random.Generator) -> list[np.ndarr
     out = []
     for t in model.example_inputs:
         x = t.detach().double().numpy()
-        if model.file is None:
+        if model.builtin:
             out.append(rng.standard_normal(x.shape))
             continue
         std = float(x.std()) if x.size > 1 else 1.0
