@@ -48,6 +48,8 @@ class SimResult:
     float_max_abs_error: float
     float_top1_match: bool | None
     outputs: list = field(default_factory=list, repr=False)
+    #: pycde_accel.perfmodel's prediction of total_cycles (None if the model failed)
+    predicted_cycles: int | None = None
 
     def to_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k != "outputs"}
@@ -135,6 +137,7 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
     config.validate()
     progress(f"back end: commands for the {config.array} array")
     compiled = compile_program(fe, config)
+    prediction = _predict(compiled, config)
     qm = fe.quantized
     xs = [t.detach().double().numpy() for t in fe.model.example_inputs]
     xq = reference.quantize_inputs(qm, xs)
@@ -164,7 +167,9 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
     pe = config.rows * config.cols
     for i, (entry, r) in enumerate(zip(compiled.layers, runs)):
         macs = int(entry.get("macs", stats.get(i, {}).get("macs", 0)))
+        pred = prediction.layers[i].cycles if prediction else None
         layers.append({**{k: entry[k] for k in entry if k not in ("cmd_addr",)}, **r,
+                       "predicted_cycles": pred,
                        "macs": macs,
                        "pe_utilization": macs / (r["cycles"] * pe) if r["cycles"] else 0.0})
     total = sum(r["cycles"] for r in runs)
@@ -175,18 +180,34 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
                      dma_bytes_read=sum(r["dma_rd_bytes"] for r in runs),
                      dma_bytes_written=sum(r["dma_wr_bytes"] for r in runs),
                      float_max_abs_error=max(errs) if errs else 0.0, float_top1_match=top1,
+                     predicted_cycles=prediction.total_cycles if prediction else None,
                      outputs=outs)
+
+
+def _predict(compiled, config: AccelConfig):
+    """perfmodel's prediction for ``compiled``, or None: a model failure must not fail a run."""
+    from . import perfmodel
+    try:
+        return perfmodel.predict(compiled, config)
+    except Exception:  # pragma: no cover - reported as a missing prediction
+        return None
+
+
+def _pred(v) -> str:
+    return "-" if v is None else str(v)
 
 
 def report_lines(r: SimResult) -> list[str]:
     """The CLI's table: one line per layer, then totals and the verdict."""
-    lines = [f"  {'#':>2} {'layer':16} {'op':8} {'cycles':>9} {'MACs':>9} {'PE util':>8} "
-             f"{'DMA rd B':>9} {'DMA wr B':>9} {'cmds':>6}"]
+    lines = [f"  {'#':>2} {'layer':16} {'op':8} {'cycles':>9} {'predicted':>9} {'MACs':>9} "
+             f"{'PE util':>8} {'DMA rd B':>9} {'DMA wr B':>9} {'cmds':>6}"]
     for i, l in enumerate(r.layers):
         lines.append(f"  {i:>2} {str(l.get('name', ''))[:16]:16} {str(l.get('op', ''))[:8]:8} "
-                     f"{l['cycles']:>9} {l['macs']:>9} {l['pe_utilization']:>8.3f} "
+                     f"{l['cycles']:>9} {_pred(l.get('predicted_cycles')):>9} {l['macs']:>9} "
+                     f"{l['pe_utilization']:>8.3f} "
                      f"{l['dma_rd_bytes']:>9} {l['dma_wr_bytes']:>9} {l['cmds']:>6}")
-    lines.append(f"  total: {r.total_cycles} cycles, {r.macs} MACs, PE utilization "
+    lines.append(f"  total: {r.total_cycles} cycles (predicted {_pred(r.predicted_cycles)}), "
+                 f"{r.macs} MACs, PE utilization "
                  f"{r.pe_utilization:.3f}, DMA {r.dma_bytes_read} B read, "
                  f"{r.dma_bytes_written} B written")
     top1 = ("n/a" if r.float_top1_match is None else
