@@ -15,6 +15,23 @@ instantiate next to the systolic core. Ports (all valid/ready, a beat moves when
 * ``done`` out: high for the cycle the ``n``-th result moves. This counter is what replaces the
   memory completion the optimized route dropped (pycde-accel-drop-mem-completion-join): the
   kernel's store-done tokens are answered here, one per store taken.
+
+The same contract is kept for a kernel lowered by the **static** route (``lowered.route ==
+"static"``: a ``pipeline.scheduled`` with fixed latency L, element ports ``in<K>`` +
+``in_valid``/``in_ready``, ``out0``/``out0_valid``/``out0_ready``), so that an engine does not
+care which route its kernel took. The wrapper then:
+
+* takes a run's start token together with its scalar beats (all of them valid), latches the
+  scalars and holds them as the pipeline's ``in<K>`` for the run's ``n`` elements; the next
+  run's start may be taken on the edge where the current run's last element goes in (the
+  pipeline captures scalars with each element), so runs follow each other with no bubble;
+* joins the tensor inputs: an element goes in when every ``X_valid`` is high, the run is open
+  and the pipeline is not stalled (``X_ready`` of each is that join);
+* puts a 2-entry buffer between ``out0`` and ``y``: the pipeline's ``out0_ready`` (its stall,
+  which fans out to every stage register, and ``in_ready``) is a function of that buffer's
+  occupancy register only, never of ``y_ready``; full rate is kept (1 element/cycle).
+
+A result therefore leaves L + 1 cycles after its element went in at the earliest.
 """
 
 from __future__ import annotations
@@ -29,6 +46,8 @@ def _w(ty: str) -> int:
 
 
 def stream_module(system, kernel, lowered):
+    if getattr(lowered, "route", None) == "static":
+        return static_stream_module(system, kernel, lowered)
     core = system.import_mlir(file=lowered.hw)[kernel.name]
     ports = kernel.ports()
     n = kernel.n
@@ -88,6 +107,104 @@ def stream_module(system, kernel, lowered):
         inc = Mux(last, (cnt.as_uint() + 1).as_bits(cw), Bits(cw)(0))
         cnt_d.assign(Mux(fire, cnt, inc))
         p.done = fire & last
+
+    attrs["build"] = generator(build)
+    return type(f"{kernel.name}_stream", (Module,), attrs)
+
+
+def _ports(kernel) -> dict:
+    attrs: dict = {"module_name": f"{kernel.name}_stream", "clk": Clock(), "rst": Reset()}
+    for nm, ty in list(kernel.inputs) + list(kernel.scalars):
+        attrs[nm] = Input(Bits(_w(ty)))
+        attrs[f"{nm}_valid"] = Input(Bits(1))
+        attrs[f"{nm}_ready"] = Output(Bits(1))
+    attrs["start_valid"] = Input(Bits(1))
+    attrs["start_ready"] = Output(Bits(1))
+    attrs["y"] = Output(Bits(_w(kernel.out_ty)))
+    attrs["y_valid"] = Output(Bits(1))
+    attrs["y_ready"] = Input(Bits(1))
+    attrs["done"] = Output(Bits(1))
+    return attrs
+
+
+def static_stream_module(system, kernel, lowered):
+    """``<name>_stream`` around a static-route kernel (see the module docstring)."""
+    core = system.import_mlir(file=lowered.hw)[kernel.name]
+    tensors, scalars = kernel.arg_ports()
+    n = kernel.n
+    cw = max(1, n.bit_length())
+    yw = _w(kernel.out_ty)
+    attrs = _ports(kernel)
+
+    def build(p):
+        clk, rst = p.clk, p.rst
+        one, zero = Bits(1)(1), Bits(1)(0)
+        # -- run control: start + scalars taken together, element count per run
+        active = Wire(Bits(1), "run_active")
+        in_cnt = Wire(Bits(cw), "in_count")
+        k_in_ready = Wire(Bits(1), "k_in_ready")
+        all_x = one
+        for nm, _ in kernel.inputs:
+            all_x = all_x & getattr(p, f"{nm}_valid")
+        in_fire = active & all_x & k_in_ready
+        in_last = in_fire & (in_cnt == Bits(cw)(n - 1))
+        all_s = one
+        for nm, _ in kernel.scalars:
+            all_s = all_s & getattr(p, f"{nm}_valid")
+        can_take = ~active | in_last
+        take = can_take & p.start_valid & all_s
+        p.start_ready = can_take & all_s
+        for nm, _ in kernel.scalars:
+            others = p.start_valid
+            for o, _ in kernel.scalars:
+                if o != nm:
+                    others = others & getattr(p, f"{o}_valid")
+            setattr(p, f"{nm}_ready", can_take & others)
+        active.assign(Mux(take, active & ~in_last, one).reg(clk, rst, rst_value=0,
+                                                            name="run_active_r"))
+        cnt_next = Mux(in_fire, in_cnt, Mux(in_last, (in_cnt.as_uint() + 1).as_bits(cw),
+                                            Bits(cw)(0)))
+        in_cnt.assign(cnt_next.reg(clk, rst, rst_value=0, name="in_count_r"))
+        for nm, _ in kernel.inputs:
+            others = active & k_in_ready
+            for o, _ in kernel.inputs:
+                if o != nm:
+                    others = others & getattr(p, f"{o}_valid")
+            setattr(p, f"{nm}_ready", others)
+        # -- output buffer (2 entries): out0_ready depends on its occupancy only
+        occ = Wire(Bits(2), "out_occupancy")
+        k_out_ready = occ != Bits(2)(2)
+        args = {"clock": clk, "reset": rst, "in_valid": active & all_x,
+                "out0_ready": k_out_ready}
+        for nm, port in tensors.items():
+            args[port] = getattr(p, nm)
+        for nm, port in scalars.items():
+            w = _w(dict(kernel.scalars)[nm])
+            args[port] = getattr(p, nm).reg(clk, ce=take, name=f"scalar_{nm}")
+            assert args[port].type.width == w
+        inst = core(**args)
+        k_in_ready.assign(inst.in_ready)
+        push = inst.out0_valid & k_out_ready
+        has = occ != Bits(2)(0)
+        pop = has & p.y_ready
+        occ_up = Mux(push, occ, (occ.as_uint() + 1).as_bits(2))
+        occ_next = Mux(pop, occ_up, (occ_up.as_uint() - 1).as_bits(2))
+        occ.assign(occ_next.reg(clk, rst, rst_value=0, name="out_occupancy_r"))
+        d0, d1 = Wire(Bits(yw), "out_d0"), Wire(Bits(yw), "out_d1")
+        occ0, occ1, occ2 = occ == Bits(2)(0), occ == Bits(2)(1), occ == Bits(2)(2)
+        load0 = occ0 | (occ1 & pop)
+        d0_next = Mux(load0, Mux(occ2 & pop, d0, d1), inst.out0)
+        d0.assign(d0_next.reg(clk, name="out_d0_r"))
+        d1.assign(Mux(occ1 & push & ~pop, d1, inst.out0).reg(clk, name="out_d1_r"))
+        p.y = d0
+        p.y_valid = has
+        # -- done: the n-th result of a run leaves
+        oc = Wire(Bits(cw), "out_count")
+        o_last = oc == Bits(cw)(n - 1)
+        oc_next = Mux(pop, oc, Mux(o_last, (oc.as_uint() + 1).as_bits(cw), Bits(cw)(0)))
+        oc.assign(oc_next.reg(clk, rst, rst_value=0, name="out_count_r"))
+        p.done = pop & o_last
+        _ = zero
 
     attrs["build"] = generator(build)
     return type(f"{kernel.name}_stream", (Module,), attrs)

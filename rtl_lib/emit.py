@@ -154,23 +154,39 @@ def emit_core(config: AccelConfig, sv_dir: Path) -> EmittedSV:
     return emit_module(core, Path(sv_dir), sim_models=models, sources=[lutram.SOURCE])
 
 
-def accel_kernels(config: AccelConfig) -> dict:
+#: The lowering route of the accelerator's post-op kernels: the static schedule (a fixed-latency
+#: II=1 pipeline, ``lowering.stream`` wraps it into the engines' stream contract) with the wide
+#: multiplies split into 16x16 partial products (``lowering.split_mul``), so that no kernel
+#: stage holds more than one DSP or one adder chain. The handshake route ("dynamic") computes a
+#: whole element in one cycle: 22.5 MHz for requantize on ECP5.
+KERNEL_ROUTE = "static"
+
+
+def accel_kernels(config: AccelConfig, route: str = KERNEL_ROUTE) -> dict:
     """The post-op kernels the accelerator instantiates, by role: ``requant`` (per-channel
-    requantize of one C tile, n = rows*cols), ``add`` and ``max`` (the vector engine's)."""
+    requantize of one C tile, n = rows*cols), ``add`` and ``max`` (the vector engine's); for
+    the static route with their wide multiplies split (same names, ports and function)."""
     from ..lowering import kernels
     from .vector_engine import vector_kernels
 
+    from ..lowering.split_mul import split_wide_muls
+
     add, mx = vector_kernels(config)
-    return {"requant": kernels.requantize(n=config.rows * config.cols, per_channel=True),
-            "add": add, "max": mx}
+    ks = {"requant": kernels.requantize(n=config.rows * config.cols, per_channel=True),
+          "add": add, "max": mx}
+    if route == "static":
+        ks = {role: split_wide_muls(k) for role, k in ks.items()}
+    return ks
 
 
-def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None = None) -> EmittedSV:
+def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None = None,
+                     route: str = KERNEL_ROUTE) -> EmittedSV:
     """Emit the whole accelerator (``rtl_lib.accel``) for ``config`` into ``sv_dir``.
 
-    The post-op kernels are lowered through CIRCT first (``lowering.build_kernel``; stage dumps
-    go to ``kernel_dir/<kernel>/ir`` if given, else to a temporary folder) and imported into the
-    same PyCDE system as streaming modules."""
+    The post-op kernels are lowered through CIRCT first (``lowering.build_kernel`` by ``route``,
+    default :data:`KERNEL_ROUTE`; stage dumps go to ``kernel_dir/<kernel>/ir`` if given, else to
+    a temporary folder) and imported into the same PyCDE system as streaming modules
+    (``lowering.stream.stream_module``, the same ports for either route)."""
     from .. import lowering
     from ..lowering.stream import stream_module
     from . import lutram
@@ -182,7 +198,7 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
                         f"through the {'/'.join(ACCEL_SCHEDULES)} route only (lowering.stream wraps "
                         f"handshake ports); 'ir --schedule {config.schedule} --kernel requantize' "
                         f"lowers one kernel that way")
-    ks = accel_kernels(config)
+    ks = accel_kernels(config, route)
     models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
     with tempfile.TemporaryDirectory(prefix="pycde_accel_kernels_") as tmp:
         base = Path(kernel_dir) if kernel_dir is not None else Path(tmp)

@@ -1,0 +1,134 @@
+"""Wide multiplies of a kernel split into 16x16-bit partial products, for the static route.
+
+The static route (``pycde-accel-scf-to-pipeline``) gives every arith op its own pipeline stage,
+but one ``arith.muli`` on i64 (requantize's SaturatingRoundingDoublingHighMul) or i32
+(residual_add's ``a*ma``) is still one stage: Yosys maps it to several MULT18X18D whose partial
+products are summed in fabric in the same cycle (requantize_pc alone placed at 83 MHz on
+ECP5-85F, its critical path DSP -> 64-bit adder chain). ``split_wide_muls(kernel)`` returns the
+same kernel (same name, ports, function) whose body computes each wide product from unsigned
+16-bit limbs instead, so that the static schedule puts every 16x16 product (one DSP, nothing
+else) in a stage of its own and the sums in the following ones:
+
+* ``muli(extsi a : iH, extsi b : iH) : i2H`` (the full signed product, H = W/2 = 32 here):
+  ``au*bu - ((a<0 ? bu : 0) + (b<0 ? au : 0)) << H`` where ``au``/``bu`` are the zero-extended
+  operands and ``au*bu`` = the four limb products shifted and added (a < 0 makes ``a = au -
+  2^H``; the ``2^2H`` term vanishes modulo ``2^W``).
+* any other ``muli x, y : iW`` (W = 32 or 64): ``x*y mod 2^W`` = sum over limb pairs ``i + j <
+  W/16`` of ``x_i * y_j << 16(i+j)``.
+
+Exact modulo 2^W (``arith.muli`` semantics), so the kernel stays bit-exact; every op is still
+lowered by CIRCT (this rewrites the kernel's linalg body, a :class:`lowering.kernels.Kernel`,
+before ``lowering.build_kernel``). Narrower multiplies (W <= 16) are left alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+LIMB = 16
+_MUL = re.compile(r"^(%\S+) = arith\.muli (%\S+), (%\S+) : i(\d+)$")
+_EXTSI = re.compile(r"^(%\S+) = arith\.extsi (%\S+) : i(\d+) to i(\d+)$")
+
+
+class _Emit:
+    def __init__(self, tag: str, ty: str):
+        self.tag, self.ty, self.n, self.lines = tag, ty, 0, []
+
+    def op(self, rhs: str) -> str:
+        nm = f"%sm{self.tag}_{self.n}"
+        self.n += 1
+        self.lines.append(f"{nm} = {rhs}")
+        return nm
+
+    def const(self, v: int, ty: str | None = None) -> str:
+        return self.op(f"arith.constant {v} : {ty or self.ty}")
+
+    def bin(self, op: str, a: str, b: str, ty: str | None = None) -> str:
+        return self.op(f"arith.{op} {a}, {b} : {ty or self.ty}")
+
+    def limbs(self, x: str, count: int) -> list[str]:
+        """``count`` unsigned 16-bit limbs of ``x`` (each zero-extended to the full type)."""
+        mask = self.const((1 << LIMB) - 1)
+        out = []
+        for i in range(count):
+            v = x if i == 0 else self.bin("shrui", x, self.const(LIMB * i))
+            out.append(self.bin("andi", v, mask) if i < count - 1 or i == 0 else v)
+        return out
+
+    def sum_shifted(self, terms: list[tuple[str, int]]) -> str:
+        """Sum of ``t << s``; terms at the same shift added first (a balanced tree)."""
+        by_shift: dict[int, list[str]] = {}
+        for t, s in terms:
+            by_shift.setdefault(s, []).append(t)
+        parts = []
+        for s in sorted(by_shift):
+            parts.append(self.bin("shli", self._tree(by_shift[s]), self.const(s)) if s else
+                         self._tree(by_shift[s]))
+        return self._tree(parts)
+
+    def _tree(self, xs: list[str]) -> str:
+        while len(xs) > 1:
+            xs = [self.bin("addi", xs[i], xs[i + 1]) if i + 1 < len(xs) else xs[i]
+                  for i in range(0, len(xs), 2)]
+        return xs[0]
+
+
+def _unsigned_product(e: _Emit, x: str, y: str, width: int) -> str:
+    """``x * y mod 2^width`` from limbs (pairs with i + j < width/16)."""
+    n = width // LIMB
+    xl, yl = e.limbs(x, n), e.limbs(y, n)
+    return e.sum_shifted([(e.bin("muli", xl[i], yl[j]), LIMB * (i + j))
+                          for i in range(n) for j in range(n) if i + j < n])
+
+
+def _signed_full_product(e: _Emit, a: str, b: str, half: int) -> str:
+    """The 2H-bit product of two H-bit signed values ``a``, ``b`` (the extsi operands)."""
+    w = 2 * half
+    ty, hty = f"i{w}", f"i{half}"
+    au = e.op(f"arith.extui {a} : {hty} to {ty}")
+    bu = e.op(f"arith.extui {b} : {hty} to {ty}")
+    n = half // LIMB
+    al, bl = e.limbs(au, n), e.limbs(bu, n)
+    uu = e.sum_shifted([(e.bin("muli", al[i], bl[j]), LIMB * (i + j))
+                        for i in range(n) for j in range(n)])
+    zero_h, zero = e.const(0, hty), e.const(0)
+    sa = e.op(f"arith.cmpi slt, {a}, {zero_h} : {hty}")
+    sb = e.op(f"arith.cmpi slt, {b}, {zero_h} : {hty}")
+    ca = e.op(f"arith.select {sa}, {bu}, {zero} : {ty}")
+    cb = e.op(f"arith.select {sb}, {au}, {zero} : {ty}")
+    corr = e.bin("shli", e.bin("addi", ca, cb), e.const(half))
+    return e.bin("subi", uu, corr)
+
+
+def split_lines(lines) -> list[str]:
+    """The body lines with every wide ``arith.muli`` replaced by its limb form (see module)."""
+    ext = {}
+    for ln in lines:
+        m = _EXTSI.match(ln.strip())
+        if m:
+            ext[m.group(1)] = (m.group(2), int(m.group(3)), int(m.group(4)))
+    out = []
+    for k, ln in enumerate(lines):
+        m = _MUL.match(ln.strip())
+        w = int(m.group(4)) if m else 0
+        if not m or w <= LIMB or w % LIMB:
+            out.append(ln)
+            continue
+        res, x, y = m.group(1), m.group(2), m.group(3)
+        e = _Emit(str(k), f"i{w}")
+        ex, ey = ext.get(x), ext.get(y)
+        if (ex and ey and ex[1] == ey[1] and 2 * ex[1] == w and ex[2] == w
+                and ex[1] % LIMB == 0):
+            r = _signed_full_product(e, ex[0], ey[0], ex[1])
+        else:
+            r = _unsigned_product(e, x, y, w)
+        assert e.lines[-1].startswith(f"{r} = ")
+        e.lines[-1] = res + e.lines[-1][len(r):]  # the last op defines the product's name
+        out += e.lines
+    return out
+
+
+def split_wide_muls(kernel):
+    """``kernel`` (a :class:`lowering.kernels.Kernel`) with its wide multiplies split."""
+    return dataclasses.replace(kernel, body_lines=tuple(split_lines(kernel.body_lines)))
