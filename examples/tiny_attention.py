@@ -3,6 +3,7 @@
 Run it through the compiler with::
 
     python -m pycde_accel gen examples/tiny_attention.py --out out/attention
+    python -m pycde_accel sim examples/tiny_attention.py --out out/attention
 
 ``build()`` returns ``(model, example_inputs)``, as every model file does. Softmax is not
 supported on the accelerator, so the block keeps the raw scaled scores (a linear attention):

@@ -4,10 +4,19 @@ The flow (see DESIGN.md): frontend (torch.export, int8 quantization, integer ref
 systolic matmul core and CIRCT-lowered post-op kernels (``pycde_accel.rtl_lib``,
 ``pycde_accel.lowering``) -> Verilator/cocotb simulation (``pycde_accel.sim``) -> open
 synthesis (``pycde_accel.fpga``).
+
+Python API (:mod:`pycde_accel.api`)::
+
+    design = pycde_accel.compile(module, example_inputs, config=pycde_accel.AccelConfig())
+    design.emit("out")            # EmitResult
+    design.simulate()             # SimResult (bit_exact, cycles per layer)
+    design.synthesize("ecp5-85f") # SynthOutput
+    design.report("out")          # report.md / report.html / report.json
 """
 
+from .api import Design, EmitResult, compile  # noqa: A004 - the API's name
 from .config import AccelConfig
 from .errors import UserError
 
-__all__ = ["AccelConfig", "UserError"]
+__all__ = ["AccelConfig", "Design", "EmitResult", "UserError", "compile"]
 __version__ = "0.1.0"

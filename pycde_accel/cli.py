@@ -1,5 +1,11 @@
 """Command line: ``python -m pycde_accel {gen,sim,synth,ir,report} [MODEL] [--out DIR] ...``.
 
+Every subcommand takes ``--array RxC``, ``--target NAME``, ``--schedule dynamic|static`` (the
+post-op kernels' lowering route, ``config.schedule``), ``--seed`` and ``--debug``; ``sim`` and
+``report`` take ``--waves`` (VCD). Bad input (a model file that is missing, lacks the function,
+returns the wrong types or uses an unsupported op; ``--array 0x8``; an unknown target; an
+unwritable ``--out``) is one ``error:`` line on stderr, exit code 2, and no output folder.
+
 MODEL is ``path/to/file.py[:function]`` (the function, default ``build``, returns
 ``(torch.nn.Module, tuple_of_example_tensors)``) or a built-in name; no MODEL means the built-in
 default. Errors the user can fix are one line on stderr and a non-zero exit; ``--debug`` shows
@@ -9,17 +15,39 @@ the traceback of anything else.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import traceback
 from pathlib import Path
 
-from .config import AccelConfig, parse_array
+from .config import SCHEDULES, AccelConfig, parse_array
 from .errors import UserError
 
 EPILOG = """examples:
   python -m pycde_accel gen                      # default model, SV into build/
   python -m pycde_accel gen mlp --array 8x8 --out out/mlp
   python -m pycde_accel gen my_model.py:build --out out/mine
+  python -m pycde_accel sim examples/lenet5.py --out out/lenet     # Verilator, bit-exact check
+  python -m pycde_accel synth --target ecp5-85f --out out/mlp      # Yosys + nextpnr
+  python -m pycde_accel report --out out/mlp     # report.md/.html: cycles, roofline, resources
+  python -m pycde_accel ir --list                # the lowering stages
+
+gen writes DIR/sv/ (whole accelerator, filelist.f), DIR/ir/, DIR/design.json, DIR/dram.bin,
+DIR/weights.npz and DIR/host/ (C headers: CSR map, command encoding, layer table; a standalone
+Python driver).
+"""
+
+
+REPORT_EPILOG = """Simulates the model (reusing DIR/sim/result.json when it is for the same model and config),
+then writes DIR/report.md, a self-contained DIR/report.html (charts embedded) and DIR/report.json:
+cycles per layer (core busy / stalled / other; the perf model's prediction when there is one), a
+roofline chart (compute and bandwidth bounds, one point per layer) and resources against the
+target's capacity (DIR/synth/report.json from 'synth' when present, else the fit estimate).
+Exit status 0 only when the simulation is bit-exact.
+
+examples:
+  python -m pycde_accel report --out out/mlp
+  python -m pycde_accel synth lenet5 --out out/lenet && python -m pycde_accel report lenet5 --out out/lenet
 """
 
 
@@ -56,6 +84,14 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
 
 
+def _add_hw(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", default=None, metavar="NAME",
+                   help="FPGA target (default: the config's, ecp5-85f); an unknown name lists the known ones")
+    p.add_argument("--schedule", default=None, choices=SCHEDULES,
+                   help="lowering route of the post-op kernels: dynamic (CIRCT handshake) or static "
+                        "(CIRCT pipeline); default: the config's")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m pycde_accel",
@@ -63,20 +99,21 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    g = sub.add_parser("gen", help="generate SV, IR and design.json for a model",
+    g = sub.add_parser("gen", help="generate SV, IR, design.json and host files for a model",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_common(g)
+    _add_hw(g)
     m = sub.add_parser("sim", help="run the model on the accelerator in Verilator; exit 0 only if bit-exact",
                        epilog=SIM_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_common(m)
+    _add_hw(m)
     m.add_argument("--axi-pause", type=float, default=0.0, metavar="P",
                    help="probability that each AXI channel of the memory pauses in a cycle (default 0)")
     m.add_argument("--waves", action="store_true", help="write a VCD waveform (DIR/sim/run/dump.vcd)")
     s = sub.add_parser("synth", help="generate, then synthesize with Yosys + nextpnr (or write vendor scripts)",
                        epilog=SYNTH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_common(s)
-    s.add_argument("--target", default=None, metavar="NAME",
-                   help="FPGA target (default: the config's, ecp5-85f); an unknown name lists the known ones")
+    _add_hw(s)
     i = sub.add_parser("ir", help="list the lowering stages, or print one stage's IR (built on demand)")
     _add_common(i)
     i.add_argument("--list", action="store_true", help="list the stages of the route")
@@ -86,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "(the calyx route, which stops inside this CIRCT)")
     i.add_argument("--kernel", default=None, metavar="NAME",
                    help="a post-op kernel (requantize, residual_add, maxpool, clamp ...) instead of the model")
+    r = sub.add_parser("report", help="simulate, then write report.md/.html/.json (cycles, roofline, resources)",
+                       epilog=REPORT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_common(r)
+    _add_hw(r)
+    r.add_argument("--axi-pause", type=float, default=0.0, metavar="P",
+                   help="probability that each AXI channel of the memory pauses in a cycle (default 0)")
+    r.add_argument("--waves", action="store_true", help="write a VCD waveform (DIR/sim/run/dump.vcd)")
     return parser
 
 
@@ -98,45 +142,108 @@ def config_from_args(args: argparse.Namespace) -> AccelConfig:
         # (4 columns -> 32 bit); fewer than 4 columns cannot be served (validate says why).
         while cfg.axi_data_width > 32 and (cols * cfg.data_width) % cfg.axi_data_width:
             cfg = cfg.replace(axi_data_width=cfg.axi_data_width // 2)
+    if getattr(args, "target", None):
+        from .fpga import get_device
+        cfg = cfg.replace(target=get_device(args.target).name)
+    if getattr(args, "schedule", None) and args.command != "ir":
+        cfg = cfg.replace(schedule=args.schedule)
     return cfg.validate()
+
+
+def _writable_out(out: Path) -> None:
+    """UserError (before any work) if ``out`` cannot be created or written; creates nothing."""
+    import os
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: exists and is not a folder")
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise UserError(f"--out {out}: cannot write there ({probe} is not a writable folder)")
 
 
 def _cmd_gen(args: argparse.Namespace) -> int:
     from . import flow
+    _writable_out(Path(args.out))
     out = flow.gen(args.model, Path(args.out), config_from_args(args), seed=args.seed,
                    progress=_progress)
     print(flow.summary(out))
     return 0
 
 
-def _cmd_sim(args: argparse.Namespace) -> int:
+def _simulate(args: argparse.Namespace, cfg: AccelConfig, out: Path, fe=None):
+    """Frontend (unless ``fe``), then the whole accelerator in Verilator into ``out/sim``; the
+    model's errors come before ``out`` is created."""
     from . import frontend
-    from .errors import UserError as _UE
-    from .simulate import report_lines, simulate
-    cfg = config_from_args(args)
+    from .simulate import simulate
     if not 0.0 <= args.axi_pause < 1.0:
-        raise _UE(f"--axi-pause must be in [0, 1), got {args.axi_pause}")
-    _progress(f"frontend: export and quantize {args.model or 'the default model'}")
-    fe = frontend.run(args.model, seed=args.seed, eval_batches=1)
-    out = Path(args.out)
+        raise UserError(f"--axi-pause must be in [0, 1), got {args.axi_pause}")
+    _writable_out(out)
+    if fe is None:
+        _progress(f"frontend: export and quantize {args.model or 'the default model'}")
+        fe = frontend.run(args.model, seed=args.seed, eval_batches=1)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise _UE(f"cannot write the output folder {out}: {e.strerror}") from None
+        raise UserError(f"--out {out}: cannot write there ({e.strerror})") from None
     r = simulate(fe, cfg, out / "sim", axi_pause=args.axi_pause, seed=args.seed, waves=args.waves,
                  progress=_progress)
-    (out / "sim" / "result.json").write_text(__import__("json").dumps(r.to_dict(), indent=2) + "\n")
+    (out / "sim" / "result.json").write_text(json.dumps(r.to_dict(), indent=2) + "\n")
+    return r
+
+
+def _cmd_sim(args: argparse.Namespace) -> int:
+    from .simulate import report_lines
+    cfg = config_from_args(args)
+    r = _simulate(args, cfg, Path(args.out))
     print(f"{r.model} on the {cfg.array} accelerator ({cfg.axi_data_width}-bit AXI), Verilator:")
     for line in report_lines(r):
         print(line)
     return 0 if r.bit_exact else 1
 
 
-def _cmd_synth(args: argparse.Namespace) -> int:
-    from .fpga import get_device, project
+def _cmd_report(args: argparse.Namespace) -> int:
+    from . import frontend, report
+    from .backend import compile_program
     cfg = config_from_args(args)
-    if args.target:
-        cfg = cfg.replace(target=get_device(args.target).name)
+    out = Path(args.out)
+    _writable_out(out)
+    _progress(f"frontend: export and quantize {args.model or 'the default model'}")
+    fe = frontend.run(args.model, seed=args.seed, eval_batches=1)
+    sim = None
+    prev = out / "sim" / "result.json"
+    if prev.is_file() and not args.waves and not args.axi_pause:
+        try:
+            d = json.loads(prev.read_text())
+            if d.get("model") == fe.model.spec and d.get("config") == cfg.to_dict():
+                sim = d
+                _progress(f"reusing the simulation in {prev}")
+        except (OSError, ValueError):
+            sim = None
+    if sim is None:
+        sim = _simulate(args, cfg, out, fe).to_dict()
+    synth = None
+    srep = out / "synth" / "report.json"
+    if srep.is_file():
+        try:
+            d = json.loads(srep.read_text())
+            if d.get("config") == cfg.to_dict():
+                synth = d
+        except (OSError, ValueError):
+            synth = None
+    predicted = report.predicted_cycles(compile_program(fe, cfg), cfg)
+    rep = report.build(sim, cfg, predicted=predicted, synth=synth)
+    for path in rep.write(out):
+        print(f"wrote {path}")
+    print(f"{sim['model']} on {cfg.array}: {sim['total_cycles']} cycles, bit-exact: "
+          f"{'yes' if sim['bit_exact'] else 'NO'}")
+    return 0 if sim["bit_exact"] else 1
+
+
+def _cmd_synth(args: argparse.Namespace) -> int:
+    from .fpga import project
+    cfg = config_from_args(args)
+    _writable_out(Path(args.out))
     result = project.synth_model(args.model, Path(args.out), cfg, seed=args.seed, progress=_progress)
     if result.report is not None:
         print(project.summary(result.report))
@@ -162,7 +269,8 @@ def _progress(msg: str) -> None:
         print(f"[pycde-accel] {msg}", file=sys.stderr, flush=True)
 
 
-COMMANDS = {"gen": _cmd_gen, "sim": _cmd_sim, "synth": _cmd_synth, "ir": _cmd_ir}
+COMMANDS = {"gen": _cmd_gen, "sim": _cmd_sim, "synth": _cmd_synth, "ir": _cmd_ir,
+            "report": _cmd_report}
 
 
 def main(argv: list[str] | None = None) -> int:
