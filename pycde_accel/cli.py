@@ -130,7 +130,59 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--axi-pause", type=float, default=0.0, metavar="P",
                    help="probability that each AXI channel of the memory pauses in a cycle (default 0)")
     r.add_argument("--waves", action="store_true", help="write a VCD waveform (DIR/sim/run/dump.vcd)")
+    _add_dse(sub)
     return parser
+
+
+DSE_EPILOG = """Sweeps array shape (cols a multiple of the AXI beat), AXI width and scratchpad depths, keeps
+the configs that fit the target's DSP/BRAM/LUT budget (fpga.fit) and that the back end can
+compile the model for, ranks them by the cycles pycde_accel.perfmodel predicts (in parallel on
+the local cores), simulates the best --confirm N in Verilator (and synthesizes them with
+--synth) and prints the best --top N and the Pareto front of latency against utilization.
+Writes DIR/dse.json.
+
+examples:
+  python -m pycde_accel dse mlp --target ecp5-25f
+  python -m pycde_accel dse lenet5 --target ecp5-85f --top 5 --confirm 1 --synth
+  python -m pycde_accel dse resblock --target ice40-up5k --rows 2,4 --cols 4,8 --axi 32
+"""
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        vals = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+    if not vals:
+        raise argparse.ArgumentTypeError("expected at least one value")
+    return vals
+
+
+def _add_dse(sub) -> None:
+    from . import dse
+    d = sub.add_parser("dse", help="design-space exploration: fastest configs within a target's budget",
+                       epilog=DSE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    d.add_argument("model", nargs="?", default=None,
+                   help="path/to/file.py[:function] or a built-in name (default: the built-in default model)")
+    d.add_argument("--target", default="ecp5-85f", metavar="NAME", help="FPGA target (default ecp5-85f)")
+    d.add_argument("--out", default="build/dse", help="output folder (default: build/dse)")
+    d.add_argument("--top", type=int, default=10, metavar="N", help="rows of the ranking printed (default 10)")
+    d.add_argument("--confirm", type=int, default=2, metavar="N",
+                   help="simulate the best N in Verilator (default 2; 0: prediction only)")
+    d.add_argument("--synth", action="store_true", help="also synthesize the confirmed candidates")
+    d.add_argument("--jobs", type=int, default=None, metavar="J", help="worker processes (default: all cores)")
+    d.add_argument("--rows", type=_int_list, default=dse.DEFAULT_ROWS, metavar="LIST",
+                   help=f"array rows to try (default {','.join(map(str, dse.DEFAULT_ROWS))})")
+    d.add_argument("--cols", type=_int_list, default=dse.DEFAULT_COLS, metavar="LIST",
+                   help=f"array cols to try (default {','.join(map(str, dse.DEFAULT_COLS))})")
+    d.add_argument("--axi", type=_int_list, default=dse.DEFAULT_AXI, metavar="LIST",
+                   help=f"AXI data widths (default {','.join(map(str, dse.DEFAULT_AXI))})")
+    d.add_argument("--spad", type=_int_list, default=dse.DEFAULT_SPAD, metavar="LIST",
+                   help=f"A/B scratchpad depths (default {','.join(map(str, dse.DEFAULT_SPAD))})")
+    d.add_argument("--spad-c", type=_int_list, default=dse.DEFAULT_SPAD_C, metavar="LIST",
+                   help=f"spad_c_depth values (default {','.join(map(str, dse.DEFAULT_SPAD_C))})")
+    d.add_argument("--seed", type=int, default=0, help="seed for calibration and test inputs (default 0)")
+    d.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
 
 
 def config_from_args(args: argparse.Namespace) -> AccelConfig:
@@ -263,6 +315,27 @@ def _cmd_ir(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_dse(args: argparse.Namespace) -> int:
+    from . import dse
+    from .fpga import get_device
+    device = get_device(args.target)
+    out = Path(args.out)
+    _writable_out(out)
+    if args.top < 1 or args.confirm < 0 or (args.jobs is not None and args.jobs < 1):
+        raise UserError("dse: --top and --jobs must be >= 1, --confirm >= 0")
+    configs = dse.space(rows=args.rows, cols=args.cols, axi=args.axi, spad=args.spad,
+                        spad_c=args.spad_c, target=device.name)
+    res = dse.run_dse(args.model, device.name, out, configs=configs, confirm_n=args.confirm,
+                      synth=args.synth, seed=args.seed, jobs=args.jobs, progress=_progress)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "dse.json").write_text(json.dumps(res.to_dict(), indent=1) + "\n")
+    for line in dse.table_lines(res, args.top):
+        print(line)
+    print(f"wrote {out / 'dse.json'}")
+    bad = [c for c in res.ranked if c.bit_exact is False]
+    return 1 if bad else 0
+
+
 def _progress(msg: str) -> None:
     """Progress for long steps: on stderr, only when it is a terminal."""
     if sys.stderr.isatty():
@@ -270,7 +343,7 @@ def _progress(msg: str) -> None:
 
 
 COMMANDS = {"gen": _cmd_gen, "sim": _cmd_sim, "synth": _cmd_synth, "ir": _cmd_ir,
-            "report": _cmd_report}
+            "report": _cmd_report, "dse": _cmd_dse}
 
 
 def main(argv: list[str] | None = None) -> int:
