@@ -57,11 +57,12 @@ class SimResult:
 
 
 def build_accelerator(config: AccelConfig, work: Path, *, cache_root: Path | None = None,
-                      waves: bool = False, progress: Progress = _quiet):
+                      waves: bool = False, progress: Progress = _quiet, defer: bool = False):
     """Emit the accelerator for ``config`` into ``work/sv`` (kernel IR in ``work/kernels``) and
     build it with Verilator (cached under ``cache_root``, default
     ``sim.runner.default_cache_root()``, by a hash of the SV); return the
-    :class:`~pycde_accel.sim.runner.SimBuild`."""
+    :class:`~pycde_accel.sim.runner.SimBuild`. ``defer``: do not compile it yet (the fast
+    engines build their own wrapper of it; the AxiRam engine compiles it on first use)."""
     from .rtl_lib.emit import emit_accelerator
     from .sim import runner
 
@@ -74,17 +75,46 @@ def build_accelerator(config: AccelConfig, work: Path, *, cache_root: Path | Non
     emitted = emit_accelerator(config, sv_dir, kernel_dir=work / "kernels")
     progress("building the Verilator model (cached after the first build)")
     return runner.build(emitted.sim_filelist, emitted.top,
-                        cache_root=cache_root or runner.default_cache_root(), waves=waves)
+                        cache_root=cache_root or runner.default_cache_root(), waves=waves,
+                        defer=defer)
+
+
+#: Simulation engines (``engine=`` of run_layers/run_image/simulate):
+#: ``axiram``: sim/tb_accel.py, cocotbext-axi AxiRam + the per-cycle Python watchdog (the only
+#: one with AXI pauses); ``cocotb``: sim/tb_accel_fast.py, RTL memory + RTL watchdog under
+#: cocotb; ``native``: the Verilator-native harness (sim/native, same RTL memory and watchdog);
+#: ``auto``: axiram when AXI pauses or waves are asked for (or the image does not fit the RTL
+#: memory), else native. Every engine ends a stalled run with the stalled stream's name.
+ENGINES = ("auto", "axiram", "cocotb", "native")
+
+
+def pick_engine(engine: str, *, axi_pause: float = 0.0, waves: bool = False,
+                image_len: int = 0) -> str:
+    from .sim import fast
+
+    if engine not in ENGINES:
+        raise UserError(f"unknown simulation engine {engine!r} (one of {', '.join(ENGINES)})")
+    if engine == "auto":
+        return "axiram" if axi_pause > 0 or waves or not fast.fits(image_len) else "native"
+    if engine != "axiram" and axi_pause > 0:
+        raise UserError(f"the {engine} engine has no AXI pauses: use engine 'axiram'")
+    if engine == "native" and waves:
+        raise UserError("the native engine writes no waveforms: use engine 'cocotb' or 'axiram'")
+    return engine
 
 
 def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_dir: Path, *,
                axi_pause: float = 0.0, seed: int = 0, waves: bool = False,
-               stall_cycles: int = 20000, progress: Progress = _quiet) -> tuple[list[dict], bytes]:
+               stall_cycles: int = 20000, progress: Progress = _quiet,
+               engine: str = "auto") -> tuple[list[dict], bytes]:
     """Run ``layers`` (dicts with ``name``, ``cmd_addr``, ``cmd_count``) on the Verilator build
     ``sim`` with ``image`` as the DRAM; return (per-layer LayerRun dicts, DRAM image after).
+    ``engine``: see :data:`ENGINES`.
     A failed run (accelerator error, watchdog, timeout) raises UserError with its reason."""
     from .rtl_lib.axil_csr import default_csr_map
-    from .sim import runner
+    from .sim import fast, runner
+
+    engine = pick_engine(engine, axi_pause=axi_pause, waves=waves, image_len=len(image))
 
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -97,14 +127,34 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
             "layers": [{k: l[k] for k in ("name", "cmd_addr", "cmd_count")} for l in layers],
             "reads": [{"name": "image", "addr": 0, "size": len(image)}],
             "axi_pause": axi_pause, "seed": seed, "stall_cycles": stall_cycles,
-            "result": str(run_dir / "result.json")}
+            "result": str(run_dir / "result.json"), "dram_hex_out": str(run_dir / "dram_out.hex"),
+            "engine": engine}
     (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
-    progress(f"simulating {len(plan['layers'])} layers in Verilator")
     result = run_dir / "result.json"
     result.unlink(missing_ok=True)
+    if engine == "native":
+        progress("building the native Verilator harness (cached after the first build)")
+        exe = fast.build_native(sim)
+        progress(f"simulating {len(plan['layers'])} layers in Verilator (native harness)")
+        res = fast.run_native(exe, run_dir / "plan.json")
+        if "error" in res:
+            raise UserError(f"simulation failed: {res['error']} (log: {run_dir / 'native.log'})")
+        return res["layers"], Path(res["reads"]["image"]).read_bytes()
     try:
-        runner.run(sim, "pycde_accel.sim.tb_accel", run_dir, waves=waves,
-                   extra_env={"TB_ACCEL_PLAN": str(run_dir / "plan.json")})
+        if engine == "cocotb":
+            progress("building the fast cocotb model (cached after the first build)")
+            fsim = fast.build_cocotb(sim, waves=waves)
+            progress(f"simulating {len(plan['layers'])} layers in Verilator (cocotb, RTL memory)")
+            (run_dir / "dram_in.hex").write_text(fast.image_to_hex(bytes(image), ab))
+            runner.run(fsim, "pycde_accel.sim.tb_accel_fast", run_dir, waves=waves,
+                       extra_env={"TB_ACCEL_PLAN": str(run_dir / "plan.json")},
+                       plusargs=[f"+DRAM_IN={run_dir / 'dram_in.hex'}",
+                                 f"+DRAM_OUT={run_dir / 'dram_out.hex'}"])
+        else:
+            sim = runner.ensure_built(sim)
+            progress(f"simulating {len(plan['layers'])} layers in Verilator (cocotb, AxiRam)")
+            runner.run(sim, "pycde_accel.sim.tb_accel", run_dir, waves=waves,
+                       extra_env={"TB_ACCEL_PLAN": str(run_dir / "plan.json")})
     except runner.SimFailure as e:
         why = json.loads(result.read_text()).get("error") if result.exists() else None
         raise UserError(f"simulation failed: {why or str(e).splitlines()[0]} "
@@ -115,21 +165,23 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
 
 def run_image(config: AccelConfig, compiled, image: bytes, work: Path, *, axi_pause: float = 0.0,
               seed: int = 0, waves: bool = False, stall_cycles: int = 20000,
-              cache_root: Path | None = None, sim=None,
-              progress: Progress = _quiet) -> tuple[list[dict], bytes]:
+              cache_root: Path | None = None, sim=None, progress: Progress = _quiet,
+              engine: str = "auto") -> tuple[list[dict], bytes]:
     """Build the accelerator for ``config`` (unless ``sim`` is a build of it) and run
-    ``compiled``'s layers on ``image`` in ``work/run``."""
+    ``compiled``'s layers on ``image`` in ``work/run`` (``engine``: see :data:`ENGINES`)."""
     work = Path(work)
     if sim is None:
+        eng = pick_engine(engine, axi_pause=axi_pause, waves=waves, image_len=len(image))
         sim = build_accelerator(config, work, cache_root=cache_root, waves=waves,
-                                progress=progress)
+                                progress=progress, defer=eng != "axiram")
     return run_layers(config, sim, compiled.layers, image, work / "run", axi_pause=axi_pause,
-                      seed=seed, waves=waves, stall_cycles=stall_cycles, progress=progress)
+                      seed=seed, waves=waves, stall_cycles=stall_cycles, progress=progress,
+                      engine=engine)
 
 
 def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, seed: int = 0,
              waves: bool = False, stall_cycles: int = 20000, cache_root: Path | None = None,
-             sim=None, progress: Progress = _quiet) -> SimResult:
+             sim=None, progress: Progress = _quiet, engine: str = "auto") -> SimResult:
     """Simulate frontend result ``fe`` (``frontend.run``) on the accelerator for ``config``."""
     from .backend import compile_program
     from .frontend import evaluate, reference
@@ -144,7 +196,7 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
     image = compiled.load_inputs(xq)
     runs, after = run_image(config, compiled, image, work, axi_pause=axi_pause, seed=seed,
                             waves=waves, stall_cycles=stall_cycles, cache_root=cache_root,
-                            sim=sim, progress=progress)
+                            sim=sim, progress=progress, engine=engine)
     outs = compiled.read_outputs(bytearray(after))
     want = reference.run(qm, xq).outputs
     mismatches = []

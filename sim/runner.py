@@ -46,6 +46,12 @@ class SimBuild:
     top: str
     sources: tuple[Path, ...] = field(default=())
     waves: bool = False
+    #: Verilator arguments of the build (with DEFAULT_BUILD_ARGS); set by :func:`build`
+    args: tuple[str, ...] = field(default=())
+
+    @property
+    def built(self) -> bool:
+        return (self.build_dir / ".pycde_accel_built").exists()
 
 
 def read_filelist(filelist: os.PathLike | str) -> list[Path]:
@@ -89,11 +95,13 @@ def _locked(path: Path):
 
 def build(filelist: os.PathLike | str, top: str, *, build_dir: os.PathLike | str | None = None,
           cache_root: os.PathLike | str | None = None, build_args: Sequence[str] = (),
-          waves: bool = False, verbose: bool = False) -> SimBuild:
+          waves: bool = False, verbose: bool = False, defer: bool = False) -> SimBuild:
     """Compile ``filelist`` with ``top`` as the toplevel; return the build.
 
     Give either ``build_dir`` (built there, incrementally) or ``cache_root`` (built once into
     ``cache_root/<top>-<hash>``; later calls with the same SV return at once).
+    ``defer`` (with ``cache_root``): return the build without compiling it yet (its sources are
+    what :mod:`pycde_accel.sim.fast` wraps); :func:`ensure_built` compiles it when needed.
     """
     from cocotb_tools.runner import get_runner
 
@@ -107,6 +115,8 @@ def build(filelist: os.PathLike | str, top: str, *, build_dir: os.PathLike | str
     else:
         bdir = Path(build_dir)
     done = bdir / ".pycde_accel_built"
+    if defer and cache_root is not None:
+        return SimBuild(bdir, top, tuple(sources), waves, tuple(args))
     with _locked(bdir.parent / f".{bdir.name}.lock"):
         if cache_root is None or not done.exists():
             runner = get_runner("verilator")
@@ -121,7 +131,18 @@ def build(filelist: os.PathLike | str, top: str, *, build_dir: os.PathLike | str
                 tail = log.read_text()[-3000:] if log.exists() else ""
                 raise SimFailure(f"Verilator build of {top} failed ({e}); see {log}\n{tail}") from e
             done.write_text("ok\n")
-    return SimBuild(bdir, top, tuple(sources), waves)
+    return SimBuild(bdir, top, tuple(sources), waves, tuple(args))
+
+
+def ensure_built(sim: SimBuild, verbose: bool = False) -> SimBuild:
+    """``sim`` itself once compiled (a build made with ``defer=True`` is compiled now)."""
+    if sim.built or not sim.args:
+        return sim
+    fl = sim.build_dir.parent / f".{sim.build_dir.name}.f"
+    fl.write_text("".join(f"{s}\n" for s in sim.sources))
+    extra = list(sim.args[len(DEFAULT_BUILD_ARGS):])
+    return build(fl, sim.top, cache_root=sim.build_dir.parent, build_args=extra,
+                 waves=sim.waves, verbose=verbose)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,166 @@
+// Simulation-only AXI4 slave RAM for the fast accelerator testbenches (sim/fast.py): the whole
+// DRAM in the simulator, so no Python runs while the accelerator moves data.
+//
+// Contract
+// * One AXI4 slave port s_axi_* (INCR bursts of full-width beats; FIXED/WRAP are treated as
+//   INCR, which the DMA never issues; IDs are echoed in order; responses are always OKAY).
+// * Memory: 2**MEM_LOG2 bytes as DW-bit words; byte address a is byte a % (DW/8) of word
+//   (a / (DW/8)) % words (addresses wrap). Starts zero.
+// * Load: at time 0 the file named by plusarg +DRAM_IN=<file> (if given) is read with
+//   $readmemh (one DW-bit word per line, word 0 first).
+// * Read back: while `dump` is high on a rising edge, words dump_lo..dump_hi are written with
+//   $writememh to the file named by +DRAM_OUT=<file>.
+// * Timing (deterministic, no back-pressure of its own beyond queue space): AR and AW go into
+//   queues of QDEPTH bursts (arready / awready = queue not full); a read burst starts the
+//   edge after its AR is taken (first R beat offered the cycle after), then one beat per
+//   cycle while rready, and the next queued burst starts on the edge that takes a burst's last
+//   beat (back to back). W beats are taken (wready) while an accepted AW has beats left; the B
+//   response of a burst is offered from the cycle after its last W beat, one per cycle.
+module sim_axi_mem #(
+  parameter int DW = 64,
+  parameter int AW = 32,
+  parameter int IDW = 1,
+  parameter int MEM_LOG2 = 24,
+  parameter int QDEPTH = 8
+) (
+  input  logic           clk,
+  input  logic           rst,
+  input  logic [IDW-1:0] s_axi_arid,
+  input  logic [AW-1:0]  s_axi_araddr,
+  input  logic [7:0]     s_axi_arlen,
+  input  logic           s_axi_arvalid,
+  output logic           s_axi_arready,
+  output logic [IDW-1:0] s_axi_rid,
+  output logic [DW-1:0]  s_axi_rdata,
+  output logic [1:0]     s_axi_rresp,
+  output logic           s_axi_rlast,
+  output logic           s_axi_rvalid,
+  input  logic           s_axi_rready,
+  input  logic [IDW-1:0] s_axi_awid,
+  input  logic [AW-1:0]  s_axi_awaddr,
+  input  logic [7:0]     s_axi_awlen,
+  input  logic           s_axi_awvalid,
+  output logic           s_axi_awready,
+  input  logic [DW-1:0]  s_axi_wdata,
+  input  logic [DW/8-1:0] s_axi_wstrb,
+  input  logic           s_axi_wlast,
+  input  logic           s_axi_wvalid,
+  output logic           s_axi_wready,
+  output logic [IDW-1:0] s_axi_bid,
+  output logic [1:0]     s_axi_bresp,
+  output logic           s_axi_bvalid,
+  input  logic           s_axi_bready,
+  input  logic           dump,
+  input  logic [31:0]    dump_lo,
+  input  logic [31:0]    dump_hi
+);
+  localparam int AB = DW / 8;
+  localparam int AL = $clog2(AB);
+  localparam int WL = MEM_LOG2 - AL;          // word address bits
+  localparam int QL = $clog2(QDEPTH);
+
+  logic [DW-1:0] mem [0:(1 << WL) - 1];
+
+  string in_file, out_file;
+  initial begin
+    if ($value$plusargs("DRAM_IN=%s", in_file)) $readmemh(in_file, mem);
+    if (!$value$plusargs("DRAM_OUT=%s", out_file)) out_file = "dram_out.hex";
+  end
+  always @(posedge clk) if (dump) $writememh(out_file, mem, dump_lo, dump_hi);
+
+  // ------------------------------------------------------------------ reads
+  logic [WL-1:0]  arq_addr [0:QDEPTH-1];
+  logic [7:0]     arq_len  [0:QDEPTH-1];
+  logic [IDW-1:0] arq_id   [0:QDEPTH-1];
+  logic [QL:0]    arq_wp, arq_rp;
+  logic           r_active;
+  logic [WL-1:0]  r_addr;
+  logic [7:0]     r_left;
+  logic [IDW-1:0] r_id;
+
+  wire arq_empty = arq_wp == arq_rp;
+  assign s_axi_arready = (arq_wp - arq_rp) != QDEPTH[QL:0];
+  assign s_axi_rvalid = r_active;
+  assign s_axi_rdata = mem[r_addr];
+  assign s_axi_rlast = r_left == 8'd0;
+  assign s_axi_rid = r_id;
+  assign s_axi_rresp = 2'b00;
+  wire r_fire = r_active & s_axi_rready;
+  wire r_next = ~r_active | (r_fire & (r_left == 8'd0));
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      arq_wp <= '0;
+      arq_rp <= '0;
+      r_active <= 1'b0;
+    end else begin
+      if (s_axi_arvalid & s_axi_arready) begin
+        arq_addr[arq_wp[QL-1:0]] <= s_axi_araddr[AL +: WL];
+        arq_len[arq_wp[QL-1:0]] <= s_axi_arlen;
+        arq_id[arq_wp[QL-1:0]] <= s_axi_arid;
+        arq_wp <= arq_wp + 1'b1;
+      end
+      if (r_next) begin
+        r_active <= ~arq_empty;
+        if (!arq_empty) begin
+          r_addr <= arq_addr[arq_rp[QL-1:0]];
+          r_left <= arq_len[arq_rp[QL-1:0]];
+          r_id <= arq_id[arq_rp[QL-1:0]];
+          arq_rp <= arq_rp + 1'b1;
+        end
+      end else if (r_fire) begin
+        r_addr <= r_addr + 1'b1;
+        r_left <= r_left - 1'b1;
+      end
+    end
+  end
+
+  // ------------------------------------------------------------------ writes
+  logic [WL-1:0]  awq_addr [0:QDEPTH-1];
+  logic [IDW-1:0] awq_id   [0:QDEPTH-1];
+  logic [QL:0]    awq_wp, awq_rp;
+  logic [WL-1:0]  w_addr;
+  logic           w_started;                // w_addr holds the head burst's next word
+  logic [IDW-1:0] bq_id [0:QDEPTH-1];
+  logic [QL:0]    bq_wp, bq_rp;
+
+  wire awq_empty = awq_wp == awq_rp;
+  // a W beat is taken only for an accepted AW and while the B queue has room for its response
+  assign s_axi_awready = (awq_wp - awq_rp) != QDEPTH[QL:0];
+  assign s_axi_wready = ~awq_empty & ((bq_wp - bq_rp) != QDEPTH[QL:0]);
+  assign s_axi_bvalid = bq_wp != bq_rp;
+  assign s_axi_bid = bq_id[bq_rp[QL-1:0]];
+  assign s_axi_bresp = 2'b00;
+  wire [WL-1:0] w_cur = w_started ? w_addr : awq_addr[awq_rp[QL-1:0]];
+  wire w_fire = s_axi_wvalid & s_axi_wready;
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      awq_wp <= '0;
+      awq_rp <= '0;
+      bq_wp <= '0;
+      bq_rp <= '0;
+      w_started <= 1'b0;
+    end else begin
+      if (s_axi_awvalid & s_axi_awready) begin
+        awq_addr[awq_wp[QL-1:0]] <= s_axi_awaddr[AL +: WL];
+        awq_id[awq_wp[QL-1:0]] <= s_axi_awid;
+        awq_wp <= awq_wp + 1'b1;
+      end
+      if (w_fire) begin
+        for (int i = 0; i < AB; i++)
+          if (s_axi_wstrb[i]) mem[w_cur][8 * i +: 8] <= s_axi_wdata[8 * i +: 8];
+        if (s_axi_wlast) begin
+          w_started <= 1'b0;
+          awq_rp <= awq_rp + 1'b1;
+          bq_id[bq_wp[QL-1:0]] <= awq_id[awq_rp[QL-1:0]];
+          bq_wp <= bq_wp + 1'b1;
+        end else begin
+          w_started <= 1'b1;
+          w_addr <= w_cur + 1'b1;
+        end
+      end
+      if (s_axi_bvalid & s_axi_bready) bq_rp <= bq_rp + 1'b1;
+    end
+  end
+endmodule

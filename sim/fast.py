@@ -1,0 +1,422 @@
+"""Fast simulation of the whole accelerator: the DRAM and the stream watchdog in the simulator.
+
+The AxiRam testbench (``sim/tb_accel.py``) wakes Python on every cycle (cocotbext-axi's memory
+channels, the Python :class:`~pycde_accel.sim.watchdog.Watchdog`): ~1-6k cycles/s. Here the
+accelerator top is wrapped in a generated SV top, ``accel_sim_top`` (:func:`wrapper_sv`):
+
+* ``sim/axi_mem.sv`` (``sim_axi_mem``): an AXI4 slave RAM on the accelerator's ``m_axi_*``
+  port, loaded with ``$readmemh`` (plusarg ``+DRAM_IN=``) and read back with ``$writememh``
+  (``mem_dump`` high on an edge, words ``mem_dump_lo..mem_dump_hi``, plusarg ``+DRAM_OUT=``):
+  no DPI, no Python per beat;
+* ``sim/sim_watchdog.sv`` (``sim_watchdog``): the RTL twin of the Python watchdog on the same
+  streams (:data:`STREAMS`: the five AXI channels and the engines' command/data streams), with
+  ``wd_stall_limit`` / ``wd_idle_limit`` inputs and a sticky ``wd_trip`` plus what tripped
+  (:func:`trip_message` turns it into the Python watchdog's message);
+* the CSR port ``s_axil_*``, ``irq``, ``clk``, ``rst`` are the wrapper's ports.
+
+Two engines run that wrapper:
+
+* ``cocotb`` (``sim/tb_accel_fast.py``): the clock is cocotb's GPI clock (C, not Python), the
+  host driver talks to the CSRs through cocotbext-axi's ``AxiLiteMaster`` (idle between
+  accesses), and Python sleeps until ``irq`` or ``wd_trip`` rises (or a timer);
+* ``native`` (``sim/native/main.cpp``): a C++ main on the same Verilated wrapper (built without
+  VPI), which runs the host driver's exact CSR sequence (:func:`native_script`) and logs every
+  CSR value read; :func:`run_native` replays that log through the same
+  :class:`~pycde_accel.host.Driver`, so results and error messages are the cocotb run's.
+
+Both give the same DRAM image and the same per-layer counters (the wrapper and the memory
+model are the same RTL; a layer starts with the memory model idle), checked by
+``tests/sim/test_fast_sim.py``. Builds are cached like :func:`pycde_accel.sim.runner.build`
+(by a hash of the SV, top and arguments).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+from ..toolchain import setup_verilator_env
+from . import runner
+
+HERE = Path(__file__).resolve().parent
+TOP = "accel_sim_top"
+#: Memory model size: 2**MEM_LOG2 bytes (images that do not fit use the AxiRam testbench).
+MEM_LOG2 = 24
+#: Verilator options of both fast builds (same model code; the cocotb one adds VPI access).
+FAST_BUILD_ARGS = ("-O3", "-CFLAGS", "-O2")
+
+AXI_CHANNELS = ("ar", "r", "aw", "w", "b")
+#: The watched streams, in watchdog order: (name, valid, ready) as wrapper-level expressions.
+STREAMS = tuple([(f"m_axi_{c}", f"m_axi_{c}valid", f"m_axi_{c}ready") for c in AXI_CHANNELS] + [
+    ("dma read data", "dut.dma.rd_out_valid", "dut.dma.rd_out_ready"),
+    ("exec command", "dut.matmul.ex_valid", "dut.matmul.ex_ready"),
+    ("core C stream", "dut.matmul.c_valid", "dut.matmul.c_ready"),
+    ("store command", "dut.store.st_valid", "dut.store.st_ready"),
+    ("store write data", "dut.store.wd_valid", "dut.store.wd_ready"),
+    ("vector command", "dut.vector.v_valid", "dut.vector.v_ready"),
+    ("vector S stream", "dut.vector.s_valid", "dut.vector.s_ready")])
+
+_PORT_RE = re.compile(r"^\s*(input|output)?\s*(\[[^\]]+\])?\s*([A-Za-z_][A-Za-z0-9_]*)\s*[,)]?\s*$")
+
+
+def top_ports(top_sv: str, top: str) -> list[tuple[str, str, str]]:
+    """(direction, width ``[..]`` or "", name) of each port of module ``top`` in CIRCT's SV."""
+    m = re.search(rf"^module {re.escape(top)}\((.*?)\);", top_sv, re.S | re.M)
+    if not m:
+        raise UserError(f"module {top} not found in its SV")
+    ports, d, w = [], None, ""
+    for line in m.group(1).splitlines():
+        line = line.split("//")[0]
+        if not line.strip():
+            continue
+        pm = _PORT_RE.match(line)
+        if not pm:
+            raise UserError(f"cannot parse the port line {line.strip()!r} of {top}")
+        if pm.group(1):
+            d, w = pm.group(1), pm.group(2) or ""
+        ports.append((d, w, pm.group(3)))
+    return ports
+
+
+def _width(w: str) -> int:
+    if not w:
+        return 1
+    hi, lo = w.strip("[]").split(":")
+    return int(hi) - int(lo) + 1
+
+
+def wrapper_sv(top_sv: str, top: str = "pycde_accel_top") -> str:
+    """The SV of ``accel_sim_top``: ``top`` (instance ``dut``) + ``sim_axi_mem`` on its AXI4
+    master port + ``sim_watchdog`` on :data:`STREAMS`."""
+    ports = top_ports(top_sv, top)
+    pw = {n: _width(w) for _, w, n in ports}
+    dw, aw = pw["m_axi_rdata"], pw["m_axi_araddr"]
+    idw = pw.get("m_axi_arid", 1)
+    n = len(STREAMS)
+    outer = [(d, w, name) for d, w, name in ports
+             if name in ("clk", "rst", "irq") or name.startswith("s_axil_")]
+    lines = ["// Generated by pycde_accel.sim.fast (wrapper_sv): the accelerator with a",
+             "// simulation-only AXI4 RAM and stream watchdog. Not for synthesis.",
+             f"module {TOP} ("]
+    decl = [f"  {d:6} {w:8} {name}" for d, w, name in outer]
+    decl += ["  input           mem_dump",
+             "  input  [31:0]   mem_dump_lo",
+             "  input  [31:0]   mem_dump_hi",
+             "  input  [31:0]   wd_stall_limit",
+             "  input  [31:0]   wd_idle_limit",
+             "  output          wd_trip",
+             "  output [1:0]    wd_kind",
+             "  output [7:0]    wd_stream",
+             "  output [31:0]   wd_count",
+             "  output [31:0]   wd_cycle",
+             "  output [7:0]    wd_last_stream",
+             "  output [31:0]   wd_last_cycle",
+             "  output          wd_moved",
+             f"  output [{n - 1}:0]    wd_valid",
+             f"  output [{n - 1}:0]    wd_ready",
+             f"  output [{32 * n - 1}:0] wd_beats"]
+    lines.append(",\n".join(decl))
+    lines.append(");")
+    for d, w, name in ports:
+        if name.startswith("m_axi_"):
+            lines.append(f"  wire {w:8} {name};")
+    conn = [f"    .{name}({name})" for _, _, name in ports]
+    lines.append(f"  {top} dut (\n" + ",\n".join(conn) + "\n  );")
+    mem_ports = ["arid", "araddr", "arlen", "arvalid", "arready", "rid", "rdata", "rresp",
+                 "rlast", "rvalid", "rready", "awid", "awaddr", "awlen", "awvalid", "awready",
+                 "wdata", "wstrb", "wlast", "wvalid", "wready", "bid", "bresp", "bvalid",
+                 "bready"]
+    conn = ["    .clk(clk)", "    .rst(rst)"] + [f"    .s_axi_{p}(m_axi_{p})" for p in mem_ports]
+    conn += ["    .dump(mem_dump)", "    .dump_lo(mem_dump_lo)", "    .dump_hi(mem_dump_hi)"]
+    lines.append(f"  sim_axi_mem #(.DW({dw}), .AW({aw}), .IDW({idw}), .MEM_LOG2({MEM_LOG2})) mem (\n"
+                 + ",\n".join(conn) + "\n  );")
+    vs = ", ".join(v for _, v, _ in reversed(STREAMS))
+    rs = ", ".join(r for _, _, r in reversed(STREAMS))
+    lines.append(f"  assign wd_valid = {{{vs}}};")
+    lines.append(f"  assign wd_ready = {{{rs}}};")
+    lines.append(f"  sim_watchdog #(.N({n})) wd (\n    .clk(clk), .rst(rst), "
+                 ".stall_limit(wd_stall_limit), .idle_limit(wd_idle_limit),\n"
+                 "    .valid(wd_valid), .ready(wd_ready), .trip(wd_trip), .trip_kind(wd_kind),\n"
+                 "    .trip_stream(wd_stream), .trip_count(wd_count), .cycle(wd_cycle),\n"
+                 "    .last_stream(wd_last_stream), .last_cycle(wd_last_cycle), "
+                 ".moved_ever(wd_moved),\n    .beats(wd_beats)\n  );")
+    lines.append("endmodule\n")
+    return "\n".join(lines)
+
+
+def trip_message(kind: int, stream: int, count: int, cycle: int, last_stream: int,
+                 last_cycle: int, moved: bool, valid: int, ready: int, beats: list[int],
+                 name: str = "accelerator watchdog") -> str:
+    """The Python watchdog's message for what ``sim_watchdog`` latched."""
+    parts = []
+    for k, (sname, _, _) in enumerate(STREAMS):
+        vv, rr = valid >> k & 1, ready >> k & 1
+        what = ("waiting for ready" if vv and not rr else "waiting for valid" if rr and not vv
+                else "moving" if vv and rr else "idle")
+        parts.append(f"{sname}: valid={vv} ready={rr} ({what}, {beats[k]} beats)")
+    state = "; ".join(parts)
+    if kind == 1:
+        return (f"{name}: stream '{STREAMS[stream][0]}' stalled: valid high, ready low for "
+                f"{count} cycles since its last beat (cycle {cycle}); {state}")
+    last = (f"last beat on stream '{STREAMS[last_stream][0]}' at cycle {last_cycle}"
+            if moved else "no beat ever moved")
+    return (f"{name}: no beat moved on any stream for {count} cycles (cycle {cycle}); {last}; "
+            f"{state}")
+
+
+# ----------------------------------------------------------------------------- DRAM files
+
+def image_to_hex(image: bytes, axi_bytes: int) -> str:
+    """``$readmemh`` text of ``image``: one ``axi_bytes`` word per line, little endian."""
+    import numpy as np
+
+    pad = (-len(image)) % axi_bytes
+    a = np.frombuffer(bytes(image) + bytes(pad), np.uint8).reshape(-1, axi_bytes)[:, ::-1]
+    h = a.tobytes().hex()
+    step = 2 * axi_bytes
+    return "\n".join(h[i:i + step] for i in range(0, len(h), step)) + "\n"
+
+
+def hex_to_bytes(text: str, axi_bytes: int) -> bytes:
+    """Bytes of a ``$writememh`` file (words in order; ``//`` comments and ``@`` skipped)."""
+    words = [ln.strip() for ln in text.splitlines()]
+    words = [w for w in words if w and not w.startswith(("//", "@"))]
+    if not words:
+        return b""
+    h = "".join(w.rjust(2 * axi_bytes, "0").lower().replace("x", "0").replace("z", "0")
+                for w in words)
+    import numpy as np
+
+    a = np.frombuffer(bytes.fromhex(h), np.uint8).reshape(-1, axi_bytes)[:, ::-1]
+    return a.tobytes()
+
+
+def dump_range(reads: list[dict], axi_bytes: int) -> tuple[int, int]:
+    """Word indices (first, last) that cover every read region."""
+    lo = min(r["addr"] for r in reads) // axi_bytes
+    hi = max((r["addr"] + max(r["size"], 1) - 1) for r in reads) // axi_bytes
+    return lo, hi
+
+
+def fits(image_len: int) -> bool:
+    return image_len <= (1 << MEM_LOG2)
+
+
+# ----------------------------------------------------------------------------- builds
+
+def _top_sv(sim: runner.SimBuild) -> Path:
+    for s in sim.sources:
+        if s.name == f"{sim.top}.sv":
+            return s
+    raise UserError(f"{sim.top}.sv is not among the build's sources")
+
+
+def _sources(sim: runner.SimBuild, cache_root: Path) -> Path:
+    """A filelist for the wrapper: the accelerator's sources + the two sim modules + the
+    generated wrapper (written next to the builds, keyed by their content)."""
+    wrap = wrapper_sv(_top_sv(sim).read_text(), sim.top)
+    files = [str(s) for s in sim.sources] + [str(HERE / "axi_mem.sv"),
+                                              str(HERE / "sim_watchdog.sv")]
+    key = hashlib.sha256(("\n".join(files) + wrap).encode()).hexdigest()[:16]
+    d = Path(cache_root) / f"fastsrc-{key}"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{TOP}.sv").write_text(wrap)
+    (d / "filelist.f").write_text("\n".join(files + [str(d / f"{TOP}.sv")]) + "\n")
+    return d / "filelist.f"
+
+
+def build_cocotb(sim: runner.SimBuild, cache_root: os.PathLike | str | None = None,
+                 waves: bool = False) -> runner.SimBuild:
+    """The cocotb (VPI) build of ``accel_sim_top`` around the accelerator of ``sim``."""
+    root = Path(cache_root) if cache_root else sim.build_dir.parent
+    return runner.build(_sources(sim, root), TOP, cache_root=root,
+                        build_args=FAST_BUILD_ARGS, waves=waves)
+
+
+@dataclass(frozen=True)
+class NativeBuild:
+    exe: Path
+
+
+def build_native(sim: runner.SimBuild, cache_root: os.PathLike | str | None = None,
+                 verbose: bool = False) -> NativeBuild:
+    """The Verilator-native build: ``accel_sim_top`` + ``sim/native/main.cpp``, no VPI."""
+    from importlib.metadata import version
+
+    setup_verilator_env()
+    root = Path(cache_root) if cache_root else sim.build_dir.parent
+    fl = _sources(sim, root)
+    sources = runner.read_filelist(fl)
+    main = HERE / "native" / "main.cpp"
+    args = list(runner.DEFAULT_BUILD_ARGS) + list(FAST_BUILD_ARGS)
+    h = hashlib.sha256(f"native\nargs={args}\nverilator={version('verilator')}\n".encode())
+    for s in sources + [main]:
+        h.update(s.name.encode() + b"\0" + s.read_bytes() + b"\0")
+    bdir = root / f"{TOP}-native-{h.hexdigest()[:20]}"
+    exe = bdir / "accel_native"
+    done = bdir / ".pycde_accel_built"
+    with runner._locked(bdir.parent / f".{bdir.name}.lock"):
+        if not done.exists():
+            bdir.mkdir(parents=True, exist_ok=True)
+            cmd = (["verilator", "--cc", "--exe", "--build", "-j", "2", "--top-module", TOP,
+                    "-Mdir", str(bdir), "-o", "accel_native", "--prefix", "Vtop"] + args
+                   + [str(main)] + [str(s) for s in sources])
+            log = bdir / "build.log"
+            with open(log, "w") as fh:
+                p = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT)
+            if p.returncode != 0 or not exe.exists():
+                raise runner.SimFailure(f"native Verilator build failed; see {log}\n"
+                                        f"{log.read_text()[-3000:]}")
+            done.write_text("ok\n")
+    return NativeBuild(exe)
+
+
+# ----------------------------------------------------------------------------- native run
+
+CSR_ORDER = ("cmd_base", "cmd_count", "ctrl", "events", "status", "hw_info", "perf_cycles",
+             "perf_core_busy", "perf_stall", "perf_dma_rd_bytes", "perf_dma_wr_bytes",
+             "perf_cmds")
+
+
+def native_script(plan: dict, dump_hex: Path) -> str:
+    """The harness's input: CSR offsets, limits, expected hw, layers, the dump range."""
+    from ..rtl_lib.axil_csr import CsrMap
+
+    off = {r.name: r.offset for r in CsrMap.from_dict(plan["csr_map"]).regs}
+    hw = plan["hw"]
+    stall = int(plan.get("stall_cycles", 20000))
+    lines = ["offsets " + " ".join(str(off[n]) for n in CSR_ORDER),
+             f"limits {stall} {stall} {int(plan.get('layer_timeout_cycles', 10_000_000))}",
+             f"hw {hw['rows']} {hw['cols']} {hw['axi_bytes']}"]
+    for layer in plan["layers"]:
+        lines.append(f"layer {int(layer['cmd_addr'])} {int(layer['cmd_count'])}")
+    if plan["reads"]:
+        lo, hi = dump_range(plan["reads"], hw["axi_bytes"])
+        lines.append(f"dump {lo} {hi}")
+    return "\n".join(lines) + "\n"
+
+
+class _Replay:
+    """A host-driver transport that replays the native harness's log: each CSR read returns
+    the value the harness read at that point; each irq wait returns or raises what it saw."""
+
+    def __init__(self, events: list[tuple]):
+        self.events = list(events)
+
+    def _next(self, kind):
+        if not self.events:
+            raise _LogEnd()
+        ev = self.events.pop(0)
+        if ev[0] != kind:
+            raise UserError(f"native harness log out of step: {ev[0]} where {kind} was due")
+        return ev
+
+    async def write_csr(self, offset: int, value: int) -> None:
+        pass
+
+    async def read_csr(self, offset: int) -> int:
+        return self._next("r")[1]
+
+    async def wait_irq(self) -> None:
+        from ..host import AcceleratorError
+        from .watchdog import StallError
+
+        ev = self.events.pop(0) if self.events else ("end",)
+        if ev[0] == "irq":
+            return
+        if ev[0] == "trip":
+            raise StallError(trip_message(*ev[1]))
+        if ev[0] == "timeout":
+            raise AcceleratorError(f"no irq within {ev[1]} cycles")
+        raise UserError(f"native harness log out of step: {ev[0]} where irq was due")
+
+
+class _LogEnd(Exception):
+    pass
+
+
+def _parse_log(text: str) -> tuple[list[tuple], dict]:
+    events, info = [], {}
+    for line in text.splitlines():
+        f = line.split()
+        if not f:
+            continue
+        if f[0] == "r":
+            events.append(("r", int(f[1])))
+        elif f[0] == "irq":
+            events.append(("irq",))
+        elif f[0] == "timeout":
+            events.append(("timeout", int(f[1])))
+        elif f[0] == "trip":
+            v = [int(x) for x in f[1:]]
+            n = len(STREAMS)
+            events.append(("trip", (v[0], v[1], v[2], v[3], v[4], v[5], bool(v[6]), v[7], v[8],
+                                    v[9:9 + n])))
+        elif f[0] in ("cycles", "dumped"):
+            info[f[0]] = int(f[1])
+    return events, info
+
+
+def run_native(exe: NativeBuild | Path, plan_path: os.PathLike | str) -> dict:
+    """Run the plan (``sim/tb_accel.py``'s format) on the native harness; write and return the
+    same result JSON. An error (accelerator, watchdog, timeout) is in ``result["error"]``."""
+    from ..host import AcceleratorError, Driver
+    from ..rtl_lib.axil_csr import CsrMap
+    from .watchdog import StallError
+
+    exe = exe.exe if isinstance(exe, NativeBuild) else Path(exe)
+    plan_path = Path(plan_path)
+    plan = json.loads(plan_path.read_text())
+    result_path = Path(plan["result"])
+    run_dir = result_path.parent
+    ab = plan["hw"]["axi_bytes"]
+    hex_in = run_dir / "dram_in.hex"
+    hex_in.write_text(image_to_hex(Path(plan["image"]).read_bytes(), ab))
+    hex_out = run_dir / "dram_out.hex"
+    hex_out.unlink(missing_ok=True)
+    script = run_dir / "native_script.txt"
+    script.write_text(native_script(plan, hex_out))
+    log = run_dir / "native.log"
+    with open(log, "w") as fh:
+        p = subprocess.run([str(exe), str(script), f"+DRAM_IN={hex_in}", f"+DRAM_OUT={hex_out}"],
+                           stdout=fh, stderr=subprocess.STDOUT, cwd=run_dir)
+    text = log.read_text()
+    events, info = _parse_log(text)
+    hw = plan["hw"]
+    driver = Driver(_Replay(events), CsrMap.from_dict(plan["csr_map"]), rows=hw["rows"],
+                    cols=hw["cols"], axi_bytes=hw["axi_bytes"])
+    out = {"layers": [], "reads": {}}
+
+    async def replay():
+        await driver.check_hw()
+        for layer in plan["layers"]:
+            run = await driver.run_layer(layer["name"], layer["cmd_addr"], layer["cmd_count"])
+            out["layers"].append(run.to_dict())
+
+    try:
+        asyncio.run(replay())
+    except (AcceleratorError, StallError) as e:
+        out["error"] = str(e).splitlines()[0]
+    except _LogEnd:
+        out["error"] = f"the native harness stopped early (exit {p.returncode}); see {log}"
+    if "error" not in out and p.returncode != 0:
+        out["error"] = f"the native harness failed (exit {p.returncode}); see {log}"
+    if "error" not in out and plan["reads"]:
+        lo, _hi = dump_range(plan["reads"], ab)
+        data = hex_to_bytes(hex_out.read_text(), ab)
+        for r in plan["reads"]:
+            f = result_path.with_name(f"{result_path.name}.{r['name']}.bin")
+            start = r["addr"] - lo * ab
+            f.write_bytes(data[start:start + r["size"]])
+            out["reads"][r["name"]] = str(f)
+    if "cycles" in info:
+        out["cycles"] = info["cycles"]
+    result_path.write_text(json.dumps(out, indent=1))
+    return out
