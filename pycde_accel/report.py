@@ -107,9 +107,13 @@ def resources(config: AccelConfig, synth: dict | None) -> dict:
 
 def build(sim: dict, config: AccelConfig, *, predicted: list[int] | None = None,
           synth: dict | None = None) -> Report:
-    """The report of simulation result ``sim`` (``SimResult.to_dict()``) on ``config``."""
+    """The report of simulation result ``sim`` (``SimResult.to_dict()``) on ``config``;
+    ``predicted``: per-layer predicted cycles (default: the sim layers' ``predicted_cycles``)."""
     pe = config.rows * config.cols
     bpc = config.axi_data_width // 8
+    if predicted is None and sim["layers"] and all(
+            l.get("predicted_cycles") is not None for l in sim["layers"]):
+        predicted = [int(l["predicted_cycles"]) for l in sim["layers"]]   # simulate() ran the model
     layers = []
     for i, l in enumerate(sim["layers"]):
         moved = int(l["dma_rd_bytes"]) + int(l["dma_wr_bytes"])
