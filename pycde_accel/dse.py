@@ -277,11 +277,11 @@ def pareto(cands: list[Candidate]) -> list[Candidate]:
 
 # ---- confirmation -----------------------------------------------------------------------------
 def _confirm_job(args) -> dict:
-    model, cfg, seed, work, synth = args
+    model, cfg, seed, work, synth, cache_root = args
     from .simulate import simulate
     out = {"simulated_cycles": None, "bit_exact": None, "synth": None, "error": None}
     try:
-        r = simulate(_frontend(model, seed), cfg, Path(work) / "sim")
+        r = simulate(_frontend(model, seed), cfg, Path(work) / "sim", cache_root=cache_root)
         out["simulated_cycles"], out["bit_exact"] = r.total_cycles, r.bit_exact
     except Exception as e:
         out["error"] = f"simulation: {e}"
@@ -302,16 +302,18 @@ def _confirm_job(args) -> dict:
 
 
 def confirm(model: str | None, cands: list[Candidate], out: Path, *, seed: int = 0,
-            synth: bool = False, jobs: int | None = None,
+            synth: bool = False, jobs: int | None = None, cache_root: Path | None = None,
             progress: Progress = _quiet) -> list[Candidate]:
     """Simulate (and with ``synth`` synthesize) ``cands`` in parallel; fill their measured
-    fields in place and return them."""
+    fields in place and return them. ``cache_root``: the Verilator build cache
+    (default ``sim.runner.default_cache_root()``)."""
     if not cands:
         return cands
     jobs = min(jobs or default_jobs(), len(cands))
     _frontend(model, seed)
     out = Path(out)
-    args = [(model, c.config, seed, str(out / c.key.replace("/", "_")), synth) for c in cands]
+    args = [(model, c.config, seed, str(out / c.key.replace("/", "_")), synth, cache_root)
+            for c in cands]
     progress(f"confirming {len(cands)} candidate(s) in Verilator"
              f"{' and synthesis' if synth else ''} on {jobs} worker(s)")
     if jobs == 1:

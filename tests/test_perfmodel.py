@@ -1,0 +1,132 @@
+"""pycde_accel.perfmodel against the Verilator model of the whole accelerator: every layer of the
+built-in models within 5% of the simulated cycle counter (8x8/64-bit default; 4x8 and a GEMM
+layer too), plus the model's own invariants (bounds, burst splitting, report dicts). One
+Verilator build per config for the session (pytest_cache_root), shared with tests/test_sim.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from pycde_accel import frontend, perfmodel
+from pycde_accel.backend import commands as C
+from pycde_accel.backend import compile_program
+from pycde_accel.backend.compile import gemm_program
+from pycde_accel.config import AccelConfig
+from pycde_accel.sim.runner import pytest_cache_root
+from pycde_accel.simulate import build_accelerator, report_lines, run_layers, simulate
+
+CFG = AccelConfig()
+CFG_4X8 = AccelConfig(rows=4, cols=8)
+BOUND = 0.05
+
+
+@pytest.fixture(scope="module")
+def fe_cache():
+    cache = {}
+
+    def get(spec):
+        if spec not in cache:
+            cache[spec] = frontend.run(spec, eval_batches=1)
+        return cache[spec]
+    return get
+
+
+def _build(tmp_path_factory, cfg):
+    work = tmp_path_factory.mktemp(f"pm{cfg.rows}x{cfg.cols}")
+    return build_accelerator(cfg, work, cache_root=pytest_cache_root(tmp_path_factory))
+
+
+@pytest.fixture(scope="module")
+def accel(tmp_path_factory):
+    return _build(tmp_path_factory, CFG)
+
+
+def _check_layers(r):
+    assert r.bit_exact, r.mismatches
+    assert r.predicted_cycles is not None
+    assert r.predicted_cycles == sum(l["predicted_cycles"] for l in r.layers)
+    for l in r.layers:
+        err = abs(l["predicted_cycles"] - l["cycles"]) / l["cycles"]
+        assert err <= BOUND, (f"{l['name']}: predicted {l['predicted_cycles']} vs simulated "
+                              f"{l['cycles']} ({100 * err:.1f}%)")
+    assert abs(r.predicted_cycles - r.total_cycles) / r.total_cycles <= BOUND
+
+
+@pytest.mark.parametrize("model", ["mlp", "lenet5", "resblock"])
+def test_builtin_within_5pct(accel, fe_cache, tmp_path, model):
+    r = simulate(fe_cache(model), CFG, tmp_path, sim=accel)
+    _check_layers(r)
+    # the sim table shows the prediction beside the measurement
+    lines = report_lines(r)
+    assert "predicted" in lines[0]
+    assert str(r.layers[0]["predicted_cycles"]) in lines[1]
+    assert f"predicted {r.predicted_cycles}" in "\n".join(lines)
+
+
+def test_gemm_layer_within_5pct(accel, tmp_path):
+    b = gemm_program(CFG, 100, 40, 200, seed=1)
+    runs, _ = run_layers(CFG, accel, b.compiled.layers, b.compiled.load_inputs([b.a]), tmp_path,
+                         stall_cycles=0)
+    pred = perfmodel.predict(b.compiled, CFG)
+    assert abs(pred.layers[0].cycles - runs[0]["cycles"]) <= BOUND * runs[0]["cycles"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["mlp", "lenet5", "resblock"])
+def test_builtin_within_5pct_4x8(tmp_path_factory, fe_cache, tmp_path, model):
+    sim = _build(tmp_path_factory, CFG_4X8)
+    _check_layers(simulate(fe_cache(model), CFG_4X8, tmp_path, sim=sim))
+
+
+# ---- the model alone (no Verilator) -------------------------------------------------------
+def test_prediction_is_above_every_bound_and_reported(fe_cache):
+    compiled = compile_program(fe_cache("lenet5"), CFG)
+    pred = perfmodel.predict(compiled, CFG)
+    assert len(pred.layers) == len(compiled.layers)
+    for lp in pred.layers:
+        assert lp.cycles >= max(lp.bounds.values()) > 0
+    d = pred.to_dict()
+    assert d["total_cycles"] == pred.total_cycles == sum(l["predicted_cycles"] for l in d["layers"])
+    conv = d["layers"][0]
+    assert conv["op"] == "gemm" and conv["bottleneck"] == "read"   # im2col loads + fetch
+    assert d["layers"][1]["bottleneck"] == "vector"                 # maxpool
+    assert 0 < conv["overlap"]
+
+
+def test_compute_bound_gemm_approaches_tiles_times_k():
+    """A large GEMM is core-bound: tiles x K plus fill/drain, within 2%."""
+    b = gemm_program(CFG, 128, 128, 512, seed=1)
+    pred = perfmodel.predict(b.compiled, CFG).layers[0]
+    core = pred.bounds["core"]
+    assert core == 16 * 16 * 512
+    assert core <= pred.cycles <= 1.02 * core
+
+
+def test_memory_latency_costs_cycles():
+    cmds = gemm_program(CFG, 64, 64, 64, seed=1).compiled.commands[0]
+    base = perfmodel.predict_layer(cmds, CFG)
+    slow = perfmodel.predict_layer(cmds, CFG, read_latency=40, write_latency=40)
+    assert slow > base
+
+
+def test_bursts_follow_the_dma_splitter():
+    # 4 KiB pages: 512 beats of 8 bytes; bursts <= 256 beats
+    assert perfmodel._bursts(0, 300, 1, 0, 8) == [256, 44]
+    assert perfmodel._bursts(4096 - 16, 4, 1, 0, 8) == [2, 2]
+    assert perfmodel._bursts(0, 3, 2, 4096 - 8, 8) == [3, 1, 2]
+    assert sum(perfmodel._bursts(64, 98, 8, 784, 8)) == 98 * 8
+
+
+def test_vector_and_store_rates():
+    """A lone VEC ADD of n beats takes about n*(AB+1) cycles, MAX n*AB (vector_engine docstring)."""
+    ab = 8
+    n = 200
+    add = [C.Load(dst=C.DST_X, addr=0, beats=n, rows=1, stride=0, index=0),
+           C.Load(dst=C.DST_S, addr=4096, beats=n, rows=1, stride=0),
+           C.Vec(n=n, x_off=0, dst=8192, ma=1, mb=1, shift=0)]
+    mx = add[:2] + [C.Vec(n=n, x_off=0, dst=8192, flags=C.V_MAX)]
+    t_add = perfmodel.predict_layer(add, CFG)
+    t_max = perfmodel.predict_layer(mx, CFG)
+    assert n * (ab + 1) <= t_add <= n * (ab + 1) * 1.15 + 60
+    assert n * ab <= t_max <= n * ab * 1.15 + 60
+    assert t_add > t_max
