@@ -36,8 +36,9 @@ class AccelConfig:
     axil_data_width: AXI4-Lite CSR data width in bits.
     target:          default FPGA target name for synthesis (see ``pycde_accel.fpga``).
     clock_mhz:       clock the design is constrained to in vendor scripts.
-    schedule:        lowering route of the post-op kernels (``--schedule``): ``dynamic``
-                     (CIRCT handshake) or ``static`` (CIRCT pipeline); see ``rtl_lib.emit``.
+    schedule:        lowering route of the post-op kernels (``--schedule``): ``static`` (CIRCT
+                     pipeline, the default: ``rtl_lib.emit.KERNEL_ROUTE``) or ``dynamic``
+                     (CIRCT handshake).
     """
 
     rows: int = 8
@@ -54,7 +55,7 @@ class AccelConfig:
     axil_data_width: int = 32
     target: str = "ecp5-85f"
     clock_mhz: float = 100.0
-    schedule: str = "dynamic"
+    schedule: str = "static"
 
     # ---- derived -------------------------------------------------------------------------
     @property

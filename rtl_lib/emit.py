@@ -28,9 +28,8 @@ from ..config import AccelConfig
 from ..errors import UserError
 
 LOWERING_OPTIONS = "disallowLocalVariables,locationInfoStyle=none,omitVersionComment"
-#: config.schedule values ``emit_accelerator`` can build (the kernel route it passes to
-#: ``lowering.build_kernel``); the static route's kernels have no streaming wrapper yet.
-ACCEL_SCHEDULES = ("dynamic",)
+#: config.schedule values ``emit_accelerator`` can build (the kernel route, see KERNEL_ROUTE).
+ACCEL_SCHEDULES = ("dynamic", "static")
 
 
 @dataclass(frozen=True)
@@ -180,7 +179,7 @@ def accel_kernels(config: AccelConfig, route: str = KERNEL_ROUTE) -> dict:
 
 
 def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None = None,
-                     route: str = KERNEL_ROUTE) -> EmittedSV:
+                     route: str | None = None) -> EmittedSV:
     """Emit the whole accelerator (``rtl_lib.accel``) for ``config`` into ``sv_dir``.
 
     The post-op kernels are lowered through CIRCT first (``lowering.build_kernel`` by ``route``,
@@ -193,16 +192,15 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
     from .accel import make_accelerator
     from .ecp5 import SIM_MODEL, uses_ecp5_dsp
 
-    if config.schedule not in ACCEL_SCHEDULES:
-        raise UserError(f"--schedule {config.schedule}: the accelerator's post-op kernels are built "
-                        f"through the {'/'.join(ACCEL_SCHEDULES)} route only (lowering.stream wraps "
-                        f"handshake ports); 'ir --schedule {config.schedule} --kernel requantize' "
-                        f"lowers one kernel that way")
+    route = route or config.schedule       # --schedule; config.schedule defaults to KERNEL_ROUTE
+    if route not in ACCEL_SCHEDULES:
+        raise UserError(f"schedule {route!r}: the accelerator's post-op kernels are built by "
+                        f"the {' or '.join(ACCEL_SCHEDULES)} route")
     ks = accel_kernels(config, route)
     models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
     with tempfile.TemporaryDirectory(prefix="pycde_accel_kernels_") as tmp:
         base = Path(kernel_dir) if kernel_dir is not None else Path(tmp)
-        lowered = {role: lowering.build_kernel(k, base / k.name, route=config.schedule)
+        lowered = {role: lowering.build_kernel(k, base / k.name, route=route)
                    for role, k in ks.items()}
 
         def prepare(system):
