@@ -2,10 +2,12 @@
 
 ``simulate(fe, config, work)`` compiles the model (``backend.compile_program``), emits the
 accelerator (``rtl_lib.emit.emit_accelerator``), builds it with Verilator (cached by a hash of
-the SV), writes the model's example input into the DRAM image and runs ``sim/tb_accel.py``:
-the host driver (:mod:`pycde_accel.host`) runs every layer through the CSRs against
-cocotbext-axi's ``AxiRam``. The output read back from the simulated DRAM is compared bit for bit
-with the frontend's integer reference, and (dequantized) with float PyTorch.
+the SV), writes the model's example input into the DRAM image and runs it on one of the
+:data:`ENGINES`: by default the Verilator-native harness (``sim/native``, RTL memory and RTL
+stream watchdog, :mod:`pycde_accel.sim.fast`); ``engine="cocotb"`` the same RTL under cocotb;
+``engine="axiram"`` (forced by AXI pauses or waves) ``sim/tb_accel.py``: the host driver
+(:mod:`pycde_accel.host`) runs every layer through the CSRs against cocotbext-axi's ``AxiRam``. The output read back
+from the simulated DRAM is compared bit for bit with the frontend's integer reference, and (dequantized) with float PyTorch.
 
 Result: :class:`SimResult` (per-layer cycles, PE utilization and DMA bytes; totals; the
 comparison). Nothing is printed here; ``report_lines`` formats it for the CLI.
@@ -189,11 +191,12 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
     config.validate()
     progress(f"back end: commands for the {config.array} array")
     compiled = compile_program(fe, config)
-    prediction = _predict(compiled, config)
     qm = fe.quantized
     xs = [t.detach().double().numpy() for t in fe.model.example_inputs]
     xq = reference.quantize_inputs(qm, xs)
     image = compiled.load_inputs(xq)
+    picked = pick_engine(engine, axi_pause=axi_pause, waves=waves, image_len=len(image))
+    prediction = _predict(compiled, config, "axiram" if picked == "axiram" else "rtl")
     runs, after = run_image(config, compiled, image, work, axi_pause=axi_pause, seed=seed,
                             waves=waves, stall_cycles=stall_cycles, cache_root=cache_root,
                             sim=sim, progress=progress, engine=engine)
@@ -236,11 +239,12 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
                      outputs=outs)
 
 
-def _predict(compiled, config: AccelConfig):
-    """perfmodel's prediction for ``compiled``, or None: a model failure must not fail a run."""
+def _predict(compiled, config: AccelConfig, memory: str = "rtl"):
+    """perfmodel's prediction for ``compiled`` (``memory``: the engine's memory model, see
+    ``perfmodel.MEMORIES``), or None: a model failure must not fail a run."""
     from . import perfmodel
     try:
-        return perfmodel.predict(compiled, config)
+        return perfmodel.predict(compiled, config, memory=memory)
     except Exception:  # pragma: no cover - reported as a missing prediction
         return None
 

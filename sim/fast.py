@@ -122,7 +122,8 @@ def wrapper_sv(top_sv: str, top: str = "pycde_accel_top") -> str:
              f"  output [{n - 1}:0]    wd_valid",
              f"  output [{n - 1}:0]    wd_ready",
              f"  output [{32 * n - 1}:0] wd_beats"]
-    lines.append(",\n".join(decl))
+    # the cocotb build is not --public-flat-rw (that slows the model down): only these are
+    lines.append(",\n".join(f"{d} /*verilator public_flat_rw*/" for d in decl))
     lines.append(");")
     for d, w, name in ports:
         if name.startswith("m_axi_"):
@@ -234,10 +235,23 @@ def _sources(sim: runner.SimBuild, cache_root: Path) -> Path:
 
 def build_cocotb(sim: runner.SimBuild, cache_root: os.PathLike | str | None = None,
                  waves: bool = False) -> runner.SimBuild:
-    """The cocotb (VPI) build of ``accel_sim_top`` around the accelerator of ``sim``."""
+    """The cocotb (VPI) build of ``accel_sim_top`` around the accelerator of ``sim``.
+
+    Built like cocotb's runner does (its ``verilator.cpp`` main, ``--vpi``, the cocotb VPI
+    library) but without ``--public-flat-rw``: only the wrapper's ports are public
+    (metacomments), so Verilator optimizes the accelerator as in the native build."""
+    import cocotb_tools.config as cfg
+
     root = Path(cache_root) if cache_root else sim.build_dir.parent
-    return runner.build(_sources(sim, root), TOP, cache_root=root,
-                        build_args=FAST_BUILD_ARGS, waves=waves)
+    fl = _sources(sim, root)
+    sources = runner.read_filelist(fl)
+    main = cfg.share_dir / "lib" / "verilator" / "verilator.cpp"
+    args = (list(runner.DEFAULT_BUILD_ARGS) + list(FAST_BUILD_ARGS)
+            + (["--trace"] if waves else []))
+    return _verilate(root, "vpi", sources, main, args + [
+        "--vpi", "-LDFLAGS",
+        f"-Wl,-rpath,{cfg.libs_dir} -L{cfg.libs_dir} -lcocotbvpi_verilator"], exe=TOP,
+        waves=waves)
 
 
 @dataclass(frozen=True)
@@ -248,34 +262,42 @@ class NativeBuild:
 def build_native(sim: runner.SimBuild, cache_root: os.PathLike | str | None = None,
                  verbose: bool = False) -> NativeBuild:
     """The Verilator-native build: ``accel_sim_top`` + ``sim/native/main.cpp``, no VPI."""
+    root = Path(cache_root) if cache_root else sim.build_dir.parent
+    sources = runner.read_filelist(_sources(sim, root))
+    args = list(runner.DEFAULT_BUILD_ARGS) + list(FAST_BUILD_ARGS)
+    b = _verilate(root, "native", sources, HERE / "native" / "main.cpp", args,
+                  exe="accel_native", verbose=verbose)
+    return NativeBuild(b.build_dir / "accel_native")
+
+
+def _verilate(root: Path, kind: str, sources: list[Path], main: Path, args: list[str], *,
+              exe: str, waves: bool = False, verbose: bool = False) -> runner.SimBuild:
+    """``verilator --cc --exe --build`` of ``accel_sim_top`` + ``main`` into
+    ``root/accel_sim_top-<kind>-<hash>`` (hash of the sources' text, main and args)."""
     from importlib.metadata import version
 
     setup_verilator_env()
-    root = Path(cache_root) if cache_root else sim.build_dir.parent
-    fl = _sources(sim, root)
-    sources = runner.read_filelist(fl)
-    main = HERE / "native" / "main.cpp"
-    args = list(runner.DEFAULT_BUILD_ARGS) + list(FAST_BUILD_ARGS)
-    h = hashlib.sha256(f"native\nargs={args}\nverilator={version('verilator')}\n".encode())
+    h = hashlib.sha256(f"{kind}\nargs={args}\nverilator={version('verilator')} "
+                       f"cocotb={version('cocotb')}\n".encode())
     for s in sources + [main]:
         h.update(s.name.encode() + b"\0" + s.read_bytes() + b"\0")
-    bdir = root / f"{TOP}-native-{h.hexdigest()[:20]}"
-    exe = bdir / "accel_native"
+    bdir = root / f"{TOP}-{kind}-{h.hexdigest()[:20]}"
     done = bdir / ".pycde_accel_built"
     with runner._locked(bdir.parent / f".{bdir.name}.lock"):
         if not done.exists():
             bdir.mkdir(parents=True, exist_ok=True)
             cmd = (["verilator", "--cc", "--exe", "--build", "-j", "2", "--top-module", TOP,
-                    "-Mdir", str(bdir), "-o", "accel_native", "--prefix", "Vtop"] + args
+                    "-Mdir", str(bdir), "-o", exe, "--prefix", "Vtop"] + args
                    + [str(main)] + [str(s) for s in sources])
             log = bdir / "build.log"
             with open(log, "w") as fh:
-                p = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT)
-            if p.returncode != 0 or not exe.exists():
-                raise runner.SimFailure(f"native Verilator build failed; see {log}\n"
+                p = subprocess.run(cmd, stdout=None if verbose else fh,
+                                   stderr=subprocess.STDOUT if not verbose else None)
+            if p.returncode != 0 or not (bdir / exe).exists():
+                raise runner.SimFailure(f"{kind} Verilator build of {TOP} failed; see {log}\n"
                                         f"{log.read_text()[-3000:]}")
             done.write_text("ok\n")
-    return NativeBuild(exe)
+    return runner.SimBuild(bdir, TOP, tuple(sources), waves, tuple(args))
 
 
 # ----------------------------------------------------------------------------- native run

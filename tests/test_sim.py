@@ -118,15 +118,17 @@ def _image_with(cmds, size=1 << 14, at=0x1000):
     return bytes(image), [{"name": "hand", "cmd_addr": at, "cmd_count": len(cmds)}]
 
 
-def test_watchdog_names_the_stalled_stream(accel, tmp_path):
+@pytest.mark.parametrize("engine", ["auto", "axiram"])
+def test_watchdog_names_the_stalled_stream(accel, tmp_path, engine):
     """Three committed loads into the A scratchpad and no EXEC to release a bank: the third
     load's data cannot be written, the AXI R channel stalls, and the watchdog ends the run
-    naming it instead of hanging."""
+    naming it instead of hanging (the RTL watchdog of the default fast engine, the Python one
+    of the AxiRam engine)."""
     cmds = [C.Load(dst=C.DST_A, addr=0, beats=4, rows=1, stride=0, index=0, word=0,
                    flags=C.COMMIT) for _ in range(3)]
     image, layers = _image_with(cmds)
     with pytest.raises(UserError) as e:
-        run_layers(CFG, accel, layers, image, tmp_path, stall_cycles=300)
+        run_layers(CFG, accel, layers, image, tmp_path, stall_cycles=300, engine=engine)
     msg = str(e.value)
     assert "stalled" in msg and ("m_axi_r" in msg or "dma read data" in msg), msg
 
