@@ -161,6 +161,20 @@ def emit_core(config: AccelConfig, sv_dir: Path) -> EmittedSV:
 KERNEL_ROUTE = "static"
 
 
+def kernel_for_route(kernel, route: str = KERNEL_ROUTE):
+    """``kernel`` as the accelerator lowers it by ``route`` (static: wide multiplies split)."""
+    from ..lowering.split_mul import split_wide_muls
+    return split_wide_muls(kernel) if route == "static" else kernel
+
+
+def lower_accel_kernel(kernel, out: Path, route: str = KERNEL_ROUTE):
+    """``lowering.build_kernel`` of :func:`kernel_for_route` ``(kernel, route)`` into ``out``;
+    returns ``(kernel as lowered, Lowered)`` (pass both to ``lowering.stream.stream_module``)."""
+    from .. import lowering
+    k = kernel_for_route(kernel, route)
+    return k, lowering.build_kernel(k, Path(out), route=route)
+
+
 def accel_kernels(config: AccelConfig, route: str = KERNEL_ROUTE) -> dict:
     """The post-op kernels the accelerator instantiates, by role: ``requant`` (per-channel
     requantize of one C tile, n = rows*cols), ``add`` and ``max`` (the vector engine's); for
@@ -168,14 +182,10 @@ def accel_kernels(config: AccelConfig, route: str = KERNEL_ROUTE) -> dict:
     from ..lowering import kernels
     from .vector_engine import vector_kernels
 
-    from ..lowering.split_mul import split_wide_muls
-
     add, mx = vector_kernels(config)
     ks = {"requant": kernels.requantize(n=config.rows * config.cols, per_channel=True),
           "add": add, "max": mx}
-    if route == "static":
-        ks = {role: split_wide_muls(k) for role, k in ks.items()}
-    return ks
+    return {role: kernel_for_route(k, route) for role, k in ks.items()}
 
 
 def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None = None,

@@ -94,7 +94,7 @@ from ..errors import ConfigError
 from .common import NamedReg, name_module
 
 #: commands queued inside the engine (each of the three command queues)
-QUEUE = 2
+QUEUE = 4
 #: the kernel's element width
 XW = 32
 
@@ -366,26 +366,29 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
     return name_module(StoreEngine, f"store_engine_{R}x{C}")
 
 
-def store_engine_prepare(config: AccelConfig, lowered):
+def store_engine_prepare(config: AccelConfig, lowered, kernel=None):
     """``emit_module``'s ``prepare`` hook: import the lowered kernel (``lowered``: what
-    ``build_kernel(requant_kernel(config), ...)`` returned) and build the engine on it."""
+    ``build_kernel(kernel, ...)`` returned; ``kernel`` defaults to ``requant_kernel(config)``)
+    and build the engine on it."""
     from ..lowering.stream import stream_module
 
     def prepare(system):
-        requant = stream_module(system, requant_kernel(config), lowered)
+        requant = stream_module(system, kernel or requant_kernel(config), lowered)
         return make_store_engine(config, requant)
 
     return prepare
 
 
-def emit_store_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None = None):
-    """Lower the kernel (its stage dumps under ``work_dir``, default ``sv_dir/../requant``) and
-    emit the store engine with it into ``sv_dir``; returns ``rtl_lib.emit.EmittedSV``."""
-    from ..lowering import build_kernel
-    from .emit import emit_module
+def emit_store_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None = None,
+                      route: str | None = None):
+    """Lower the kernel as the accelerator does (``rtl_lib.emit.lower_accel_kernel``, ``route``
+    default ``emit.KERNEL_ROUTE``; stage dumps under ``work_dir``, default
+    ``sv_dir/../requant``) and emit the store engine with it into ``sv_dir``; returns
+    ``rtl_lib.emit.EmittedSV``."""
+    from .emit import KERNEL_ROUTE, emit_module, lower_accel_kernel
 
     check_config(config)
     sv_dir = Path(sv_dir)
     work_dir = Path(work_dir) if work_dir is not None else sv_dir.parent / "requant"
-    lowered = build_kernel(requant_kernel(config), work_dir)
-    return emit_module(None, sv_dir, prepare=store_engine_prepare(config, lowered))
+    k, lowered = lower_accel_kernel(requant_kernel(config), work_dir, route or KERNEL_ROUTE)
+    return emit_module(None, sv_dir, prepare=store_engine_prepare(config, lowered, k))

@@ -351,30 +351,32 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
     return name_module(VectorEngine, f"vector_engine_w{W}")
 
 
-def vector_engine_prepare(config: AccelConfig, lowered, max_run: int = MAX_RUN):
+def vector_engine_prepare(config: AccelConfig, lowered, max_run: int = MAX_RUN, kernels=None):
     """``emit_module``'s ``prepare`` hook: import the two lowered kernels (``lowered``: what
-    ``build_kernel`` returned for each of :func:`vector_kernels` ``(config, max_run)``, in
-    that order)
-    and build the engine on them. A bigger design calls ``stream_module`` the same way."""
+    ``build_kernel`` returned for each of ``kernels``, default :func:`vector_kernels`
+    ``(config, max_run)``, in that order) and build the engine on them. A bigger design calls
+    ``stream_module`` the same way."""
     from ..lowering.stream import stream_module
 
     def prepare(system):
-        add_cls, max_cls = (stream_module(system, k, lo)
-                            for k, lo in zip(vector_kernels(config, max_run), lowered))
+        ks = kernels or vector_kernels(config, max_run)
+        add_cls, max_cls = (stream_module(system, k, lo) for k, lo in zip(ks, lowered))
         return make_vector_engine(config, add_cls, max_cls)
 
     return prepare
 
 
 def emit_vector_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None = None,
-                       max_run: int = MAX_RUN):
-    """Lower the two kernels (stage dumps under ``work_dir/<kernel name>``, default
-    ``sv_dir/../vec_kernels``) and emit ``vector_engine_w{W}`` with them into ``sv_dir``;
-    returns ``rtl_lib.emit.EmittedSV``."""
-    from ..lowering import build_kernel
-    from .emit import emit_module
+                       max_run: int = MAX_RUN, route: str | None = None):
+    """Lower the two kernels as the accelerator does (``rtl_lib.emit.lower_accel_kernel``,
+    ``route`` default ``emit.KERNEL_ROUTE``; stage dumps under ``work_dir/<kernel name>``,
+    default ``sv_dir/../vec_kernels``) and emit ``vector_engine_w{W}`` with them into
+    ``sv_dir``; returns ``rtl_lib.emit.EmittedSV``."""
+    from .emit import KERNEL_ROUTE, emit_module, lower_accel_kernel
 
     sv_dir = Path(sv_dir)
     work_dir = Path(work_dir) if work_dir is not None else sv_dir.parent / "vec_kernels"
-    lowered = [build_kernel(k, work_dir / k.name) for k in vector_kernels(config, max_run)]
-    return emit_module(None, sv_dir, prepare=vector_engine_prepare(config, lowered, max_run))
+    pairs = [lower_accel_kernel(k, work_dir / k.name, route or KERNEL_ROUTE)
+             for k in vector_kernels(config, max_run)]
+    return emit_module(None, sv_dir, prepare=vector_engine_prepare(
+        config, [lo for _, lo in pairs], max_run, [k for k, _ in pairs]))

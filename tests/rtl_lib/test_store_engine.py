@@ -189,8 +189,8 @@ def test_store_random(name, gates, cache_root, tmp_path_factory, tmp_path):
 @pytest.mark.parametrize("name", ["2x4_w32", "4x8_w32",
                                   pytest.param("8x8_w64", marks=pytest.mark.slow)])
 def test_store_rate(name, cache_root, tmp_path_factory, tmp_path):
-    """All rows valid, no gating: one element per cycle, tiles back to back (the kernel's
-    per-run restart gap and the fill latency are the only extra cycles)."""
+    """All rows valid, no gating: one element per cycle, tiles back to back (the fill and
+    drain latency are the only extra cycles)."""
     cfg = CONFIGS[name]
     sim = _sim(name, cache_root, tmp_path_factory)
     phases, want_wc, want_wd = make_case(cfg, 5, phases=1, tiles=8, full_rows=True)
@@ -199,7 +199,9 @@ def test_store_rate(name, cache_root, tmp_path_factory, tmp_path):
     elems = len(phases[0]["tiles"]) * cfg.rows * cfg.cols
     span = res["wd_edges"][-1] - res["first_c"] + 1
     print(f"{name}: {elems} elements in {span} cycles")
-    assert span <= elems + 24, (span, elems)  # measured: elems + 21 (fill and drain)
+    # measured: elems + 43 at 2x4 and 4x8 (fill and drain: the parameter read, the kernel's
+    # 28-stage static pipeline and its output buffer, the byte packer); no per-tile gap
+    assert span <= elems + 46, (span, elems)
 
 
 @pytest.mark.slow

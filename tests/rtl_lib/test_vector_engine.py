@@ -171,9 +171,9 @@ def test_maxpool_chain(cache_root, tmp_path_factory, tmp_path, w):
 
 @pytest.mark.parametrize("w", [32, 64])
 def test_rate(cache_root, tmp_path_factory, tmp_path, w):
-    """No back-pressure, n = capacity beats: ADD takes n * (AB + 1) cycles plus a few (the
-    kernel's n / (n + 1) element/cycle with one run per beat), MAX (to DRAM or TO_X) n * AB
-    plus one bubble per MAX_RUN elements plus a few (its runs span commands)."""
+    """No back-pressure, n = capacity beats: ADD takes n * AB cycles plus its pipeline fill
+    (the static kernel's runs follow each other with no bubble, one run per beat), MAX (to
+    DRAM or TO_X) n * AB plus a few (its runs span commands)."""
     sim = _sim(cache_root, tmp_path_factory, w)
     ab = w // 8
     rng = np.random.default_rng(3)
@@ -185,14 +185,16 @@ def test_rate(cache_root, tmp_path_factory, tmp_path, w):
     m.vec(DEPTH, 0, 0, _i8(rng, DEPTH, ab), mx=True, to_x=True)
     m.dump_x(0x3000)
     res = _run(sim, tmp_path, m, tag="rate")
-    # cycles for DEPTH beats at full rate: ADD one bubble per beat, MAX one per MAX_RUN elements
-    ideal = {"add": DEPTH * (ab + 1), "max": DEPTH * ab + -(-DEPTH * ab // MAX_RUN)}
+    # cycles for DEPTH beats at full rate, 1 element/cycle; fill + drain per command: measured
+    # +23 for ADD (residual_add's pipeline, split multiplies) and +7 for MAX
+    ideal = {"add": DEPTH * ab, "max": DEPTH * ab}
     ideal["max to_x"] = ideal["max"]
+    fill = {"add": 26, "max": 9, "max to_x": 9}
     for (t0, t1), what in zip(res["vec"], ideal):
         cycles = t1 - t0
         print(f"W={w} {what}: {DEPTH} beats in {cycles} cycles: "
               f"{DEPTH * ab / cycles:.3f} element/cycle, {cycles / DEPTH:.2f} cycles/beat")
-        assert cycles <= ideal[what] + 8, (what, cycles)
+        assert cycles <= ideal[what] + fill[what], (what, cycles)
     # steady state on the DRAM side (beats 1 .. DEPTH-1 of each command)
     for k, what in enumerate(("add", "max")):
         edges = [e for _, e in res["wd"][k * DEPTH:(k + 1) * DEPTH]]
