@@ -36,7 +36,7 @@ Modelled (accel_spec.md "Execution model", rtl_lib.accel):
   (``ISSUE_TO_CORE`` = 2), the core's tile admission (a tile's last beat >= ``rows`` cycles after
   the previous one, output FIFO room for ``rows`` rows), results ``rows + cols + 3`` after the last
   beat;
-* STORE: one element per cycle (a row of C every ``cols`` cycles), ``STORE_LATENCY`` to the
+* STORE: one element per cycle (a row of C every ``cols`` cycles), ``store_latency`` to the
   write data, one 2-D DMA write per tile;
 * VEC: ADD ``AB + 1`` cycles per beat, MAX ``AB``, one command at a time, per-command start-up;
 * write DMA: the same splitter, ``MAX_OUTSTANDING`` bursts until their B response
@@ -53,24 +53,31 @@ from dataclasses import dataclass, field
 
 from .config import AccelConfig
 
-# ---- structure (rtl_lib.accel, rtl_lib.matmul_unit, rtl_lib.store_engine) -----------------
-FETCH_CHUNK = 4
-CMD_FIFO_DEPTH = 8
-ENGINE_FIFO_DEPTH = 4
-ROUTE_FIFO_DEPTH = 8
-MAX_OUTSTANDING = 4
-MAX_BURST = 256
-CMD_BITS = 256
-EXEC_CREDITS = 4
-ISSUE_TO_CORE = 2
-STORE_QUEUE = 2
-PAIR_FIFO_DEPTH = 4
+# ---- structure: the RTL's own parameters (rtl_lib.accel, matmul_unit, store/vector engine) --
+from .rtl_lib.accel import (CMD_BITS, CMD_FIFO_DEPTH, ENGINE_FIFO_DEPTH, FETCH_CHUNK,  # noqa: E402
+                            MAX_OUTSTANDING, ROUTE_FIFO_DEPTH)
+from .rtl_lib.matmul_unit import FIFO_DEPTH as EXEC_CREDITS, ISSUE_TO_CORE  # noqa: E402
+from .rtl_lib.store_engine import QUEUE as STORE_QUEUE  # noqa: E402
+from .rtl_lib.vector_engine import PAIR_FIFO_DEPTH  # noqa: E402
 
-# ---- latencies (calibrated against Verilator + cocotbext-axi AxiRam) ----------------------
-READ_LATENCY = 3        # AR accepted -> first R beat valid
-WRITE_LATENCY = 2       # last W beat -> B response taken
-STORE_LATENCY = 13      # a tile's last element into the store engine -> its last byte out
-VEC_STARTUP = 5         # per VEC command: accept -> first element into the kernel
+MAX_BURST = 256
+
+# ---- latencies (calibrated against the Verilator runs) -----------------------------------
+#: memory models of the simulation engines: (read latency: AR accepted -> first R beat,
+#: write latency: last W beat -> B response taken). ``rtl``: sim/axi_mem.sv (the native and
+#: cocotb engines); ``axiram``: cocotbext-axi's AxiRam (the axiram engine).
+MEMORIES = {"rtl": (3, 2), "axiram": (3, 2)}
+READ_LATENCY, WRITE_LATENCY = MEMORIES["rtl"]
+#: per kernel route (config.schedule): store engine latency (a row taken -> its last beat out,
+#: beyond the row's C cycles), VEC start-up per command, VEC ADD cycles per beat beyond AB
+#: (the handshake kernel's restart bubble per run; the static pipeline has none), and the
+#: ADD / MAX kernels' drain (last element in -> last result out, beyond one beat's AB cycles)
+SCHEDULE_TIMING = {
+    "dynamic": {"store_latency": 13, "vec_startup": 5, "add_bubble": 1, "add_drain": 0,
+                "max_drain": 0},
+    "static": {"store_latency": 39, "vec_startup": 5, "add_bubble": 0, "add_drain": 18,
+               "max_drain": 2},
+}
 DONE_LATENCY = 1        # everything idle -> done seen by the cycle counter
 START_LATENCY = 1       # start -> first fetch request
 
@@ -151,9 +158,14 @@ def _split_count(beats: int, rows: int, ab: int, addr: int, stride: int) -> int:
     return len(_bursts(addr, beats, rows, stride, ab))
 
 
+def _timing(config: AccelConfig) -> dict:
+    return SCHEDULE_TIMING[getattr(config, "schedule", "dynamic")]
+
+
 def bounds(commands, config: AccelConfig) -> dict:
     """Closed-form lower bounds (cycles) of one layer: each engine alone at its full rate."""
     ab = config.axi_data_width // 8
+    tm = _timing(config)
     cmd_beats = CMD_BITS // config.axi_data_width
     rd = cmd_beats * len(commands)
     wr = exec_ = store = vec = 0
@@ -168,30 +180,32 @@ def bounds(commands, config: AccelConfig) -> dict:
             store += config.rows * config.cols
             wr += c.valid_rows * (config.cols // ab)
         elif op == OP_VEC:
-            vec += c.n * (ab if c.flags & V_MAX else ab + 1) + VEC_STARTUP
+            vec += c.n * (ab if c.flags & V_MAX else ab + tm["add_bubble"]) + tm["vec_startup"]
             if not c.flags & V_TO_X:
                 wr += c.n
     return {"read": rd, "write": wr, "core": exec_, "store": store, "vector": vec}
 
 
-def predict_layer(commands, config: AccelConfig, *, read_latency: int | None = None,
-                  write_latency: int | None = None) -> int:
-    """Predicted cycles (as the accelerator's cycle counter counts them) of one layer;
-    ``read_latency``/``write_latency``: the memory's (default: cocotbext-axi AxiRam's)."""
+def predict_layer(commands, config: AccelConfig, *, memory: str = "rtl",
+                  read_latency: int | None = None, write_latency: int | None = None) -> int:
+    """Predicted cycles (as the accelerator's cycle counter counts them) of one layer.
+    ``memory``: the memory model (:data:`MEMORIES`: ``rtl`` for the native/cocotb simulation
+    engines, ``axiram``), or explicit ``read_latency``/``write_latency`` in cycles."""
+    rl, wl = MEMORIES[memory]
     return _LayerSim(list(commands), config,
-                     READ_LATENCY if read_latency is None else read_latency,
-                     WRITE_LATENCY if write_latency is None else write_latency).run()
+                     rl if read_latency is None else read_latency,
+                     wl if write_latency is None else write_latency).run()
 
 
-def predict(compiled, config: AccelConfig | None = None) -> ModelPrediction:
+def predict(compiled, config: AccelConfig | None = None, *, memory: str = "rtl") -> ModelPrediction:
     """Predict every layer of ``compiled`` (a CompiledProgram) on ``config`` (default: the
-    program's own)."""
+    program's own); ``memory``: see :func:`predict_layer`."""
     config = config or compiled.config
     pred = ModelPrediction(config=config.to_dict())
     for i, (entry, cmds) in enumerate(zip(compiled.layers, compiled.commands)):
         pred.layers.append(LayerPrediction(
             index=i, name=str(entry.get("name", i)), op=str(entry.get("op", "")),
-            cycles=predict_layer(cmds, config), bounds=bounds(cmds, config),
+            cycles=predict_layer(cmds, config, memory=memory), bounds=bounds(cmds, config),
             commands=len(cmds)))
     return pred
 
@@ -215,6 +229,10 @@ class _LayerSim:
         self.ab = self.W // 8
         self.cmd_beats = CMD_BITS // self.W
         self.rl, self.wl = rl, wl
+        tm = _timing(config)
+        self.st_lat, self.vec_startup, self.add_bubble = (tm["store_latency"], tm["vec_startup"],
+                                                          tm["add_bubble"])
+        self.add_drain, self.max_drain = tm["add_drain"], tm["max_drain"]
         from .rtl_lib.systolic import out_fifo_depth
         self.out_fifo = out_fifo_depth(self.R, self.C)
 
@@ -437,19 +455,20 @@ class _LayerSim:
                 if r < sc[1]:
                     # the row's C/AB beats leave the kernel one every AB cycles
                     for b in range(C // ab):
-                        w_beats.append(t + STORE_LATENCY - C + (b + 1) * ab)
+                        w_beats.append(t + self.st_lat - C + (b + 1) * ab)
                 if r == 0:
                     w_aw.extend(_bursts(sc[2], C // ab, sc[1], sc[3], ab))
                 if sc[0] == 0:
                     st_cmds.popleft()
-                    st_busy_until = max(st_busy_until, t + STORE_LATENCY)
+                    st_busy_until = max(st_busy_until, t + self.st_lat)
 
             # ---- vector engine
             if v_active is None and engq[3] and engq[3][0][0] <= t and t > v_busy_until:
                 c = cmds[engq[3].popleft()[1]]
-                per = ab if c.flags & V_MAX else ab + 1
+                per = ab if c.flags & V_MAX else ab + self.add_bubble
                 v_active = {"n": c.n, "s_taken": 0, "done": 0, "s_times": deque(),
-                            "next": t + VEC_STARTUP, "per": per,
+                            "next": t + self.vec_startup, "per": per,
+                            "drain": self.max_drain if c.flags & V_MAX else self.add_drain,
                             "to_x": bool(c.flags & V_TO_X), "end": t}
                 if not c.flags & V_TO_X:
                     w_aw.extend(_bursts(c.dst, c.n, 1, ab, ab))
@@ -464,9 +483,9 @@ class _LayerSim:
                     v_active["done"] += 1
                     progressed = True
                     if not v_active["to_x"]:
-                        w_beats.append(fin)
+                        w_beats.append(fin + v_active["drain"])
                     if v_active["done"] == v_active["n"]:
-                        v_busy_until = fin
+                        v_busy_until = fin + v_active["drain"]
                         v_active = None
 
             # ---- write DMA: AW (one per cycle, outstanding limit), W one beat per cycle
