@@ -6,13 +6,16 @@ from pycde_accel.config import AccelConfig
 from pycde_accel.errors import UserError
 from pycde_accel.fpga import check_fit, estimate, get_device, synthesize
 from pycde_accel.fpga.devices import ECP5_EBR_SHAPES
-from pycde_accel.fpga.fit import blocks_for, dsp_per_mac
+from pycde_accel.fpga.fit import KERNEL_DSP, blocks_for, dsp_per_mac, memories
 
 
 def test_default_config_fits_the_big_ecp5():
+    """The whole accelerator: 8x8 PEs + the kernels' 10 multipliers; 16 + 16 operand lane
+    memories (256 x 64 bits: 2 DP16KD each), 3 parameter memories and the X buffer (2):
+    close to what the placed accelerator has (73 MULT18X18D, 37 DP16KD)."""
     est = check_fit(AccelConfig(), get_device("ecp5-85f"))
-    assert est.dsp == 16
-    assert 0 < est.bram <= 208
+    assert est.dsp == 64 + KERNEL_DSP == 74
+    assert est.bram == 37
 
 
 def test_oversized_config_is_refused_with_the_numbers():
@@ -21,7 +24,7 @@ def test_oversized_config_is_refused_with_the_numbers():
         check_fit(cfg, get_device("ecp5-25f"))
     msg = str(e.value)
     assert "\n" not in msg
-    assert "256 DSP" in msg and "has 28" in msg and "16x16" in msg and "ecp5-25f" in msg
+    assert "266 DSP" in msg and "has 28" in msg and "16x16" in msg and "ecp5-25f" in msg
 
 
 def test_bram_and_lut_refusals_name_their_numbers():
@@ -32,7 +35,7 @@ def test_bram_and_lut_refusals_name_their_numbers():
     with pytest.raises(UserError) as e:
         check_fit(cfg, get_device("ecp5-85f"))
     assert re.search(r"about \d+ LUTs but it has 83640", str(e.value))
-    assert "4096 DSP" in str(e.value)
+    assert "4106 DSP" in str(e.value)
 
 
 def test_block_and_dsp_arithmetic():
@@ -43,7 +46,16 @@ def test_block_and_dsp_arithmetic():
     assert dsp_per_mac(18, get_device("ecp5-85f")) == 1
     assert dsp_per_mac(20, get_device("ecp5-85f")) == 4
     assert dsp_per_mac(17, get_device("ice40-up5k")) == 4
-    assert estimate(AccelConfig(rows=8, cols=8), get_device("ecp5-85f")).dsp == 64
+    assert estimate(AccelConfig(rows=8, cols=8), get_device("ecp5-85f")).dsp == 64 + KERNEL_DSP
+
+
+def test_memories_follow_the_config():
+    cfg = AccelConfig(rows=4, cols=8, axi_data_width=32, spad_a_depth=512, spad_b_depth=256,
+                      spad_c_depth=64)
+    mems = memories(cfg)
+    assert [m for m in mems if m[0].startswith("A")] == [(f"A{i}", 256, 32) for i in range(4)]
+    assert [m for m in mems if m[0].startswith("B")] == [(f"B{j}", 128, 32) for j in range(8)]
+    assert ("X", 64, 32) in mems and ("P_m0", 64, 32) in mems and len(mems) == 4 + 8 + 4
 
 
 def test_synthesize_refuses_before_running_yosys(tmp_path):
