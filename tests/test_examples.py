@@ -41,7 +41,10 @@ def test_gallery_is_there():
     assert {p.stem for p in EXAMPLES} >= set(GALLERY)
 
 
-@pytest.mark.parametrize("name", GALLERY)
+# mlp is the built-in default that tests/test_cli.py (gen) and tests/test_sim.py (sim) already run
+# from the CLI, so its copy here is slow-only (each case is ~1 min: gen, then sim's own emit).
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "mlp" else n
+                                  for n in GALLERY])
 def test_example_gen_and_sim_from_the_cli(tmp_path, tmp_path_factory, name):
     """``gen`` writes the whole output folder (SV, design.json, host/) and ``sim`` runs the
     example bit-exact; all at the default 8x8 array, so every example (and tests/test_sim.py)
