@@ -108,12 +108,13 @@ def resources(config: AccelConfig, synth: dict | None) -> dict:
 def build(sim: dict, config: AccelConfig, *, predicted: list[int] | None = None,
           synth: dict | None = None) -> Report:
     """The report of simulation result ``sim`` (``SimResult.to_dict()``) on ``config``;
-    ``predicted``: per-layer predicted cycles (default: the sim layers' ``predicted_cycles``)."""
+    ``predicted``: per-layer predicted cycles, used when the sim's layers carry no
+    ``predicted_cycles`` of their own (``simulate()`` predicts for the engine it ran)."""
     pe = config.rows * config.cols
     bpc = config.axi_data_width // 8
-    if predicted is None and sim["layers"] and all(
-            l.get("predicted_cycles") is not None for l in sim["layers"]):
-        predicted = [int(l["predicted_cycles"]) for l in sim["layers"]]   # simulate() ran the model
+    if sim["layers"] and all(l.get("predicted_cycles") is not None for l in sim["layers"]):
+        # simulate() predicted each layer for the simulation engine and memory model it ran
+        predicted = [int(l["predicted_cycles"]) for l in sim["layers"]]
     layers = []
     for i, l in enumerate(sim["layers"]):
         moved = int(l["dma_rd_bytes"]) + int(l["dma_wr_bytes"])
