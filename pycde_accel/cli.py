@@ -42,7 +42,8 @@ REPORT_EPILOG = """Simulates the model (reusing DIR/sim/result.json when it is f
 then writes DIR/report.md, a self-contained DIR/report.html (charts embedded) and DIR/report.json:
 cycles per layer (core busy / stalled / other; the perf model's prediction when there is one), a
 roofline chart (compute and bandwidth bounds, one point per layer) and resources against the
-target's capacity (DIR/synth/report.json from 'synth' when present, else the fit estimate).
+target's capacity (DIR/synth/report.json from 'synth' when present, for the same config; its
+target is taken when --target is not given; else the fit estimate).
 Exit status 0 only when the simulation is bit-exact.
 
 examples:
@@ -254,36 +255,38 @@ def _cmd_sim(args: argparse.Namespace) -> int:
     return 0 if r.bit_exact else 1
 
 
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text()) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from . import frontend, report
     from .backend import compile_program
     cfg = config_from_args(args)
     out = Path(args.out)
     _writable_out(out)
+    synth = _read_json(out / "synth" / "report.json")
+    if synth and not args.target and isinstance(synth.get("config"), dict) \
+            and synth["config"] == cfg.replace(target=synth["config"].get("target")).to_dict():
+        cfg = cfg.replace(target=synth["config"]["target"])      # the target 'synth' ran for
+    if synth and synth.get("config") != cfg.to_dict():
+        synth = None                                              # another config: estimate
     _progress(f"frontend: export and quantize {args.model or 'the default model'}")
     fe = frontend.run(args.model, seed=args.seed, eval_batches=1)
     sim = None
-    prev = out / "sim" / "result.json"
-    if prev.is_file() and not args.waves and not args.axi_pause:
-        try:
-            d = json.loads(prev.read_text())
-            if d.get("model") == fe.model.spec and d.get("config") == cfg.to_dict():
-                sim = d
-                _progress(f"reusing the simulation in {prev}")
-        except (OSError, ValueError):
-            sim = None
+    prev = _read_json(out / "sim" / "result.json")
+    if prev and not args.waves and not args.axi_pause and prev.get("model") == fe.model.spec \
+            and prev.get("config") == cfg.to_dict():
+        sim = prev
+        _progress(f"reusing the simulation in {out / 'sim' / 'result.json'}")
     if sim is None:
         sim = _simulate(args, cfg, out, fe).to_dict()
-    synth = None
-    srep = out / "synth" / "report.json"
-    if srep.is_file():
-        try:
-            d = json.loads(srep.read_text())
-            if d.get("config") == cfg.to_dict():
-                synth = d
-        except (OSError, ValueError):
-            synth = None
-    predicted = report.predicted_cycles(compile_program(fe, cfg), cfg)
+    predicted = None
+    if not all(l.get("predicted_cycles") is not None for l in sim["layers"]):
+        predicted = report.predicted_cycles(compile_program(fe, cfg), cfg)
     rep = report.build(sim, cfg, predicted=predicted, synth=synth)
     for path in rep.write(out):
         print(f"wrote {path}")

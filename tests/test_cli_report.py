@@ -44,6 +44,19 @@ def test_report_of_the_default_model(tmp_path, tmp_path_factory):
     again = _cli(["report", "--out", str(out)], env)                # reuses sim/result.json
     assert again.returncode == 0, again.stderr
     assert {n: (out / n).read_bytes() for n in names} == first
+    # after 'synth' (its report.json, same config): the resource table is the measured one
+    (out / "synth").mkdir()
+    (out / "synth" / "report.json").write_text(json.dumps({
+        "target": "ecp5-85f", "config": sim["config"], "placed": True, "fmax_mhz": 98.5,
+        "resources": {"lut": 20000, "ff": 15000, "dsp": 73, "bram": 37, "carry": 5},
+        "available": {"lut": 83640, "ff": 83640, "dsp": 156, "bram": 208}}))
+    third = _cli(["report", "--out", str(out)], env)
+    assert third.returncode == 0, third.stderr
+    res = json.loads((out / "report.json").read_text())["resources"]
+    assert res["source"] == "synthesis" and res["fmax_mhz"] == 98.5
+    assert {r["resource"]: r["used"] for r in res["rows"]} == {"lut": 20000, "ff": 15000, "dsp": 73,
+                                                               "bram": 37}
+    assert "| DSP | 73 | 156 | 46.8% |" in (out / "report.md").read_text()
 
 
 def test_schedule_reaches_the_design(tmp_path):
