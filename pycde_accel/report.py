@@ -267,8 +267,9 @@ def _summary_lines(data: dict) -> list[str]:
         f"({data['latency_us']} us at {data['clock_mhz']} MHz), {data['macs']} MACs, "
         f"PE utilization {data['pe_utilization']:.3f}; bit-exact with the integer reference: "
         f"{verdict}; float PyTorch max abs error {data['float_max_abs_error']:.4g}.",
-        f"Resources: {'synthesis report' if res['source'] == 'synthesis' else 'fit estimate (no synthesis report; run `synth` first for measured figures)'}"
-        f" on {res['device']} ({res['part']})" +
+        "Resources: " + ("synthesis report" if res["source"] == "synthesis" else
+                         "fit estimate (no synthesis report; run `synth` first for measured figures)")
+        + f" on {res['device']} ({res['part']})" +
         (f", Fmax {res['fmax_mhz']:.1f} MHz." if res.get("fmax_mhz") else "."),
     ]
 

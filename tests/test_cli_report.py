@@ -8,8 +8,6 @@ import re
 import subprocess
 import sys
 
-import pytest
-
 from pycde_accel.sim.runner import pytest_cache_root
 
 

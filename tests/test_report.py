@@ -8,7 +8,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
