@@ -69,14 +69,15 @@ MAX_BURST = 256
 MEMORIES = {"rtl": (3, 2), "axiram": (3, 2)}
 READ_LATENCY, WRITE_LATENCY = MEMORIES["rtl"]
 #: per kernel route (config.schedule): store engine latency (a row taken -> its last beat out,
-#: beyond the row's C cycles), VEC start-up per command, VEC ADD cycles per beat beyond AB
+#: beyond the row's C cycles of one element each), VEC start-up per command, VEC ADD cycles per beat beyond AB
 #: (the handshake kernel's restart bubble per run; the static pipeline has none), and the
-#: ADD / MAX kernels' drain (last element in -> last result out, beyond one beat's AB cycles)
+#: ADD / MAX kernels' drain (last element in -> last result out, beyond one beat's AB cycles),
+#: and the requantize kernel's cycles between tiles (its restart per run)
 SCHEDULE_TIMING = {
-    "dynamic": {"store_latency": 13, "vec_startup": 5, "add_bubble": 1, "add_drain": 0,
-                "max_drain": 0},
-    "static": {"store_latency": 39, "vec_startup": 5, "add_bubble": 0, "add_drain": 18,
-               "max_drain": 2},
+    "dynamic": {"store_latency": 3, "vec_startup": 5, "add_bubble": 1, "add_drain": -2,
+                "max_drain": -1, "store_bubble": 2},
+    "static": {"store_latency": 31, "vec_startup": 5, "add_bubble": 0, "add_drain": 18,
+               "max_drain": 2, "store_bubble": 0},
 }
 DONE_LATENCY = 1        # everything idle -> done seen by the cycle counter
 START_LATENCY = 1       # start -> first fetch request
@@ -233,6 +234,7 @@ class _LayerSim:
         self.st_lat, self.vec_startup, self.add_bubble = (tm["store_latency"], tm["vec_startup"],
                                                           tm["add_bubble"])
         self.add_drain, self.max_drain = tm["add_drain"], tm["max_drain"]
+        self.st_bubble = tm["store_bubble"]
         from .rtl_lib.systolic import out_fifo_depth
         self.out_fifo = out_fifo_depth(self.R, self.C)
 
@@ -455,12 +457,13 @@ class _LayerSim:
                 if r < sc[1]:
                     # the row's C/AB beats leave the kernel one every AB cycles
                     for b in range(C // ab):
-                        w_beats.append(t + self.st_lat - C + (b + 1) * ab)
+                        w_beats.append(t + (b + 1) * ab + self.st_lat)
                 if r == 0:
                     w_aw.extend(_bursts(sc[2], C // ab, sc[1], sc[3], ab))
                 if sc[0] == 0:
+                    st_take_next += self.st_bubble
                     st_cmds.popleft()
-                    st_busy_until = max(st_busy_until, t + self.st_lat)
+                    st_busy_until = max(st_busy_until, t + C + self.st_lat)
 
             # ---- vector engine
             if v_active is None and engq[3] and engq[3][0][0] <= t and t > v_busy_until:
