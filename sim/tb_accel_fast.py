@@ -1,7 +1,7 @@
 """cocotb testbench for the fast wrapper ``accel_sim_top`` (:mod:`pycde_accel.sim.fast`): the
-DRAM (``sim_axi_mem``) and the stream watchdog (``sim_watchdog``) are RTL, the clock is
-cocotb's GPI clock, and Python wakes only for the CSR accesses (cocotbext-axi
-``AxiLiteMaster``) and when ``irq`` or ``wd_trip`` rises.
+DRAM (``sim_axi_mem``) and the stream watchdog (``sim_watchdog``) are RTL, and Python wakes only for the CSR accesses (cocotbext-axi
+``AxiLiteMaster``) and when ``irq`` or ``wd_trip`` rises. The clock is the wrapper's own
+(an SV ``always #5``), so the simulator runs edges without calling into cocotb.
 
 Same plan and result JSON as ``sim/tb_accel.py`` (``axi_pause`` must be 0: this memory has no
 pause generators). Extra plan keys: ``dram_hex_out`` (where ``$writememh`` writes the read
@@ -19,10 +19,9 @@ from cocotb.triggers import First, RisingEdge, Timer
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from pycde_accel.host import AcceleratorError, Driver
-from pycde_accel.rtl_lib.axil_csr import CsrMap
 
 from . import tb
-from .fast import STREAMS, dump_range, hex_to_bytes, trip_message
+from .fast import STREAMS, PlanCsrMap, dump_range, hex_to_bytes, trip_message
 from .watchdog import StallError
 
 
@@ -75,10 +74,15 @@ async def run_plan(dut):
     dut.mem_dump_hi.value = 0
     dut.wd_stall_limit.value = stall
     dut.wd_idle_limit.value = stall
-    await tb.start(dut)
+    # the wrapper toggles clk itself (fast.wrapper_sv rtl_clock): only the reset is ours
+    dut.rst.value = 1
+    for _ in range(3):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+    await RisingEdge(dut.clk)
     hw = plan["hw"]
     driver = Driver(FastCsr(dut, master, plan.get("layer_timeout_cycles", 10_000_000)),
-                    CsrMap.from_dict(plan["csr_map"]), rows=hw["rows"], cols=hw["cols"],
+                    PlanCsrMap(plan["csr_map"]), rows=hw["rows"], cols=hw["cols"],
                     axi_bytes=hw["axi_bytes"])
     result_path = Path(plan["result"])
     out = {"layers": [], "reads": {}}
