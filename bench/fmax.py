@@ -103,11 +103,29 @@ def measure_accel(work: Path, seed: int) -> dict:
         log("accelerator: not measured: there is no accelerator top yet "
             "(pycde_accel.rtl_lib.emit has no emit_accelerator; it is a later issue)")
         return {}
-    emitted = emit_accel(AccelConfig(rows=ROWS, cols=COLS), work / "accel_sv")
+    log("accelerator: emitting the whole accelerator (post-op kernels lowered by the "
+        f"{getattr(emit, 'KERNEL_ROUTE', 'dynamic')} route)")
+    emitted = emit_accel(AccelConfig(rows=ROWS, cols=COLS), work / "accel_sv",
+                         kernel_dir=work / "accel_kernels")
     rep = synthesize(emitted.files, emitted.top, TARGET, work / "accel", seed=seed,
                      freq_mhz=ACCEL_MHZ, progress=lambda m: log(f"accelerator: {m}"))
-    log(f"accelerator: LUT4 {rep.lut}, FF {rep.ff}, DSP {rep.dsp}, BRAM {rep.bram}, "
+    log(f"accelerator: {emitted.top} on {rep.target}: LUT4 {rep.lut}, FF {rep.ff}, carry "
+        f"{rep.carry} (CCU2C), DSP {rep.dsp} MULT18X18D, BRAM {rep.bram} DP16KD, "
         f"Fmax {rep.fmax_mhz} MHz")
+    cp = rep.critical_path
+    if cp is not None:
+        blocks = []
+        for c in cp.cells:
+            b = c.split(".")[0] if "." in c else "(top)"
+            if not blocks or blocks[-1] != b:
+                blocks.append(b)
+        log(f"accelerator: critical path {cp.delay_ns:.3f} ns (logic {cp.logic_ns:.3f}, routing "
+            f"{cp.routing_ns:.3f}) from {cp.start_cell} to {cp.end_cell}, through "
+            f"{' -> '.join(blocks)}")
+        for st in cp.steps:
+            if st.delay_ns >= 0.05:
+                log(f"accelerator:   {st.type:<9} {st.delay_ns:6.3f} ns  {st.src} -> {st.dst}")
+    log(f"accelerator: report in {work / 'accel' / 'report.md'}")
     return {"fmax": rep.fmax_mhz}
 
 

@@ -243,23 +243,36 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             s0_move = bb_v.q & s1_load  # element bb_j moves into S1
             bb_free = ~bb_v.q | (s0_move & bb_last_j)
             f_head = fq.output
-            c_ready = not_rst & ~fq.empty & bb_free
+            # a C beat taken while the beat buffer is busy waits in the hold register, so
+            # that c_ready is a function of registers only (it does not wait on the element
+            # pipeline's stall chain, which would run on into the core's output FIFO)
+            hold_v = NamedReg(1, clk, rst, 0, name="hold_valid")
+            c_ready = not_rst & ~fq.empty & ~hold_v.q
             c_fire = p.c_valid & c_ready
             p.c_ready = c_ready
+            load_bb = bb_free & (hold_v.q | c_fire)
+            to_hold = c_fire & ~bb_free
+            hold_v.next(to_hold | (hold_v.q & ~load_bb))
+            h_data = NamedReg(C * ACC, clk, None, None, ce=to_hold, name="hold_data")
+            h_pidx = NamedReg(PA, clk, None, None, ce=to_hold, name="hold_p_index")
+            h_pt = NamedReg(1, clk, None, None, ce=to_hold, name="hold_per_tensor")
+            h_data.next(p.c_data)
+            h_pidx.next(f_head[0:PA])
+            h_pt.next(f_head[PA])
             f_last_row = f_row.q == Bits(RW)(R - 1) if R > 1 else one
             fq.pop(c_fire & f_last_row)
             if R > 1:
                 f_row.next(Mux(c_fire, f_row.q, Mux(f_last_row, _inc(f_row.q), Bits(RW)(0))))
             else:
                 f_row.next(Bits(RW)(0))
-            bb_v.next(c_fire | (bb_v.q & ~(s0_move & bb_last_j)))
+            bb_v.next(load_bb | (bb_v.q & ~(s0_move & bb_last_j)))
             if C > 1:
                 bb_j.next(Mux(s0_move, bb_j.q, Mux(bb_last_j, _inc(bb_j.q), Bits(JW)(0))))
             else:
                 bb_j.next(Bits(JW)(0))
-            bb_data.next(Mux(c_fire, bb_data.q, p.c_data))
-            bb_pidx.next(Mux(c_fire, bb_pidx.q, f_head[0:PA]))
-            bb_pt.next(Mux(c_fire, bb_pt.q, f_head[PA]))
+            bb_data.next(Mux(load_bb, bb_data.q, Mux(hold_v.q, p.c_data, h_data.q)))
+            bb_pidx.next(Mux(load_bb, bb_pidx.q, Mux(hold_v.q, f_head[0:PA], h_pidx.q)))
+            bb_pt.next(Mux(load_bb, bb_pt.q, Mux(hold_v.q, f_head[PA], h_pt.q)))
             # kernel start tokens owed: one per tile, counted when its first beat is taken
             start_ready = Wire(Bits(1), "k_start_ready")
             owed = NamedReg(OW, clk, rst, 0, name="start_owed")

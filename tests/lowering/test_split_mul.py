@@ -100,6 +100,18 @@ def test_residual_add_split_is_exact():
     assert sum("arith.muli" in ln for ln in split.body_lines) == 6  # 3 limb products each
 
 
+def test_variable_shifts_are_split():
+    k = split_wide_muls(kernels.requantize(8, per_channel=True))
+    var = [ln for ln in k.body_lines if re.search(r"arith\.(shli|shrsi|shrui) ", ln)
+           and "%shift_e" in ln]
+    assert not var  # no shift by the raw amount is left: only by its masked halves
+    env = {"%x_e": -123456789, "%m0_e": (1 << 30) + 5}
+    for s in range(0, 40):  # amounts past the width too (CIRCT: sign fill / zeros)
+        env["%shift_e"] = s
+        assert run_body(k.body_lines, k.result, env) == run_body(
+            kernels.requantize(8, per_channel=True).body_lines, k.result, env)
+
+
 def test_narrow_kernels_unchanged():
     k = kernels.maxpool(8, k=2)
     assert split_wide_muls(k).body_lines == k.body_lines
