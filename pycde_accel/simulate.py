@@ -100,6 +100,9 @@ def pick_engine(engine: str, *, axi_pause: float = 0.0, waves: bool = False,
         return "axiram" if axi_pause > 0 or waves or not fast.fits(image_len) else "native"
     if engine != "axiram" and axi_pause > 0:
         raise UserError(f"the {engine} engine has no AXI pauses: use engine 'axiram'")
+    if engine != "axiram" and not fast.fits(image_len):
+        raise UserError(f"the DRAM image ({image_len} bytes) does not fit the {engine} engine's "
+                        f"memory ({1 << fast.MEM_LOG2} bytes): use engine 'axiram'")
     if engine == "native" and waves:
         raise UserError("the native engine writes no waveforms: use engine 'cocotb' or 'axiram'")
     return engine
