@@ -3,8 +3,8 @@
 ``make_store_engine(config, requant)`` -> module ``store_engine_{R}x{C}``, where ``requant`` is
 the streaming module of the lowered per-channel requantize kernel (R*C elements per run)::
 
-    kernel = requant_kernel(config)          # lowering.kernels.requantize(R*C, per_channel=True)
-    lowered = build_kernel(kernel, out)      # lowering.build_kernel (CIRCT handshake route)
+    kernel, lowered = lower_accel_kernel(requant_kernel(config), out)  # rtl_lib.emit: CIRCT,
+    #   static route (pipeline dialect), wide multiplies and variable shifts split
     requant = stream_module(system, kernel, lowered)   # inside emit_module(..., prepare=fn)
 
 ``emit_store_engine(config, sv_dir)`` does all of it (``store_engine_prepare`` is the
@@ -56,25 +56,28 @@ until it is taken)
 
 Pipeline and throughput
 -----------------------
-core beat -> beat buffer (C accumulators, read out one per cycle) -> S1 (parameter memory read,
+core beat (-> hold register while the beat buffer is busy: ``c_ready`` is ``~hold_valid``, a
+register, so the element pipeline's stall never reaches the core) -> beat buffer (C
+accumulators, read out one per cycle) -> S1 (parameter memory read,
 latency 1: ``seq.hlmem`` x3, 32-bit bias/m0/shift, block RAM) -> S2 (register: x = acc + bias,
 m0, shift) -> kernel (``x``/``m0``/``shift`` element streams, one start token per tile) -> y
 -> ReLU -> byte packer -> ``wd`` register. One element per cycle end to end (the kernel's rate),
-so a tile occupies the engine ``R*C`` cycles; tiles are not serialized: the kernel takes the
-next run's start token when its loop exits, so tile t+1's elements enter it while tile t's
-results drain and its bytes are written. Measured (Verilator, nothing gated, all rows valid):
-T tiles take ``T*R*C + 21`` cycles from the first C beat taken to the last data beat taken
-(2x4, 4x8 and 8x8 alike: 21 is the fill and drain, no per-tile gap). A full-rate C tile from
+so a tile occupies the engine ``R*C`` cycles; tiles are not serialized: the kernel (a fixed-
+latency pipeline, ~30 stages) takes the next run's start token with the last element of the
+current run, so tile t+1's elements enter it while tile t's results drain and its bytes are
+written; up to ``QUEUE`` = 4 commands are queued so that short tiles (2x4: 8 elements) keep
+the pipeline full. Measured (Verilator, nothing gated, all rows valid): T tiles take about
+``T*R*C + 43`` cycles from the first C beat taken to the last data beat taken (2x4: 8 tiles,
+64 elements in 107 cycles; 4x8: 256 in 290; the constant is the fill and drain). A full-rate C tile from
 the core (one every ``max(K, R)`` cycles) is faster than this only when ``K < R*C``; the core
 then waits on ``c_ready`` (its output FIFO holds the rest).
 
 Resources and clock (8x8, axi_data_width 64, spad_c_depth 256; Yosys synth_ecp5 + nextpnr
-ECP5-85F out of context, seed 1): 3 DP16KD (the parameter memories), 4 MULT18X18D (the
-kernel's 32x32 multiply), 841 FF, 1023 LUT4, 298 CCU2C, 28 TRELLIS_DPR16X4 (command queues);
-22.5 MHz, the critical path wholly inside the lowered kernel (its 64-bit multiply, compare and
-add chain in one cycle: the handshake lowering does not pipeline arithmetic). The engine's own
-paths are a few gates around registers, plus ``x/m0/shift_ready`` of the kernel into the
-parameter read address (the S1 hold mux) and ``c_ready``.
+ECP5-85F out of context, seed 1): with the handshake-lowered kernel the engine placed at
+22.5 MHz (the kernel's 64-bit multiply, compare and add chain in one cycle); with the static
+kernel (split multiply: 4 MULT18X18D, 3 DP16KD, 3640 FF, 989 LUT4) at 87.2 MHz, the critical
+path then being the element stall chain (kernel in_ready -> S2 -> S1 -> beat buffer ->
+``c_ready`` -> the C FIFO), which the hold register cuts at ``c_ready``.
 """
 
 from __future__ import annotations

@@ -4,35 +4,34 @@ buffer's beats with the S stream's beats), its element math done by CIRCT-lowere
 ``make_vector_engine(config, add_kernel, max_kernel)`` -> module ``vector_engine_w{W}``
 -------------------------------------------------------------------------------------
 ``add_kernel`` / ``max_kernel``: the streaming PyCDE module classes (``lowering.stream.
-stream_module``) of the two kernels :func:`vector_kernels` describes, lowered by the default
-(dynamic, handshake) route: ``residual_add`` (tensor inputs ``a``, ``b``; scalars ``ma``,
+stream_module``) of the two kernels :func:`vector_kernels` describes, lowered by either route
+(same ports): ``residual_add`` (tensor inputs ``a``, ``b``; scalars ``ma``,
 ``mb``, ``s``) with a run length of n = AB = W/8 elements (one kernel run per AXI beat), and
 ``maxpool`` with k = 2 taps (``t0``, ``t1``) and a run length of ``MAX_RUN`` = 2^16. The
-engine holds one instance of each and feeds it the AB int8 lanes of a beat one element per
+accelerator lowers them by the static route (``rtl_lib.emit.lower_accel_kernel``: fixed-
+latency pipelines, residual_add's multiplies and shifts split). The engine holds one instance of each and feeds it the AB int8 lanes of a beat one element per
 cycle (element e of beat i: ``a`` / ``t0`` = byte e of X[x_off+i], ``b`` / ``t1`` = byte e of
 S_i); the kernel's ``y`` bytes are gathered back into beats. Only ReLU (``max(y, 0)``, for ADD
 with RELU) is engine logic. :func:`emit_vector_engine` lowers the kernels and emits the engine
 with them (SV + filelist); :func:`vector_engine_prepare` is the ``emit_module`` ``prepare``
 hook for that.
 
-Run lengths and rate (measured in tests/rtl_lib/test_vector_engine.py, no back-pressure): the
-handshake kernel takes a run of n elements in n + 1 cycles (one restart bubble per run,
-measured for n = 1, 2, 4, 8, 16 with start and scalars always offered). ADD's scalars (ma, mb,
-shift) are taken once per run, so an ADD run cannot span two commands; one run per beat keeps
-every command aligned without padding, at AB elements per AB + 1 cycles: one beat per 5 cycles
-at W = 32, per 9 at W = 64 (0.80 / 0.89 element/cycle). MAX has no scalars, so the engine
+Run lengths and rate (measured in tests/rtl_lib/test_vector_engine.py, no back-pressure): ADD's
+scalars (ma, mb, shift) are taken once per run, so an ADD run cannot span two commands; one run
+per beat keeps every command aligned without padding. The static kernels' stream wrapper takes
+the next run's start and scalars with the current run's last element, so ADD runs at 1
+element/cycle too: 64 beats in 279 / 535 cycles (W = 32 / 64; the handshake kernel had one
+restart bubble per run, AB elements per AB + 1 cycles). MAX has no scalars, so the engine
 offers the maxpool kernel a start token at all times and the elements of successive MAX
 commands continue one long run (a run need not end with a command: each result leaves the
-kernel as soon as its element went in): 1 element/cycle, one beat per AB cycles (plus one
-bubble per 2^16 elements). Per command there is a fixed start-up/drain of ~4-5 cycles: a
-64-beat command takes 325 / 581 cycles (ADD, W = 32 / 64) and 260 / 516 (MAX, to DRAM or
-TO_X). ADD at 1 element/cycle would take two add kernels alternating beats (hiding each one's
-restart bubble), ~11% more ADD rate for about twice the add kernel's area; not done.
+kernel as soon as its element went in): 1 element/cycle, one beat per AB cycles. Per command
+there is a fixed start-up/drain (the pipeline's fill): a 64-beat command takes 279 / 535 cycles (ADD, W = 32 / 64) and 263 / 519
+(MAX, to DRAM or TO_X).
 
-Area (synth_ecp5, W = 64, flattened): spad_c_depth 64: 2132 LUT4, 2170 TRELLIS_FF, 306 CCU2C,
-4 MULT18X18D, 2 DP16KD (X), 32 TRELLIS_DPR16X4 (the beat-pair FIFO); spad_c_depth 256: 2134
-LUT4, 2172 FF, 2 DP16KD. Of that the residual_add kernel is 1490 LUT4 / 1454 FF / 4
-MULT18X18D and the maxpool kernel 256 LUT4 / 187 FF; the engine's own logic ~390 LUT4 / ~530 FF.
+Area and clock (synth_ecp5 + nextpnr ECP5-85F, W = 64, spad_c_depth = 256, seed 1): with the
+static kernels (split multiplies) 977 LUT4, 2247 FF, 4 MULT18X18D, 2 DP16KD (X), 104 MHz, the
+critical path the residual_add's 32-bit variable shift (since split in two as well). With the
+handshake kernels it was 2134 LUT4, 2172 FF and a whole element's arithmetic in one cycle.
 
 Ports (valid/ready: a beat moves on a rising edge where both are high)
 --------------------------------------------------------------------
