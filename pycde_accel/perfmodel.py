@@ -160,10 +160,6 @@ def _bursts(addr: int, beats: int, rows: int, stride: int, ab: int) -> list[int]
     return out
 
 
-def _split_count(beats: int, rows: int, ab: int, addr: int, stride: int) -> int:
-    return len(_bursts(addr, beats, rows, stride, ab))
-
-
 def _timing(config: AccelConfig) -> dict:
     return SCHEDULE_TIMING[getattr(config, "schedule", "dynamic")]
 
@@ -250,7 +246,6 @@ class _LayerSim:
         p_rate = self.W // 32
         # fetch / dispatch
         fetch_left = n
-        fetch_next = 0
         credits = 0
         cmdq = deque()            # (available time, index)
         pack_count = 0            # beats of the command being packed
@@ -263,7 +258,6 @@ class _LayerSim:
         inflight = 0
         rq = deque()              # [available time, beats left] bursts in flight, in order
         route = deque()           # [dst, beats left, flags, cmd index, zero]
-        route_free_at = deque()   # times route slots were freed (not needed, count only)
         spad = {DST_A: _Spad(), DST_B: _Spad()}
         p_next = 0
         # exec / core
@@ -277,10 +271,7 @@ class _LayerSim:
         # store
         st_cmds = deque()         # accepted store commands: [rows to take, valid_rows, addr, stride]
         st_take_next = 0
-        st_rows_taken = 0
         st_busy_until = -1        # last data beat time of accepted commands (upper bound)
-        st_accepted = 0
-        wr_items = deque()        # write commands: [ready time of first data, bursts...]
         # write DMA
         w_beats = deque()         # (ready time, last_of_burst)
         w_aw = deque()            # bursts waiting for AW: lengths
@@ -291,8 +282,6 @@ class _LayerSim:
         v_active = None           # dict
         v_busy_until = -1
         t = START_LATENCY
-        last_event = t
-        ZERO_TIME = t
 
         def spad_tick(s, now):
             if s.pending:
@@ -321,7 +310,7 @@ class _LayerSim:
             # ---- router: one beat per cycle from the head route entry
             if route:
                 e = route[0]
-                dst, left, flags, idx, zero = e
+                dst, _, flags, _, zero = e
                 avail = zero or (rq and rq[0][0] <= t)
                 if avail:
                     if dst == DST_A or dst == DST_B:
@@ -477,7 +466,7 @@ class _LayerSim:
                 v_active = {"n": c.n, "s_taken": 0, "done": 0, "s_times": deque(),
                             "next": t + self.vec_startup, "per": per,
                             "drain": self.max_drain if c.flags & V_MAX else self.add_drain,
-                            "to_x": bool(c.flags & V_TO_X), "end": t}
+                            "to_x": bool(c.flags & V_TO_X)}
                 if not c.flags & V_TO_X:
                     w_aw.extend(_bursts(c.dst, c.n, 1, ab, ab))
                 progressed = True

@@ -132,4 +132,5 @@ def test_vector_rates(schedule, add_per_beat):
     # the X load's n beats come first on the in-order read channel, then S at the engine's pace
     assert n + n * add_per_beat <= t_add <= n + n * add_per_beat + 60
     assert n + n * ab <= t_max <= n + n * ab + 60
-    assert t_add - t_max == n * (add_per_beat - ab)
+    # ADD and MAX differ by the per-beat bubble (plus the kernels' different drains)
+    assert abs(t_add - t_max - n * (add_per_beat - ab)) <= 30
