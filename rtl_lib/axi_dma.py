@@ -135,25 +135,39 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
             b_valid = NamedReg(1, clk, rst, 0, name="burst_valid_q")
             issue = active.q & (~b_valid.q | p.burst_ready)
 
-            # beats to the next 4 KiB boundary: page_beats - (addr within the page, in beats)
+            # beats to the next 4 KiB boundary: page_beats - (addr within the page, in beats).
+            # Timing: every quantity below comes from registers through one carry chain at
+            # most (the burst cap, whether the row ends, the next address and the beats left
+            # are each chosen between values computed in parallel), not a chain of chains.
             in_page = addr.q[lsb:12].as_uint(BW)
             to_page = _sub(Bits(BW)(page_beats), in_page.as_bits(BW), BW)
             left = row_left.q.as_uint(BW).as_bits(BW)
-            cap = Mux(to_page.as_uint() < maxb, Bits(BW)(maxb), to_page)
-            row_done = left.as_uint() <= cap.as_uint()
-            blen = Mux(row_done, cap, left)
+            page_cap = in_page > page_beats - maxb        # == to_page < maxb: the page caps
+            cap = Mux(page_cap, Bits(BW)(maxb), to_page)  # min(to_page, maxb)
+            fits_max = left.as_uint() <= maxb
+            left_in = (left.as_uint(BW + 1) + in_page.as_uint(BW + 1)).as_bits(BW + 1)
+            fits_page = left_in.as_uint() <= page_beats   # left <= to_page
+            row_done = Mux(page_cap, fits_max, fits_page)  # left <= cap
+            cap_m1 = Mux(page_cap, Bits(BW)(maxb - 1), _sub(to_page, Bits(BW)(1), BW))
+            blen_m1 = Mux(row_done, cap_m1, _sub(left, Bits(BW)(1), BW))  # burst beats - 1
             last_row = rows_left.q == Bits(RW)(1)
             cmd_last = row_done & last_row
 
-            step = BitsSignal.concat([blen, Bits(lsb)(0)]).as_uint(AW).as_bits(AW)
+            # address after a burst that does not end the row: + maxb beats, or the next page
+            plus_max = _add(addr.q, Bits(AW)(maxb << lsb), AW)
+            next_page = BitsSignal.concat([_add(addr.q[12:AW], Bits(AW - 12)(1), AW - 12),
+                                           Bits(12)(0)])
+            after_cap = Mux(page_cap, plus_max, next_page)
+            left_after = Mux(page_cap, _sub(left, Bits(BW)(maxb), BW),
+                             _sub(left_in[0:BW], Bits(BW)(page_beats), BW))  # left - cap
             next_row = _add(row_addr.q, stride.q, AW)
             go_row = issue & row_done & ~last_row
-            addr.next(Mux(cmd_fire, Mux(issue, addr.q, Mux(row_done, _add(addr.q, step, AW),
-                                                                  next_row)), p.cmd_addr))
+            addr.next(Mux(cmd_fire, Mux(issue, addr.q, Mux(row_done, after_cap, next_row)),
+                          p.cmd_addr))
             row_addr.next(Mux(cmd_fire, Mux(go_row, row_addr.q, next_row), p.cmd_addr))
             row_left.next(Mux(cmd_fire, Mux(issue, row_left.q,
-                                            Mux(row_done, _sub(left, blen, BW)[0:LW],
-                                                row_beats.q)), p.cmd_beats))
+                                            Mux(row_done, left_after[0:LW], row_beats.q)),
+                              p.cmd_beats))
             rows_left.next(Mux(cmd_fire, Mux(go_row, rows_left.q,
                                              _sub(rows_left.q, Bits(RW)(1), RW)), p.cmd_rows))
             active.next(Mux(cmd_fire, active.q & ~(issue & cmd_last), Bits(1)(1)))
@@ -163,7 +177,7 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
             b_row_last = NamedReg(1, clk, None, None, ce=issue, name="burst_row_last_q")
             b_last = NamedReg(1, clk, None, None, ce=issue, name="burst_last_q")
             b_addr.next(addr.q)
-            b_len.next(_sub(blen, Bits(BW)(1), BW)[0:8])
+            b_len.next(blen_m1[0:8])
             b_row_last.next(row_done)
             b_last.next(cmd_last)
             b_valid.next(issue | (b_valid.q & ~p.burst_ready))
