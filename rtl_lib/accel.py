@@ -386,18 +386,23 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel) -> ty
         wc_fire = any_wc & ~own.full & dma.wr_cmd_ready
         s_wc_ready.assign(~own.full & dma.wr_cmd_ready)
         v_wc_ready.assign(~own.full & dma.wr_cmd_ready & ~s_wants)
-        nbeats = (_u(Mux(pick_v, st.wc_beats, vec.wc_beats), 32) *
-                  _u(Mux(pick_v, st.wc_rows, vec.wc_rows), 32)).as_bits(32)
-        own.push(BitsSignal.concat([nbeats, pick_v]), wc_fire)
+        # beats per row and rows of the command, counted apart on the data side (timing: the
+        # product beats*rows was a multiplier on the command path)
+        own.push(BitsSignal.concat([Mux(pick_v, st.wc_rows, vec.wc_rows),
+                                    Mux(pick_v, st.wc_beats, vec.wc_beats), pick_v]), wc_fire)
         oh = own.output
-        o_vec, o_beats = oh[0], oh[1:33]
+        o_vec, o_bpr, o_rows = oh[0], oh[1:17], oh[17:33]
         o_valid = ~own.empty
-        wcnt = NamedReg(32, clk, rst, 0, name="write_beat")
+        wbeat = NamedReg(16, clk, rst, 1, name="write_beat_in_row")  # counts from 1
+        wrow = NamedReg(16, clk, rst, 1, name="write_row")            # counts from 1
         wr["in_data"].assign(Mux(o_vec, st.wd_data, vec.wd_data))
         wr["in_valid"].assign(o_valid & Mux(o_vec, st.wd_valid, vec.wd_valid))
         wfire = o_valid & Mux(o_vec, st.wd_valid, vec.wd_valid) & dma.wr_in_ready
-        w_last = wcnt.q == (_u(o_beats, 32) - 1).as_bits(32)
-        wcnt.next(Mux(wfire, wcnt.q, Mux(w_last, _inc(wcnt.q, 32), Bits(32)(0))))
+        wb_last = wbeat.q == o_bpr
+        wr_last = wrow.q == o_rows
+        w_last = wb_last & wr_last
+        wbeat.next(Mux(wfire, wbeat.q, Mux(wb_last, _inc(wbeat.q, 16), Bits(16)(1))))
+        wrow.next(Mux(wfire & wb_last, wrow.q, Mux(wr_last, _inc(wrow.q, 16), Bits(16)(1))))
         own.pop(wfire & w_last)
         s_wd_ready.assign(o_valid & ~o_vec & dma.wr_in_ready)
         v_wd_ready.assign(o_valid & o_vec & dma.wr_in_ready)
