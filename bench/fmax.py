@@ -3,13 +3,16 @@
     python bench/fmax.py [--work DIR] [--seed N]
 
 Synthesizes with Yosys (synth_ecp5) and places with nextpnr-ecp5 out of context, fixed seed,
-placing towards the target clock. Prints what it measured against the targets (array >= 150 MHz,
-accelerator >= 100 MHz, exactly 1 DSP per PE), where the array's critical path runs and whether
-it stays inside one PE, and ends with one JSON line:
+placing towards the target clock. The accelerator is ``rtl_lib.emit.emit_accelerator`` for the
+8x8 config (the whole top: DMA, fetch/dispatch, router, matmul unit, store and vector engines
+with their CIRCT-lowered kernels, CSRs). Prints what it measured against the targets (array >=
+150 MHz, accelerator >= 100 MHz, exactly 1 DSP per PE), where the array's critical path runs
+and whether it stays inside one PE, the accelerator's resources and its critical path (with the
+top-level blocks it crosses), and ends with one JSON line:
 ``array_fmax_mhz``, ``accel_fmax_mhz``, ``dsp_per_pe``, ``array_lut``, ``array_ff``
 (null where a design could not be measured, with the reason printed above it).
 
-Takes a few minutes on one core. The work folders (logs, netlists, report.json/md) are kept
+Takes about 12 minutes on one core (array ~4, accelerator ~8). The work folders (logs, netlists, report.json/md) are kept
 under --work (default: a temporary folder, removed at the end).
 """
 
