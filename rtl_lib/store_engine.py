@@ -52,7 +52,9 @@ until it is taken)
   ``rows * C/AB`` beats per command, in command order; ``wd_valid`` is a register, held (with
   its data) until taken.
 * ``busy`` (out): a command accepted whose last byte has not yet left on ``wd`` (nor its
-  ``wc`` command).
+  ``wc`` command), or whose tile's elements are still in the pipeline (the dropped rows >=
+  valid rows of a last tile leave the ~30-stage kernel after the last data beat): while busy
+  the parameter memory is still being read.
 
 Pipeline and throughput
 -----------------------
