@@ -42,9 +42,13 @@ def test_gallery_is_there():
 
 
 # mlp is the built-in default that tests/test_cli.py (gen) and tests/test_sim.py (sim) already run
-# from the CLI, so its copy here is slow-only (each case is ~1 min: gen, then sim's own emit).
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "mlp" else n
-                                  for n in GALLERY])
+# from the CLI, and resblock runs in tests/test_sim.py and tests/sim/test_fast_sim.py, so their
+# copies here are slow-only (each case is ~1 min: gen, then sim's own emit).
+SLOW_GALLERY = ("mlp", "resblock")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_GALLERY
+                                  else n for n in GALLERY])
 def test_example_gen_and_sim_from_the_cli(tmp_path, tmp_path_factory, name):
     """``gen`` writes the whole output folder (SV, design.json, host/) and ``sim`` runs the
     example bit-exact; all at the default 8x8 array, so every example (and tests/test_sim.py)
