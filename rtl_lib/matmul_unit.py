@@ -36,13 +36,13 @@ edge the last read is issued if REL_A, the B bank if REL_B (the read still retur
 bank's data). So the tile is C[i][j] = sum_k A_lane_i[k] * B_lane_j[k].
 
 Flow control and timing: the scratchpads' reads cannot be stalled (block RAM with a fixed read
-latency of 1), so reads are issued against credits: a read is issued only if fewer than
-``FIFO_DEPTH`` (4) beats are issued and not yet taken by the core; its data goes into the
-operand FIFO one edge after the issue, and the core takes the FIFO's head. The FIFO is 4
+latency, ``operand_spad.RD_LATENCY`` = 2), so reads are issued against credits: a read is issued
+only if fewer than ``FIFO_DEPTH`` (4) beats are issued and not yet taken by the core; its data
+goes into the operand FIFO RD_LATENCY edges after the issue, and the core takes the FIFO's head. The FIFO is 4
 registers of R*8 + C*8 + 1 bits (not a ``lutram.Lutram``: a second Lutram of another width in
 one design gets a uniquified module name, ``pycde_accel_lutram_1``, that ``lutram.sv`` does not
-define). A beat issued on edge e can enter the core on edge e + 2 at the earliest
-(``ISSUE_TO_CORE``); 3 credits would sustain the rate, 4 keep the pointers a power of two.
+define). A beat issued on edge e can enter the core on edge e + 3 at the earliest
+(``ISSUE_TO_CORE``); 4 credits sustain the rate (one read per cycle over that round trip).
 With ``c_ready`` high the reads and the core both run at one beat per cycle, and commands
 follow each other without a gap (the next command's first read is issued on the edge after the
 previous one's last read). So a run of EXECs with K_0..K_{T-1}, with both banks available and
@@ -69,14 +69,14 @@ from pycde.types import Bits
 from ..config import AccelConfig
 from ..errors import ConfigError
 from .common import NamedReg, name_module
-from .operand_spad import LANE_WIDTH, make_operand_spad
+from .operand_spad import LANE_WIDTH, RD_LATENCY, make_operand_spad
 from .scratchpad import _log2
 from .systolic import make_systolic_core
 
 #: entries of the operand FIFO in front of the core (= read credits)
 FIFO_DEPTH = 4
 #: edges from a read issued to the earliest edge its beat enters the core
-ISSUE_TO_CORE = 2
+ISSUE_TO_CORE = 1 + RD_LATENCY
 #: width of the command's K and word fields
 CMD_WIDTH = 16
 
@@ -196,7 +196,9 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
             p.ex_ready = ex_ready
 
             # -- operand FIFO (read data arrives one edge after the issue) ---------------------
-            last_d = (iss & is_last).reg(clk, rst, name="rd_last_d")
+            last_d = (iss & is_last)
+            for i in range(RD_LATENCY):
+                last_d = last_d.reg(clk, rst, name=f"rd_last_d{i}")
             push = spad_a.rd_data_valid
             wr = NamedReg(FW, clk, rst, 0, ce=push, name="fifo_wr")
             wr.next((wr.q.as_uint() + 1).as_bits(FW))

@@ -22,8 +22,10 @@ Consumer ports: ``rd_avail`` (out: the consumer owns a committed bank), ``rd_val
 ``rd_word`` (log2 depth_words bits), ``rd_byte`` (log2 AB bits): a read is issued on an edge
 where ``rd_valid & rd_avail``; it reads word ``rd_word`` of every lane and selects byte
 ``rd_byte`` of each. ``rd_data`` (lanes x 8 bits, lane i in bits ``[8i, 8i+8)``) and
-``rd_data_valid`` follow **one cycle later** (read latency 1: the memory's registered read
-port, then the byte select as logic, driven by a registered ``rd_byte``). One read per cycle.
+``rd_data_valid`` follow **two cycles later** (read latency 2: the memory's registered read
+port, a register on the raw words, then the byte select as logic, driven by a registered
+``rd_byte``; the register keeps the block RAM's long clock-to-out off the select). One read per
+cycle.
 ``rd_release`` (in): taken on an edge where ``rd_release & rd_avail``; the bank goes back to the
 producer (a read issued on that same edge still returns the released bank's data: the producer
 can write the bank one edge later at the earliest, after the memory has been read).
@@ -54,7 +56,7 @@ from .common import NamedReg, name_module
 from .scratchpad import _bank, _log2
 
 #: cycles from a read issued (edge e) to its ``rd_data`` (valid for edge e + RD_LATENCY)
-RD_LATENCY = 1
+RD_LATENCY = 2
 #: width of the ``wr_lane`` port
 LANE_WIDTH = 16
 
@@ -122,6 +124,15 @@ def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
             byte_sel.next(p.rd_byte)
             rd_data_valid = NamedReg(1, clk, rst, 0, name="rd_data_valid_q")
             rd_data_valid.next(rd_fire)
+            # Second read stage: the block RAM's output goes straight into a register (a block
+            # RAM read has a long clock-to-out; the byte select after it set the accelerator's
+            # Fmax), then the byte select.
+            words = [w.reg(clk, name=f"lane{i}_rd_q") for i, w in enumerate(words)]
+            byte_sel2 = NamedReg(BW, clk, None, None, name="rd_data_byte_q")
+            byte_sel2.next(byte_sel.q)
+            rd_data_valid2 = NamedReg(1, clk, rst, 0, name="rd_data_valid_q2")
+            rd_data_valid2.next(rd_data_valid.q)
+            byte_sel, rd_data_valid = byte_sel2, rd_data_valid2
             lane_bytes = []
             for word in words:
                 if AB == 1:

@@ -6,7 +6,7 @@ ones: random writes, also to lanes >= ``lanes``, which must be dropped, and junk
 owns no bank), committing each (half of the time with its last write). A consumer waits for
 ``rd_avail``, issues random (word, byte) reads with random gaps and checks, one cycle after
 each read, ``rd_data_valid`` and every lane's byte against a model of the two physical banks
-(read latency 1); it releases the bank on the edge of its last read (that read must still
+(read latency RD_LATENCY); it releases the bank on the edge of its last read (that read must still
 return the released bank's data) after ``hold`` random idle cycles.
 """
 
@@ -19,6 +19,7 @@ import random
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
+from ..rtl_lib.operand_spad import RD_LATENCY
 from . import tb
 
 
@@ -92,9 +93,20 @@ async def pingpong(dut):
                 await RisingEdge(dut.clk)
             await Timer(1, "ns")
             n = crng.randint(1, 3 * depth)
+            pipe = []   # reads in flight: (issued, expected bytes, word, byte), oldest first
+
+            def check():
+                on, want, word, byte = pipe.pop(0)
+                assert int(dut.rd_data_valid.value) == int(on), f"tile {t}: rd_data_valid"
+                if on:
+                    got = int(dut.rd_data.value)
+                    got = [(got >> (8 * i)) & 0xFF for i in range(lanes)]
+                    assert got == want, f"tile {t} word {word} byte {byte}: {got} != {want}"
+                    state["reads"] += 1
+
             while n:
                 on = crng.random() < spec["p_rd"]
-                want = None
+                want, word, byte = None, None, None
                 dut.rd_valid.value = int(on)
                 if on:
                     n -= 1
@@ -103,16 +115,18 @@ async def pingpong(dut):
                     want = [(mem[state["rd_phys"]][i][word] >> (8 * byte)) & 0xFF
                             for i in range(lanes)]
                     dut.rd_release.value = int(n == 0)  # release with the last read
+                pipe.append((on, want, word, byte))
                 await RisingEdge(dut.clk)
                 await Timer(1, "ns")
                 dut.rd_valid.value = 0
                 dut.rd_release.value = 0
-                assert int(dut.rd_data_valid.value) == int(on), f"tile {t}: rd_data_valid"
-                if on:
-                    got = int(dut.rd_data.value)
-                    got = [(got >> (8 * i)) & 0xFF for i in range(lanes)]
-                    assert got == want, f"tile {t} word {word} byte {byte}: {got} != {want}"
-                    state["reads"] += 1
+                if len(pipe) == RD_LATENCY:
+                    check()
+            for _ in range(RD_LATENCY - 1):   # the last reads' data, RD_LATENCY edges later
+                pipe.append((False, None, None, None))
+                await RisingEdge(dut.clk)
+                await Timer(1, "ns")
+                check()
             state["rd_phys"] ^= 1
 
     p = cocotb.start_soon(producer())
