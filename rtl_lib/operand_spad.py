@@ -53,7 +53,7 @@ from pycde.types import Bits
 
 from ..errors import ConfigError
 from .common import NamedReg, name_module
-from .scratchpad import _bank, _log2
+from .scratchpad import _bank, _log2, bank_ownership
 
 #: cycles from a read issued (edge e) to its ``rd_data`` (valid for edge e + RD_LATENCY)
 RD_LATENCY = 2
@@ -96,19 +96,9 @@ def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
         def build(p):
             clk, rst = p.clk, p.rst
             # -- bank ownership (the protocol of make_scratchpad) ---------------------------
-            full = [NamedReg(1, clk, rst, 0, name=f"bank{b}_full") for b in range(2)]
-            wr_bank = NamedReg(1, clk, rst, 0, name="wr_bank")
-            rd_bank = NamedReg(1, clk, rst, 0, name="rd_bank")
-            wr_ready = ~Mux(wr_bank.q, full[0].q, full[1].q)
-            rd_avail = Mux(rd_bank.q, full[0].q, full[1].q)
-            commit = p.commit & wr_ready
-            release = p.rd_release & rd_avail
-            for b in range(2):
-                set_b = commit & (wr_bank.q == Bits(1)(b))
-                clr_b = release & (rd_bank.q == Bits(1)(b))
-                full[b].next((full[b].q & ~clr_b) | set_b)
-            wr_bank.next(wr_bank.q ^ commit)
-            rd_bank.next(rd_bank.q ^ release)
+            own = bank_ownership(clk, rst, p.commit, p.rd_release)
+            wr_bank, rd_bank = own.wr_bank, own.rd_bank
+            wr_ready, rd_avail = own.wr_ready, own.rd_avail
 
             # -- memories: one per lane holding both banks (the bank is the address MSB) -------
             wen = p.wr_valid & wr_ready

@@ -74,6 +74,37 @@ def _bank(clk, rst, name, width, depth, waddr, wdata, wen, raddr):
     return _FromCirctValue(rd.result)
 
 
+class BankOwnership:
+    """The ping-pong handoff of two banks (registers ``bank{0,1}_full``, ``wr_bank``,
+    ``rd_bank``): ``wr_ready`` (the producer owns an empty bank), ``rd_avail`` (the consumer
+    owns a full one), and the ``commit``/``release`` actually taken this cycle."""
+
+    def __init__(self, wr_bank, rd_bank, wr_ready, rd_avail, commit, release):
+        self.wr_bank, self.rd_bank = wr_bank, rd_bank
+        self.wr_ready, self.rd_avail = wr_ready, rd_avail
+        self.commit, self.release = commit, release
+
+
+def bank_ownership(clk, rst, commit_req, release_req) -> BankOwnership:
+    """The bank ownership protocol of :func:`make_scratchpad` (see the module docstring),
+    shared by every double-buffered memory: a commit is taken when the producer owns an empty
+    bank, a release when the consumer owns a full one."""
+    full = [NamedReg(1, clk, rst, 0, name=f"bank{b}_full") for b in range(2)]
+    wr_bank = NamedReg(1, clk, rst, 0, name="wr_bank")
+    rd_bank = NamedReg(1, clk, rst, 0, name="rd_bank")
+    wr_ready = ~Mux(wr_bank.q, full[0].q, full[1].q)
+    rd_avail = Mux(rd_bank.q, full[0].q, full[1].q)
+    commit = commit_req & wr_ready
+    release = release_req & rd_avail
+    for b in range(2):
+        set_b = commit & (wr_bank.q == Bits(1)(b))
+        clr_b = release & (rd_bank.q == Bits(1)(b))
+        full[b].next((full[b].q & ~clr_b) | set_b)
+    wr_bank.next(wr_bank.q ^ commit)
+    rd_bank.next(rd_bank.q ^ release)
+    return BankOwnership(wr_bank, rd_bank, wr_ready, rd_avail, commit, release)
+
+
 def make_scratchpad(width: int, depth: int, tag_width: int = 16) -> type[Module]:
     """The double-buffered scratchpad module class (see the module docstring)."""
     if width < 1:
@@ -104,23 +135,9 @@ def make_scratchpad(width: int, depth: int, tag_width: int = 16) -> type[Module]
         @generator
         def build(p):
             clk, rst = p.clk, p.rst
-            full = [NamedReg(1, clk, rst, 0, name=f"bank{b}_full") for b in range(2)]
-            wr_bank = NamedReg(1, clk, rst, 0, name="wr_bank")
-            rd_bank = NamedReg(1, clk, rst, 0, name="rd_bank")
-            wr_full = Mux(wr_bank.q, full[0].q, full[1].q)
-            rd_full = Mux(rd_bank.q, full[0].q, full[1].q)
-            wr_ready = ~wr_full
-            rd_avail = rd_full
-            commit = p.commit_valid & wr_ready
-            release = p.rd_release & rd_avail
-            for b in range(2):
-                is_w = wr_bank.q == Bits(1)(b)
-                is_r = rd_bank.q == Bits(1)(b)
-                set_b = commit & is_w
-                clr_b = release & is_r
-                full[b].next((full[b].q & ~clr_b) | set_b)
-            wr_bank.next(wr_bank.q ^ commit)
-            rd_bank.next(rd_bank.q ^ release)
+            own = bank_ownership(clk, rst, p.commit_valid, p.rd_release)
+            wr_bank, rd_bank = own.wr_bank, own.rd_bank
+            wr_ready, rd_avail, commit = own.wr_ready, own.rd_avail, own.commit
             tags = []
             for b in range(2):
                 tag = NamedReg(tag_width, clk, None, None, ce=commit & (wr_bank.q == Bits(1)(b)),
