@@ -52,21 +52,7 @@ def stream_module(system, kernel, lowered):
     ports = kernel.ports()
     n = kernel.n
     cw = max(1, (n - 1).bit_length())
-    attrs: dict = {"module_name": f"{kernel.name}_stream", "clk": Clock(), "rst": Reset()}
-    for nm, ty in kernel.inputs:
-        attrs[nm] = Input(Bits(_w(ty)))
-        attrs[f"{nm}_valid"] = Input(Bits(1))
-        attrs[f"{nm}_ready"] = Output(Bits(1))
-    for nm, ty in kernel.scalars:
-        attrs[nm] = Input(Bits(_w(ty)))
-        attrs[f"{nm}_valid"] = Input(Bits(1))
-        attrs[f"{nm}_ready"] = Output(Bits(1))
-    attrs["start_valid"] = Input(Bits(1))
-    attrs["start_ready"] = Output(Bits(1))
-    attrs["y"] = Output(Bits(_w(kernel.out_ty)))
-    attrs["y_valid"] = Output(Bits(1))
-    attrs["y_ready"] = Input(Bits(1))
-    attrs["done"] = Output(Bits(1))
+    attrs = _ports(kernel)
 
     def build(p):
         one = Bits(1)(1)
