@@ -2,8 +2,10 @@
 
 Ports (all registered inside the PE except the combinational forwarding of its own registers):
 
-* ``a_in``/``a_out`` (data_width): operand A, forwarded one PE to the right each cycle.
-* ``b_in``/``b_out`` (data_width): operand B, forwarded one PE down each cycle.
+* ``a_in``/``a_out`` (data_width; 18 with ``use_dsp``): operand A, forwarded one PE to the
+  right each cycle.
+* ``b_in``/``b_out`` (data_width; 18 with ``use_dsp``): operand B, forwarded one PE down each
+  cycle.
 * ``v_in``/``v_out``, ``l_in``/``l_out``: valid and last flags that travel with A (rightwards).
   A beat whose valid flag is 0 is a bubble: it moves through the array but changes no state.
 * ``sh_in``/``sh_out``: drain-shift flag, travels rightwards; when set, the PE's output register
@@ -28,7 +30,13 @@ The multiplier (``use_dsp``, chosen by the core from the config's target):
 * ``use_dsp=True`` (ECP5): one MULT18X18D instantiated directly (``rtl_lib.ecp5``) with its
   internal input and output registers, fed from ``a_in``/``b_in`` in parallel with ``a_r``/
   ``b_r``. Yosys never packs fabric registers into the block, so this is the only way to get
-  a registered DSP; simulation needs ``ecp5.SIM_MODEL``.
+  a registered DSP; simulation needs ``ecp5.SIM_MODEL``. The operands travel through the
+  array already sign-extended to the block's 18 bits (the core extends them once, at its
+  edge), so each PE wires its ``a_in``/``b_in`` bits straight to A0..A17/B0..B17. In hardware
+  this is free: the forwarding registers' upper bits all hold the same sign bit and Yosys
+  merges them (the 8x8 array synthesizes to the same 4234 LUT4 / 7542 FF either way). In
+  Verilator it is not: with 8-bit ports every PE rebuilt the 18-bit operands from replicated
+  bits on every cycle, about a sixth of the whole accelerator's simulation time.
 * ``use_dsp=False`` (any other target): ``a_r * b_r`` inferred, registered in ``m_r``: the same
   two stages (input registers ``a_r``/``b_r``, output register ``m_r``), so the latency does not
   depend on the target.
@@ -43,7 +51,7 @@ from pycde.constructs import Mux
 from pycde.types import Bits
 
 from .common import NamedReg, name_module
-from .ecp5 import mult18x18d_reg
+from .ecp5 import DSP_WIDTH, mult18x18d_reg
 
 #: edges from a beat entering ``a_r`` to its product being added into ``acc``/``o_r``
 PE_LATENCY = 3
@@ -53,18 +61,19 @@ def make_pe(data_width: int, acc_width: int, use_dsp: bool = False) -> type[Modu
     """The PE module class for signed ``data_width`` operands and an ``acc_width`` accumulator;
     ``use_dsp``: instantiate an ECP5 MULT18X18D with its internal registers (see above)."""
     dw, aw = data_width, acc_width
+    ow = DSP_WIDTH if use_dsp else dw  # operand width on the ports and forwarding registers
 
     class SystolicPE(Module):
         clk = Clock()
         rst = Reset()
-        a_in = Input(Bits(dw))
-        b_in = Input(Bits(dw))
+        a_in = Input(Bits(ow))
+        b_in = Input(Bits(ow))
         v_in = Input(Bits(1))
         l_in = Input(Bits(1))
         sh_in = Input(Bits(1))
         o_in = Input(Bits(aw))
-        a_out = Output(Bits(dw))
-        b_out = Output(Bits(dw))
+        a_out = Output(Bits(ow))
+        b_out = Output(Bits(ow))
         v_out = Output(Bits(1))
         l_out = Output(Bits(1))
         sh_out = Output(Bits(1))
@@ -81,7 +90,7 @@ def make_pe(data_width: int, acc_width: int, use_dsp: bool = False) -> type[Modu
             sh_r = ports.sh_in.reg(clk, rst, name="sh_r")
             # Stage 2: the multiplier (one DSP) with registered inputs and output.
             if use_dsp:
-                m_q = mult18x18d_reg(clk, ports.a_in, ports.b_in, dw, name="dsp")
+                m_q = mult18x18d_reg(clk, ports.a_in, ports.b_in, ow, name="dsp")[0:2 * dw]
             else:
                 prod = (a_r.as_sint() * b_r.as_sint()).as_bits(2 * dw)
                 m_q = prod.reg(clk, name="m_r")

@@ -59,7 +59,8 @@ the credits never admit a tile whose rows it could not hold.
 
 Target: the PE's multiplier depends on ``config.target`` (``ecp5.uses_ecp5_dsp``): on ECP5 each
 PE instantiates a MULT18X18D with its internal input and output registers (simulation then
-needs ``rtl_lib/MULT18X18D_sim.sv``, which ``emit_core`` lists in ``filelist_sim.f`` only);
+needs ``rtl_lib/MULT18X18D_sim.sv``, which ``emit_core`` lists in ``filelist_sim.f`` only),
+and the operands enter the array sign-extended to the block's 18 bits (``rtl_lib.pe``);
 elsewhere the multiply is inferred with the same register stages. The latency below holds for
 every target.
 
@@ -111,7 +112,7 @@ from pycde.types import Bits
 
 from ..config import AccelConfig
 from .common import NamedReg, name_module
-from .ecp5 import uses_ecp5_dsp
+from .ecp5 import DSP_WIDTH, uses_ecp5_dsp
 from .lutram import Lutram, addr_width
 from .pe import PE_LATENCY, make_pe
 from .skew import make_skew
@@ -171,7 +172,8 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
     rows, cols = config.rows, config.cols
     dw, aw = config.data_width, config.acc_width
     depth = out_fifo_depth(rows, cols)
-    PE = make_pe(dw, aw, use_dsp=uses_ecp5_dsp(config.target, dw))
+    use_dsp = uses_ecp5_dsp(config.target, dw)
+    PE = make_pe(dw, aw, use_dsp=use_dsp)
     extra = PE_LATENCY - 2  # drain control timing was first written for a 2-stage PE
     SkewA = make_skew(rows, dw + 1)           # lane p: A element + last, delayed p
     SkewV = make_skew(rows, 1, reset=True)    # lane p: valid flag, delayed p
@@ -261,6 +263,9 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
             v_right = [skew_v[p] for p in range(rows)]
             sh_right = list(sh)
             b_down = [skew_b[j * dw:(j + 1) * dw] for j in range(cols)]
+            if use_dsp:  # the PEs forward the DSP's 18-bit operands (see rtl_lib.pe)
+                a_right = [x.as_sint().as_sint(DSP_WIDTH).as_bits() for x in a_right]
+                b_down = [x.as_sint().as_sint(DSP_WIDTH).as_bits() for x in b_down]
             o_down = [Bits(aw)(0)] * cols
             for p in range(rows):
                 for j in range(cols):
