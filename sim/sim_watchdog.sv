@@ -2,16 +2,24 @@
 // valid/ready streams on every rising edge, so no Python runs per cycle; the testbench awaits
 // `trip` (one edge trigger) or, natively, tests it after each cycle.
 //
-// On each rising edge out of reset, while `stall_limit` or `idle_limit` is non-zero:
-// * waiting[k] = 0 if stream k moved (valid & ready), else waiting[k] + valid[k] (cycles offered
-//   and refused since its last beat); beats[k] counts its beats;
-// * idle = 0 if any stream moved, else idle + 1; `cycle` counts the watched edges;
-// * trip (sticky) with kind 1 when some waiting[k] reaches stall_limit (stream = the one
-//   waiting longest, count = its waiting), else kind 2 when idle reaches idle_limit (count =
+// Each rising edge out of reset, while `stall_limit` or `idle_limit` is non-zero, is a watched
+// edge: its samples are valid[k] and valid[k] & ready[k] (a beat), as that edge takes them.
+// The counting runs one edge later, on those samples held in registers (so the watchdog has no
+// combinational logic: Verilator evaluates it once per cycle instead of with every change of
+// the wrapper's inputs, which had made it ~8% of the native harness's time). For watched edge
+// e, counted on edge e + 1:
+// * waiting[k] = 0 if stream k moved, else waiting[k] + valid[k] (edges offered and refused
+//   since its last beat); beats[k] counts its beats;
+// * idle = 0 if any stream moved, else idle + 1; `cycle` = e (watched edges counted);
+// * trip (sticky) with kind 1 when some waiting[k] reaches stall_limit (stream = the lowest k
+//   that reached it, count = its waiting; every counter grows by at most 1 per edge and the
+//   check runs on every edge, so that stream is the one waiting longest, and of equal waits
+//   the first, as Python's max() picks), else kind 2 when idle reaches idle_limit (count =
 //   idle). A limit of 0 turns its check off. last_stream / last_cycle: the last stream that
 //   moved (of several on one edge the highest index, as Python's loop order gives) and the
 //   edge it moved on; moved_ever says whether any did. `beats` holds beats[k] (32 bits each).
-//   Python's max() picks the first of equal waits; so does this (strictly greater wins).
+// The figures are those of the watched edges, so they do not depend on the one-edge delay;
+// only `trip` rises one edge after the edge that tripped.
 module sim_watchdog #(
   parameter int N = 1
 ) (
@@ -31,37 +39,23 @@ module sim_watchdog #(
   output logic            moved_ever,
   output logic [32*N-1:0] beats
 );
-  logic [31:0] waiting [0:N-1];
-  logic [31:0] idle;
-  logic [31:0] wnext [0:N-1];
-  logic [31:0] inext;
-  logic [31:0] wmax;
-  logic [7:0]  kmax;
-  logic [7:0]  klast;
-  logic        any;
-  wire on = (stall_limit != 0) | (idle_limit != 0);
-
-  always_comb begin
-    any = 1'b0;
-    klast = 8'd0;
-    wmax = 32'd0;
-    kmax = 8'd0;
-    for (int k = 0; k < N; k++) begin
-      wnext[k] = (valid[k] & ready[k]) ? 32'd0 : waiting[k] + {31'd0, valid[k]};
-      if (valid[k] & ready[k]) begin
-        any = 1'b1;
-        klast = k[7:0];
-      end
-      if (wnext[k] > wmax) begin
-        wmax = wnext[k];
-        kmax = k[7:0];
-      end
-    end
-    inext = any ? 32'd0 : idle + 32'd1;
-  end
+  logic [31:0]  waiting [0:N-1];
+  logic [31:0]  idle;
+  // the samples of the last edge and whether it was watched
+  logic         s_on;
+  logic [N-1:0] s_valid;
+  logic [N-1:0] s_moved;
 
   always_ff @(posedge clk) begin
+    automatic logic [31:0] w;
+    automatic logic        stalled;
+    automatic logic [7:0]  k_stall;
+    automatic logic [31:0] w_stall;
+    automatic logic [7:0]  k_last;
     if (rst) begin
+      s_on <= 1'b0;
+      s_valid <= '0;
+      s_moved <= '0;
       for (int k = 0; k < N; k++) waiting[k] <= 32'd0;
       beats <= '0;
       idle <= 32'd0;
@@ -73,27 +67,49 @@ module sim_watchdog #(
       last_stream <= 8'd0;
       last_cycle <= 32'd0;
       moved_ever <= 1'b0;
-    end else if (on & ~trip) begin
-      for (int k = 0; k < N; k++) begin
-        waiting[k] <= wnext[k];
-        if (valid[k] & ready[k]) beats[32 * k +: 32] <= beats[32 * k +: 32] + 32'd1;
-      end
-      idle <= inext;
-      cycle <= cycle + 32'd1;
-      if (any) begin
-        last_stream <= klast;
-        last_cycle <= cycle + 32'd1;
-        moved_ever <= 1'b1;
-      end
-      if (stall_limit != 0 && wmax >= stall_limit) begin
-        trip <= 1'b1;
-        trip_kind <= 2'd1;
-        trip_stream <= kmax;
-        trip_count <= wmax;
-      end else if (idle_limit != 0 && inext >= idle_limit) begin
-        trip <= 1'b1;
-        trip_kind <= 2'd2;
-        trip_count <= inext;
+    end else begin
+      s_on <= ((stall_limit != 0) | (idle_limit != 0)) & ~trip;
+      s_valid <= valid;
+      s_moved <= valid & ready;
+      if (s_on & ~trip) begin
+        stalled = 1'b0;
+        k_stall = 8'd0;
+        w_stall = 32'd0;
+        k_last = 8'd0;
+        for (int k = 0; k < N; k++) begin
+          if (s_moved[k]) begin
+            waiting[k] <= 32'd0;
+            beats[32 * k +: 32] <= beats[32 * k +: 32] + 32'd1;
+            k_last = k[7:0];
+          end else if (s_valid[k]) begin
+            w = waiting[k] + 32'd1;
+            waiting[k] <= w;
+            if (!stalled && stall_limit != 0 && w >= stall_limit) begin
+              stalled = 1'b1;
+              k_stall = k[7:0];
+              w_stall = w;
+            end
+          end
+        end
+        cycle <= cycle + 32'd1;
+        if (s_moved != '0) begin
+          idle <= 32'd0;
+          last_stream <= k_last;
+          last_cycle <= cycle + 32'd1;
+          moved_ever <= 1'b1;
+        end else begin
+          idle <= idle + 32'd1;
+        end
+        if (stalled) begin
+          trip <= 1'b1;
+          trip_kind <= 2'd1;
+          trip_stream <= k_stall;
+          trip_count <= w_stall;
+        end else if (idle_limit != 0 && s_moved == '0 && idle + 32'd1 >= idle_limit) begin
+          trip <= 1'b1;
+          trip_kind <= 2'd2;
+          trip_count <= idle + 32'd1;
+        end
       end
     end
   end
