@@ -132,7 +132,7 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
             "layers": [{k: l[k] for k in ("name", "cmd_addr", "cmd_count")} for l in layers],
             "reads": [{"name": "image", "addr": 0, "size": len(image)}],
             "axi_pause": axi_pause, "seed": seed, "stall_cycles": stall_cycles,
-            "result": str(run_dir / "result.json"), "dram_hex_out": str(run_dir / "dram_out.hex"),
+            "result": str(run_dir / "result.json"), "dram_out": str(run_dir / "dram_out.bin"),
             "engine": engine}
     (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
     result = run_dir / "result.json"
@@ -150,11 +150,11 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
             progress("building the fast cocotb model (cached after the first build)")
             fsim = fast.build_cocotb(sim, waves=waves)
             progress(f"simulating {len(plan['layers'])} layers in Verilator (cocotb, RTL memory)")
-            (run_dir / "dram_in.hex").write_text(fast.image_to_hex(bytes(image), ab))
+            (run_dir / "dram_in.mem").write_bytes(fast.image_to_mem(bytes(image), ab))
             runner.run(fsim, "pycde_accel.sim.tb_accel_fast", run_dir, waves=waves,
                        extra_env={"TB_ACCEL_PLAN": str(run_dir / "plan.json")},
-                       plusargs=[f"+DRAM_IN={run_dir / 'dram_in.hex'}",
-                                 f"+DRAM_OUT={run_dir / 'dram_out.hex'}"])
+                       plusargs=[f"+DRAM_IN={run_dir / 'dram_in.mem'}",
+                                 f"+DRAM_OUT={plan['dram_out']}"])
         else:
             sim = runner.ensure_built(sim)
             progress(f"simulating {len(plan['layers'])} layers in Verilator (cocotb, AxiRam)")

@@ -5,9 +5,9 @@ channels, the Python :class:`~pycde_accel.sim.watchdog.Watchdog`): ~1-6k cycles/
 accelerator top is wrapped in a generated SV top, ``accel_sim_top`` (:func:`wrapper_sv`):
 
 * ``sim/axi_mem.sv`` (``sim_axi_mem``): an AXI4 slave RAM on the accelerator's ``m_axi_*``
-  port, loaded with ``$readmemh`` (plusarg ``+DRAM_IN=``) and read back with ``$writememh``
-  (``mem_dump`` high on an edge, words ``mem_dump_lo..mem_dump_hi``, plusarg ``+DRAM_OUT=``):
-  no DPI, no Python per beat;
+  port, loaded with ``$fread`` from a binary file (plusarg ``+DRAM_IN=``, :func:`image_to_mem`)
+  and read back as the image's bytes with ``$fwrite`` (``mem_dump`` high on an edge, words
+  ``mem_dump_lo..mem_dump_hi``, plusarg ``+DRAM_OUT=``): no DPI, no Python per beat;
 * ``sim/sim_watchdog.sv`` (``sim_watchdog``): the RTL twin of the Python watchdog on the same
   streams (:data:`STREAMS`: the five AXI channels and the engines' command/data streams), with
   ``wd_stall_limit`` / ``wd_idle_limit`` inputs and a sticky ``wd_trip`` plus what tripped
@@ -63,7 +63,9 @@ TOP = "accel_sim_top"
 #: Memory model size: 2**MEM_LOG2 bytes (images that do not fit use the AxiRam testbench).
 MEM_LOG2 = 24
 #: Verilator options of both fast builds (same model code; the cocotb one adds VPI access).
-FAST_BUILD_ARGS = ("-O3", "-CFLAGS", "-O2")
+#: ``--x-initial 0``: variables start at zero, as Verilator's default run-time reset gives
+#: them anyway, but without a random-reset call per word of the 16 MB memory model at start-up.
+FAST_BUILD_ARGS = ("-O3", "--x-initial", "0", "-CFLAGS", "-O2")
 
 AXI_CHANNELS = ("ar", "r", "aw", "w", "b")
 #: The watched streams, in watchdog order: (name, valid, ready) as wrapper-level expressions.
@@ -146,13 +148,17 @@ def wrapper_sv(top_sv: str, top: str = "pycde_accel_top", rtl_clock: bool = Fals
     for d, w, name in ports:
         if name.startswith("m_axi_"):
             lines.append(f"  wire {w:8} {name};")
-    conn = [f"    .{name}({name})" for _, _, name in ports]
+    # the design's reset is the wrapper's, registered once: no logic inside depends on a
+    # wrapper input then but the CSR port, so Verilator's input phase (run on every eval,
+    # twice a cycle natively) stays small
+    lines += ["  reg rst_q = 1'b1;", "  always @(posedge clk) rst_q <= rst;"]
+    conn = [f"    .{name}({'rst_q' if name == 'rst' else name})" for _, _, name in ports]
     lines.append(f"  {top} dut (\n" + ",\n".join(conn) + "\n  );")
     mem_ports = ["arid", "araddr", "arlen", "arvalid", "arready", "rid", "rdata", "rresp",
                  "rlast", "rvalid", "rready", "awid", "awaddr", "awlen", "awvalid", "awready",
                  "wdata", "wstrb", "wlast", "wvalid", "wready", "bid", "bresp", "bvalid",
                  "bready"]
-    conn = ["    .clk(clk)", "    .rst(rst)"] + [f"    .s_axi_{p}(m_axi_{p})" for p in mem_ports]
+    conn = ["    .clk(clk)", "    .rst(rst_q)"] + [f"    .s_axi_{p}(m_axi_{p})" for p in mem_ports]
     conn += ["    .dump(mem_dump)", "    .dump_lo(mem_dump_lo)", "    .dump_hi(mem_dump_hi)"]
     lines.append(f"  sim_axi_mem #(.DW({dw}), .AW({aw}), .IDW({idw}), .MEM_LOG2({MEM_LOG2})) mem (\n"
                  + ",\n".join(conn) + "\n  );")
@@ -160,7 +166,7 @@ def wrapper_sv(top_sv: str, top: str = "pycde_accel_top", rtl_clock: bool = Fals
     rs = ", ".join(r for _, _, r in reversed(STREAMS))
     lines.append(f"  assign wd_valid = {{{vs}}};")
     lines.append(f"  assign wd_ready = {{{rs}}};")
-    lines.append(f"  sim_watchdog #(.N({n})) wd (\n    .clk(clk), .rst(rst), "
+    lines.append(f"  sim_watchdog #(.N({n})) wd (\n    .clk(clk), .rst(rst_q), "
                  ".stall_limit(wd_stall_limit), .idle_limit(wd_idle_limit),\n"
                  "    .valid(wd_valid), .ready(wd_ready), .trip(wd_trip), .trip_kind(wd_kind),\n"
                  "    .trip_stream(wd_stream), .trip_count(wd_count), .cycle(wd_cycle),\n"
@@ -192,28 +198,15 @@ def trip_message(kind: int, stream: int, count: int, cycle: int, last_stream: in
 
 # ----------------------------------------------------------------------------- DRAM files
 
-def image_to_hex(image: bytes, axi_bytes: int) -> str:
-    """``$readmemh`` text of ``image``: one ``axi_bytes`` word per line, little endian."""
+def image_to_mem(image: bytes, axi_bytes: int) -> bytes:
+    """The ``+DRAM_IN`` file of ``image`` for ``sim_axi_mem``'s ``$fread``: the image padded to
+    whole ``axi_bytes`` words, each word's bytes reversed (``$fread`` fills a word most
+    significant byte first; the image is little endian). The ``+DRAM_OUT`` file needs no
+    conversion: ``$fwrite("%u")`` writes each word least significant byte first."""
     import numpy as np
 
     pad = (-len(image)) % axi_bytes
     a = np.frombuffer(bytes(image) + bytes(pad), np.uint8).reshape(-1, axi_bytes)[:, ::-1]
-    h = a.tobytes().hex()
-    step = 2 * axi_bytes
-    return "\n".join(h[i:i + step] for i in range(0, len(h), step)) + "\n"
-
-
-def hex_to_bytes(text: str, axi_bytes: int) -> bytes:
-    """Bytes of a ``$writememh`` file (words in order; ``//`` comments and ``@`` skipped)."""
-    words = [ln.strip() for ln in text.splitlines()]
-    words = [w for w in words if w and not w.startswith(("//", "@"))]
-    if not words:
-        return b""
-    h = "".join(w.rjust(2 * axi_bytes, "0").lower().replace("x", "0").replace("z", "0")
-                for w in words)
-    import numpy as np
-
-    a = np.frombuffer(bytes.fromhex(h), np.uint8).reshape(-1, axi_bytes)[:, ::-1]
     return a.tobytes()
 
 
@@ -339,7 +332,7 @@ CSR_ORDER = ("cmd_base", "cmd_count", "ctrl", "events", "status", "hw_info", "pe
              "perf_cmds")
 
 
-def native_script(plan: dict, dump_hex: Path) -> str:
+def native_script(plan: dict) -> str:
     """The harness's input: CSR offsets, limits, expected hw, layers, the dump range."""
     off = {r.name: r.offset for r in PlanCsrMap(plan["csr_map"]).regs}
     hw = plan["hw"]
@@ -428,15 +421,15 @@ def run_native(exe: NativeBuild | Path, plan_path: os.PathLike | str) -> dict:
     result_path = Path(plan["result"])
     run_dir = result_path.parent
     ab = plan["hw"]["axi_bytes"]
-    hex_in = run_dir / "dram_in.hex"
-    hex_in.write_text(image_to_hex(Path(plan["image"]).read_bytes(), ab))
-    hex_out = run_dir / "dram_out.hex"
-    hex_out.unlink(missing_ok=True)
+    mem_in = run_dir / "dram_in.mem"
+    mem_in.write_bytes(image_to_mem(Path(plan["image"]).read_bytes(), ab))
+    mem_out = Path(plan["dram_out"])
+    mem_out.unlink(missing_ok=True)
     script = run_dir / "native_script.txt"
-    script.write_text(native_script(plan, hex_out))
+    script.write_text(native_script(plan))
     log = run_dir / "native.log"
     with open(log, "w") as fh:
-        p = subprocess.run([str(exe), str(script), f"+DRAM_IN={hex_in}", f"+DRAM_OUT={hex_out}"],
+        p = subprocess.run([str(exe), str(script), f"+DRAM_IN={mem_in}", f"+DRAM_OUT={mem_out}"],
                            stdout=fh, stderr=subprocess.STDOUT, cwd=run_dir)
     text = log.read_text()
     events, info = _parse_log(text)
@@ -461,7 +454,7 @@ def run_native(exe: NativeBuild | Path, plan_path: os.PathLike | str) -> dict:
         out["error"] = f"the native harness failed (exit {p.returncode}); see {log}"
     if "error" not in out and plan["reads"]:
         lo, _hi = dump_range(plan["reads"], ab)
-        data = hex_to_bytes(hex_out.read_text(), ab)
+        data = mem_out.read_bytes()
         for r in plan["reads"]:
             f = result_path.with_name(f"{result_path.name}.{r['name']}.bin")
             start = r["addr"] - lo * ab

@@ -4,8 +4,9 @@ DRAM (``sim_axi_mem``) and the stream watchdog (``sim_watchdog``) are RTL, and P
 (an SV ``always #5``), so the simulator runs edges without calling into cocotb.
 
 Same plan and result JSON as ``sim/tb_accel.py`` (``axi_pause`` must be 0: this memory has no
-pause generators). Extra plan keys: ``dram_hex_out`` (where ``$writememh`` writes the read
-back words; the image is loaded from the ``+DRAM_IN`` plusarg the runner passes).
+pause generators). Extra plan key: ``dram_out`` (the file the memory model writes the read
+back words to, as image bytes; the image is loaded from the ``+DRAM_IN`` plusarg the runner
+passes, in :func:`~pycde_accel.sim.fast.image_to_mem`'s layout).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 from pycde_accel.host import AcceleratorError, Driver
 
 from . import tb
-from .fast import STREAMS, PlanCsrMap, dump_range, hex_to_bytes, trip_message
+from .fast import STREAMS, PlanCsrMap, dump_range, trip_message
 from .watchdog import StallError
 
 
@@ -104,7 +105,7 @@ async def run_plan(dut):
         await RisingEdge(dut.clk)
         dut.mem_dump.value = 0
         await RisingEdge(dut.clk)
-        data = hex_to_bytes(Path(plan["dram_hex_out"]).read_text(), ab)
+        data = Path(plan["dram_out"]).read_bytes()
         for r in plan["reads"]:
             f = result_path.with_name(f"{result_path.name}.{r['name']}.bin")
             start = r["addr"] - lo * ab

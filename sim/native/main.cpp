@@ -1,14 +1,14 @@
 // Verilator-native harness for accel_sim_top (pycde_accel.sim.fast): the clock, the AXI4-Lite
 // CSR accesses and the host driver's sequence in C++, the DRAM and the watchdog in the RTL.
 //
-// usage: accel_native SCRIPT +DRAM_IN=<hex> +DRAM_OUT=<hex>
+// usage: accel_native SCRIPT +DRAM_IN=<file> +DRAM_OUT=<file>   (sim/axi_mem.sv: binary)
 // SCRIPT (written by fast.native_script), one command a line:
 //   offsets <cmd_base> <cmd_count> <ctrl> <events> <status> <hw_info> <perf_cycles>
 //           <perf_core_busy> <perf_stall> <perf_dma_rd_bytes> <perf_dma_wr_bytes> <perf_cmds>
 //   limits <stall_cycles> <idle_cycles> <layer_timeout_cycles>
 //   hw <rows> <cols> <axi_bytes>        read hw_info; stop when it differs
 //   layer <cmd_addr> <cmd_count>        host.Driver.run_layer's CSR sequence; stop on error
-//   dump <lo> <hi>                      $writememh words lo..hi to +DRAM_OUT
+//   dump <lo> <hi>                      write words lo..hi to +DRAM_OUT (the image bytes)
 // Output (stdout), one line per event, replayed by fast.run_native through host.Driver:
 //   r <value>             a CSR read, in the driver's order
 //   irq | timeout <n> | trip <kind> <stream> <count> <cycle> <last_stream> <last_cycle>
@@ -122,7 +122,7 @@ static int wait_irq(uint64_t timeout) {
 int main(int argc, char **argv) {
     Verilated::commandArgs(argc, argv);
     if (argc < 2) {
-        fprintf(stderr, "usage: %s SCRIPT +DRAM_IN=<hex> +DRAM_OUT=<hex>\n", argv[0]);
+        fprintf(stderr, "usage: %s SCRIPT +DRAM_IN=<file> +DRAM_OUT=<file>\n", argv[0]);
         return 2;
     }
     std::ifstream in(argv[1]);

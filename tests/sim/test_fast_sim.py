@@ -29,14 +29,18 @@ def accel(tmp_path_factory):
     return build_accelerator(CFG, work, cache_root=pytest_cache_root(tmp_path_factory))
 
 
-def test_hex_round_trip():
+def test_mem_file_layout():
+    """$fread fills each word most significant byte first: every word's bytes are reversed,
+    and the image is padded to whole words."""
     rng = np.random.default_rng(0)
     for ab in (4, 8, 16):
         data = rng.integers(0, 256, size=5 * ab + 3, dtype=np.uint8).tobytes()
-        text = fast.image_to_hex(data, ab)
-        assert text.splitlines()[0] == data[:ab][::-1].hex()
-        back = fast.hex_to_bytes(text, ab)
-        assert back[:len(data)] == data and set(back[len(data):]) <= {0}
+        mem = fast.image_to_mem(data, ab)
+        assert len(mem) == 6 * ab
+        assert mem[:ab] == data[:ab][::-1]
+        words = [mem[i:i + ab][::-1] for i in range(0, len(mem), ab)]
+        back = b"".join(words)
+        assert back[:len(data)] == data and set(back[len(data):]) == {0}
     assert fast.dump_range([{"addr": 16, "size": 17}, {"addr": 64, "size": 8}], 8) == (2, 8)
 
 
