@@ -6,7 +6,10 @@
 // Modeled configuration (anything else is refused at elaboration):
 //   REG_INPUTA_CLK = REG_INPUTB_CLK = REG_OUTPUT_CLK = "CLK0", REG_PIPELINE_CLK = "NONE",
 //   the registers' clock enable CE0 and synchronous reset RST0 (RESETMODE "SYNC"),
-//   SIGNEDA/SIGNEDB as given (tied to 1 by the PE), SOURCEA = SOURCEB = 0 (parallel A/B inputs).
+//   SIGNEDA/SIGNEDB static (tied to 1 by the PE; the model reads them as they are, without
+//   registering them, which is only the same while they do not change: registered, they cost
+//   the simulation two registers and a sign-extension per PE per cycle), SOURCEA = SOURCEB = 0
+//   (parallel A/B inputs).
 // Not modeled: the C input, the shift/cascade ports (SRI*, SRO*, RO*), SIGNEDP, GSR, the
 // pipeline register, the other clocks.
 //
@@ -37,25 +40,20 @@ module MULT18X18D #(
   wire [17:0] a = {A17, A16, A15, A14, A13, A12, A11, A10, A9, A8, A7, A6, A5, A4, A3, A2, A1, A0};
   wire [17:0] b = {B17, B16, B15, B14, B13, B12, B11, B10, B9, B8, B7, B6, B5, B4, B3, B2, B1, B0};
   reg  [17:0] a_q, b_q;
-  reg         sa_q, sb_q;
   reg  [35:0] p_q;
-  // operands extended to 36 bits by their own signedness, product modulo 2^36
-  wire [35:0] a_x = {{18{sa_q & a_q[17]}}, a_q};
-  wire [35:0] b_x = {{18{sb_q & b_q[17]}}, b_q};
+  // operands extended to 36 bits by their signedness, product modulo 2^36
+  wire [35:0] a_x = {{18{SIGNEDA & a_q[17]}}, a_q};
+  wire [35:0] b_x = {{18{SIGNEDB & b_q[17]}}, b_q};
   wire [35:0] prod = a_x * b_x;
 
   always @(posedge CLK0) begin
     if (RST0) begin
       a_q <= 18'b0;
       b_q <= 18'b0;
-      sa_q <= 1'b0;
-      sb_q <= 1'b0;
       p_q <= 36'b0;
     end else if (CE0) begin
       a_q <= a;
       b_q <= b;
-      sa_q <= SIGNEDA;
-      sb_q <= SIGNEDB;
       p_q <= prod;
     end
   end
