@@ -119,7 +119,8 @@ def wrapper_sv(top_sv: str, top: str = "pycde_accel_top", rtl_clock: bool = Fals
     """The SV of ``accel_sim_top``: ``top`` (instance ``dut``) + ``sim_axi_mem`` on its AXI4
     master port + ``sim_watchdog`` on :data:`STREAMS`. ``rtl_clock``: ``clk`` is an output
     toggled by the wrapper itself every 5 time units, starting high (needs ``--timing``), so
-    no simulator callback runs per edge; else an input (the native harness drives it)."""
+    no simulator callback runs per edge, and the ports are public for VPI; else an input (the
+    native harness drives it)."""
     ports = top_ports(top_sv, top)
     pw = {n: _width(w) for _, w, n in ports}
     dw, aw = pw["m_axi_rdata"], pw["m_axi_araddr"]
@@ -148,8 +149,11 @@ def wrapper_sv(top_sv: str, top: str = "pycde_accel_top", rtl_clock: bool = Fals
              f"  output [{n - 1}:0]    wd_valid",
              f"  output [{n - 1}:0]    wd_ready",
              f"  output [{32 * n - 1}:0] wd_beats"]
-    # the cocotb build is not --public-flat-rw (that slows the model down): only these are
-    lines.append(",\n".join(f"{d} /*verilator public_flat_rw*/" for d in decl))
+    # the cocotb build is not --public-flat-rw (that slows the model down): only these are,
+    # and only there (VPI needs them; the native harness reads the ports as C++ members, and
+    # public ports cost a copy each per eval)
+    mark = " /*verilator public_flat_rw*/" if rtl_clock else ""
+    lines.append(",\n".join(f"{d}{mark}" for d in decl))
     lines.append(");")
     if rtl_clock:
         lines += ["  reg clk_q = 1'b1;", "  always #5 clk_q = ~clk_q;", "  assign clk = clk_q;"]
