@@ -20,18 +20,29 @@ Run lengths and rate (measured in tests/rtl_lib/test_vector_engine.py, no back-p
 scalars (ma, mb, shift) are taken once per run, so an ADD run cannot span two commands; one run
 per beat keeps every command aligned without padding. The static kernels' stream wrapper takes
 the next run's start and scalars with the current run's last element, so ADD runs at 1
-element/cycle too: 64 beats in 279 / 535 cycles (W = 32 / 64; the handshake kernel had one
+element/cycle too: 64 beats in 281 / 537 cycles (W = 32 / 64; the handshake kernel had one
 restart bubble per run, AB elements per AB + 1 cycles). MAX has no scalars, so the engine
 offers the maxpool kernel a start token at all times and the elements of successive MAX
 commands continue one long run (a run need not end with a command: each result leaves the
 kernel as soon as its element went in): 1 element/cycle, one beat per AB cycles. Per command
-there is a fixed start-up/drain (the pipeline's fill): a 64-beat command takes 279 / 535 cycles (ADD, W = 32 / 64) and 263 / 519
-(MAX, to DRAM or TO_X).
+there is a fixed start-up/drain (the pipeline's fill): a 64-beat command takes 281 / 537 cycles
+(ADD, W = 32 / 64) and 265 / 521 (MAX, to DRAM or TO_X); 2 more than before the X read
+register and the kernel input slices (below) were added.
+
+Registers on the way (for the clock, see below): S beats enter through a register slice; the X
+buffer's block-RAM read data is registered before anything else (with the S beat beside it)
+and then pushed into the pair FIFO; each kernel input (``a``/``t0`` bytes of X, ``b``/``t1``
+bytes of S) comes from a register slice after the byte select, so the kernels' first stage
+starts at flops.
 
 Area and clock (synth_ecp5 + nextpnr ECP5-85F, W = 64, spad_c_depth = 256, seed 1): with the
 static kernels (split multiplies) 977 LUT4, 2247 FF, 4 MULT18X18D, 2 DP16KD (X), 104 MHz, the
 critical path the residual_add's 32-bit variable shift (since split in two as well). With the
 handshake kernels it was 2134 LUT4, 2172 FF and a whole element's arithmetic in one cycle.
+In the whole accelerator (8x8, W = 64, bench/fmax.py) the engine held the critical path at
+88 MHz (pair FIFO read -> byte select -> maxpool stage 0), then the overlap hazard's compares
+-> ``s_ready`` -> the read data router; the input slices and the registered hazard took both
+off.
 
 Ports (valid/ready: a beat moves on a rising edge where both are high)
 --------------------------------------------------------------------
@@ -41,8 +52,9 @@ Ports (valid/ready: a beat moves on a rising edge where both are high)
   ``seq.hlmem``, one write port shared with the engine's own TO_X writes, which take
   priority: ``x_wr_ready`` is low only in a cycle where the engine writes X, and it depends on
   registers only).
-* S stream: ``s_data`` (W), ``s_valid``, ``s_ready`` (out). Beats are taken only while a
-  command is running and still needs beats (never ahead of the command).
+* S stream: ``s_data`` (W), ``s_valid``, ``s_ready`` (out, a register). Beats enter a
+  2-entry register slice; from it they are taken only while a command is running and still
+  needs beats, so at most 2 beats are taken ahead of their command.
 * VEC command: ``v_n`` (16, beats >= 1), ``v_x_off`` (16), ``v_dst`` (axi_addr_width: DRAM byte
   address, multiple of AB; with ``v_to_x`` an X beat index), ``v_ma``, ``v_mb``, ``v_shift``
   (32 each; ma/mb signed, |m| < 2^15, shift 0..31 as frontend.quantize.add_multipliers makes
@@ -62,13 +74,17 @@ b = int8 S_i byte e; ADD: y = residual_add(a, b, ma, mb, shift) (sat8(RDBPOT(a*m
 shift))), then max(y, 0) if RELU; MAX: y = max(a, b) (RELU ignored). Result beat i goes to
 DRAM at dst + i*AB or, with TO_X, to X[dst + i].
 
-Ordering and hazards: X beat i is read (1-cycle registered read) on the edge S_i is taken, so a
+Ordering and hazards: X beat i is read (1-cycle registered read) on the edge S_i leaves the
+input slice, so a
 LOAD to X that was dispatched before the LOAD feeding S has written X before the first S beat
 arrives (the DMA returns data in command order). Results are written in order. A read of
 X[x_off+r] waits while a result beat still in flight (read, not yet written) targets that
 address: with TO_X and 0 < dst - x_off, read r waits until fewer than dst - x_off beats are in
 flight, which gives exactly the sequential element-by-element order for any overlap (dst ==
-x_off in place and disjoint ranges never wait). A command is taken only when the previous one
+x_off in place and disjoint ranges never wait). That condition is registered (evaluated on the
+previous cycle's counters), and with TO_X a read is never issued in the cycle right after
+another one (so the lagging condition is never too permissive); at AB cycles per beat this
+costs no throughput. A command is taken only when the previous one
 has finished (``v_ready = ~busy``), so consecutive VEC commands on X (e.g. the maxpool chain
 LOAD X, VEC MAX TO_X, VEC MAX TO_X, VEC MAX to DRAM) see each other's results.
 X addresses wrap modulo spad_c_depth.
@@ -86,7 +102,7 @@ from pycde.types import Bits
 
 from ..config import AccelConfig
 from ..errors import ConfigError
-from .common import NamedReg, name_module
+from .common import NamedReg, name_module, register_slice
 from .scratchpad import _bank
 
 #: beat pairs {X beat, S beat} buffered between the X read and the element serializer
@@ -234,12 +250,25 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
             inflight = _sub(r, w, CW)
             dst16 = _resize(cmd["dst"], CW)
             dist = _sub(dst16, cmd["x_off"], CW)
-            hazard = to_x & (dst16.as_uint() > cmd["x_off"].as_uint()) & \
-                (inflight.as_uint() >= dist.as_uint())
+            # the overlap hazard is evaluated from the previous cycle's counters into a
+            # register (its compares are off the issue path); an issue also blocks the next
+            # cycle's, so the lagging value is never too permissive: inflight can only have
+            # grown by that issue (a result written since only makes it smaller). Cleared on
+            # accept (nothing is in flight when a command starts).
+            overlap = to_x & (dst16.as_uint() > cmd["x_off"].as_uint())
+            hz = NamedReg(1, clk, rst, 0, name="overlap_hazard")
+            hz.next(Mux(accept, overlap & (inflight.as_uint() >= dist.as_uint()),
+                        Bits(1)(0)))
+            rd_v = NamedReg(1, clk, rst, 0, name="x_rd_valid")
+            hazard = hz.q | (to_x & rd_v.q)
             can_issue = busy.q & (r != n) & (occ.q != Bits(OW)(PAIR_FIFO_DEPTH)) & ~hazard
-            issue = can_issue & p.s_valid
+            # S comes in through a register slice: s_ready is a register, so the issue
+            # condition (the overlap hazard's compares) does not reach the read data router
+            s_in_valid, s_in_data, s_in_ready = register_slice(clk, rst, p.s_valid, p.s_data,
+                                                               can_issue, "s_in")
+            issue = can_issue & s_in_valid
             issue_w.assign(issue)
-            p.s_ready = can_issue
+            p.s_ready = s_in_ready
             rd_addr = _add(cmd["x_off"], r, CW)[0:XA]
             x_wr_ready = ~eng_wr
             ext_wr = p.x_wr_valid & x_wr_ready
@@ -249,29 +278,40 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
             x_rd = _bank(clk, rst, "x_mem", W, D, wr_addr, wr_data, eng_wr | ext_wr, rd_addr)
             p.x_wr_ready = x_wr_ready
             s_q = NamedReg(W, clk, None, None, ce=issue, name="s_beat")
-            s_q.next(p.s_data)
-            rd_v = NamedReg(1, clk, rst, 0, name="x_rd_valid")
+            s_q.next(s_in_data)
             rd_v.next(issue)
+            # the block RAM's read data goes into a register before anything else (its
+            # clock-to-out alone is ~5.7 ns on ECP5); the S beat waits alongside it
+            x_q = NamedReg(W, clk, None, None, name="x_beat_q")
+            x_q.next(x_rd)
+            s_q2 = NamedReg(W, clk, None, None, name="s_beat_q")
+            s_q2.next(s_q.q)
+            rd_v2 = NamedReg(1, clk, rst, 0, name="x_rd_valid_q")
+            rd_v2.next(rd_v.q)
             pairs = FIFO(Bits(2 * W), PAIR_FIFO_DEPTH, clk, rst)
-            pairs.push(BitsSignal.concat([s_q.q, x_rd]), rd_v.q)
+            pairs.push(BitsSignal.concat([s_q2.q, x_q.q]), rd_v2.q)
             head = pairs.output
             head_valid = ~pairs.empty
             x_beat, s_beat = head[0:W], head[W:2 * W]
 
             # ------------------------------------------------------------ kernels
             def lane_feed(name, beat, ready):
-                """Feed the AB bytes of the head beat on one kernel input, one per cycle."""
+                """Feed the AB bytes of the head beat on one kernel input, one per cycle,
+                through a register slice (the kernel's input comes from flops: the pair FIFO
+                read and the byte select end at the slice)."""
                 e = NamedReg(EB, clk, rst, 0, name=f"{name}_byte")
                 done = NamedReg(1, clk, rst, 0, name=f"{name}_done")
                 valid = head_valid & ~done.q
-                fire = valid & ready
-                last = fire & (e.q == Bits(EB)(AB - 1))
-                e.next(Mux(fire, e.q, _inc(e.q, EB)))
                 data = beat[0:8]
                 for k in range(1, AB):
                     data = Mux(e.q == Bits(EB)(k), data, beat[8 * k:8 * k + 8])
+                k_valid, k_data, slice_ready = register_slice(clk, rst, valid, data, ready,
+                                                              f"{name}_in")
+                fire = valid & slice_ready
+                last = fire & (e.q == Bits(EB)(AB - 1))
+                e.next(Mux(fire, e.q, _inc(e.q, EB)))
                 finished = done.q | last
-                return valid, data, finished, done
+                return k_valid, k_data, finished, done
 
             a_ready_w, b_ready_w = Wire(Bits(1), "a_ready"), Wire(Bits(1), "b_ready")
             a_valid, a_data, a_fin, a_done = lane_feed("a", x_beat, a_ready_w)
