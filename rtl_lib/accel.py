@@ -20,15 +20,19 @@ commands (LOAD, EXEC, STORE, VEC) in the DRAM image. The host runs one layer per
    Two write-after-read hazards are resolved here: a LOAD into the store engine's parameter
    memory (dst P) is dispatched only once every earlier STORE has finished (store FIFO empty,
    engine idle), and a LOAD into the vector engine's X buffer only once every earlier VEC has;
-   an unknown opcode sets ``status.err_code`` bit 4 and is dropped;
+   an unknown opcode sets ``status.err_code`` bit 4 and is dropped. The command FIFO's head
+   reaches dispatch through a register slice (opcode and LOAD destination decoded before it),
+   one command per cycle, 1 cycle later than straight from the FIFO; the engines' idle
+   conditions reach it registered (so a LOAD P / LOAD X goes 1 cycle after the engine is idle);
 3. the *load engine* issues each LOAD as one 2-D DMA read (ZERO loads: none) and records its
    destination in the *route FIFO*; the fetcher's reads share the DMA (fetch first);
 4. the *router* takes the read data in order (AXI reads are in order, ID 0) and, per the route
    FIFO's head, writes it to the A or B operand scratchpad (lane/word addressing, COMMIT after
    the last beat), the parameter memory (as 32-bit words), the X buffer, the S stream, or the
-   command FIFO. A destination that cannot take data stalls the AXI R channel: a LOAD into a
-   scratchpad bank waits for the EXEC that releases it, and since that EXEC was dispatched
-   earlier, an in-order program cannot deadlock;
+   command FIFO (the route FIFO's head comes through a register slice, its destination
+   decoded: no bubble between entries). A destination that cannot take data stalls the AXI R
+   channel: a LOAD into a scratchpad bank waits for the EXEC that releases it, and since that
+   EXEC was dispatched earlier, an in-order program cannot deadlock;
 5. the STORE and VEC engines' DMA write commands share the write DMA (STORE first); an owner
    FIFO routes each command's data beats in command order.
 
@@ -57,7 +61,7 @@ from ..config import AccelConfig
 from ..errors import ConfigError
 from .axi_dma import make_axi_dma
 from .axil_csr import default_csr_map, make_axil_csr
-from .common import NamedReg, name_module
+from .common import NamedReg, name_module, register_slice
 from .scratchpad import make_width_adapter
 
 CMD_BITS = 256
@@ -222,25 +226,46 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel) -> ty
                             csr.cmd_count))
 
         # ---------------------------------------------------------------- dispatch
-        head = cmdq.output
-        op = head[0:8]
-        dst = head[16:24]
+        # the command FIFO's head goes through a register slice with its opcode and LOAD
+        # destination decoded before it: dispatch starts from flops, not from the FIFO's
+        # LUT-RAM read (that read + decode + hazard + the engine FIFO's write enable was
+        # the accelerator's critical path)
+        raw = cmdq.output
+        r_op, r_ldst = raw[0:8], raw[16:24]
+        r_is_op = [r_op == Bits(8)(k) for k in (OP_LOAD, OP_EXEC, OP_STORE, OP_VEC)]
+        r_bad = ~(r_is_op[0] | r_is_op[1] | r_is_op[2] | r_is_op[3])
+        r_ld_p = r_is_op[0] & (r_ldst == Bits(8)(DST_P))
+        r_ld_x = r_is_op[0] & (r_ldst == Bits(8)(DST_X))
+        dispatch_w = Wire(Bits(1), "dispatch")
+        head_valid, dec, slice_ready = register_slice(
+            clk, rst, ~cmdq.empty,
+            BitsSignal.concat([r_ld_x, r_ld_p, r_bad] + list(reversed(r_is_op)) + [raw]),
+            dispatch_w, "dispatch_head")
+        head = dec[0:CMD_BITS]
+        is_op = [dec[CMD_BITS + k] for k in range(4)]
+        bad, ld_p, ld_x = dec[CMD_BITS + 4], dec[CMD_BITS + 5], dec[CMD_BITS + 6]
         engine_q = [FIFO(Bits(CMD_BITS), ENGINE_FIFO_DEPTH, clk, rst) for _ in range(4)]
         loadq, execq, storeq, vecq = engine_q
         st_busy_w = Wire(Bits(1), "store_busy")
         vec_busy_w = Wire(Bits(1), "vec_busy")
-        st_idle = storeq.empty & ~st_busy_w
-        vec_idle = vecq.empty & ~vec_busy_w
-        is_op = [op == Bits(8)(k) for k in (OP_LOAD, OP_EXEC, OP_STORE, OP_VEC)]
-        hazard = is_op[0] & (((dst == Bits(8)(DST_P)) & ~st_idle) |
-                             ((dst == Bits(8)(DST_X)) & ~vec_idle))
-        bad = ~(is_op[0] | is_op[1] | is_op[2] | is_op[3])
+        # the two engines' idle conditions as registers (a cycle late): dispatch then starts
+        # from flops. Idle in cycle t-1 with no command of that engine dispatched in t-1
+        # implies idle in t (an engine turns busy only by taking a command from its FIFO)
+        st_idle = NamedReg(1, clk, rst, 0, name="store_idle_q")
+        vec_idle = NamedReg(1, clk, rst, 0, name="vec_idle_q")
+        hazard = (ld_p & ~st_idle.q) | (ld_x & ~vec_idle.q)
         can = bad
         for k in range(4):
             can = can | (is_op[k] & ~engine_q[k].full)
-        dispatch = ~cmdq.empty & can & ~hazard
+        dispatch = head_valid & can & ~hazard
+        dispatch_w.assign(dispatch)
+        st_idle.next(storeq.empty & ~st_busy_w & ~(dispatch & is_op[2]))
+        vec_idle.next(vecq.empty & ~vec_busy_w & ~(dispatch & is_op[3]))
+        cmdq.pop(~cmdq.empty & slice_ready)
+        # a command's credit returns when it is dispatched (not when it enters the slice): the
+        # credits then cover the command FIFO and the slice, and the fetcher runs no further
+        # ahead of dispatch than without the slice
         cmdq_pop.assign(dispatch)
-        cmdq.pop(dispatch)
         for k in range(4):
             engine_q[k].push(head, dispatch & is_op[k])
         dispatched = NamedReg(32, clk, rst, 0, name="dispatched")
@@ -273,20 +298,31 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel) -> ty
         route.push(Mux(fg, l_entry, f_entry), fg | load_go)
 
         # ---------------------------------------------------------------- router
-        re = route.output
-        r_dst, r_lanes, r_commit, r_zero = re[0:3], re[3], re[4], re[5]
-        r_index, r_word, r_beats, r_rows = re[6:22], re[22:38], re[38:54], re[54:70]
-        r_valid = ~route.empty
+        # the route FIFO's head goes through a register slice, its destination decoded
+        # (one-hot) and beats - 1 / rows - 1 (the ZERO loads' last-beat compares) computed
+        # before it: the router's logic starts from flops, not from the LUT-RAM read
+        DSTS = (DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD)
+        rre = route.output
+        r_pop_w = Wire(Bits(1), "route_pop")
+        pre = BitsSignal.concat([(_u(rre[54:70], 16) - 1).as_bits(16),
+                                 (_u(rre[38:54], 16) - 1).as_bits(16)]
+                                + [rre[0:3] == Bits(3)(d) for d in reversed(DSTS)] + [rre])
+        r_valid, re, route_ready = register_slice(clk, rst, ~route.empty, pre, r_pop_w,
+                                                  "route_head")
+        route.pop(~route.empty & route_ready)
+        r_lanes, r_commit, r_zero = re[3], re[4], re[5]
+        r_index, r_word = re[6:22], re[22:38]
+        is_dst = {d: re[70 + i] for i, d in enumerate(DSTS)}
+        r_beats_m1, r_rows_m1 = re[76:92], re[92:108]
         bcnt = NamedReg(16, clk, rst, 0, name="route_beat_in_row")
         rcnt = NamedReg(16, clk, rst, 0, name="route_row")
         tcnt = NamedReg(16, clk, rst, 0, name="route_beat")
-        z_row_last = bcnt.q == (_u(r_beats, 16) - 1).as_bits(16)
-        z_last = z_row_last & (rcnt.q == (_u(r_rows, 16) - 1).as_bits(16))
+        z_row_last = bcnt.q == r_beats_m1
+        z_last = z_row_last & (rcnt.q == r_rows_m1)
         beat_valid = r_valid & Mux(r_zero, dma.rd_out_valid, one)
         beat_data = Mux(r_zero, dma.rd_out_data, Bits(W)(0))
         row_last = Mux(r_zero, dma.rd_out_row_last, z_row_last)
         cmd_last = Mux(r_zero, dma.rd_out_last, z_last)
-        is_dst = {d: r_dst == Bits(3)(d) for d in (DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD)}
 
         mm_a_ready = Wire(Bits(1), "a_wr_ready")
         mm_b_ready = Wire(Bits(1), "b_wr_ready")
@@ -299,7 +335,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel) -> ty
                      (is_dst[DST_S] & s_ready) | (is_dst[DST_CMD] & c_ready))
         beat_fire = beat_valid & dst_ready
         rd["out_ready"].assign(r_valid & ~r_zero & dst_ready)
-        route.pop(beat_fire & cmd_last)
+        r_pop_w.assign(beat_fire & cmd_last)
         bcnt.next(Mux(beat_fire, bcnt.q, Mux(row_last, _inc(bcnt.q, 16), Bits(16)(0))))
         rcnt.next(Mux(beat_fire, rcnt.q,
                       Mux(cmd_last, Mux(row_last, rcnt.q, _inc(rcnt.q, 16)), Bits(16)(0))))
@@ -409,12 +445,12 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel) -> ty
 
         # ---------------------------------------------------------------- done, status, perf
         idle = ((fetch_left.q == Bits(32)(0)) & (credits_used.q == Bits(CW)(0)) &
-                cmdq.empty & loadq.empty & execq.empty & storeq.empty & vecq.empty &
-                route.empty & ~mm.busy & ~st.busy & ~vec.busy & own.empty &
+                cmdq.empty & ~head_valid & loadq.empty & execq.empty & storeq.empty & vecq.empty &
+                route.empty & ~r_valid & ~mm.busy & ~st.busy & ~vec.busy & own.empty &
                 ~dma.rd_busy & ~dma.wr_busy & ~start)
         finish = running.q & idle
         running.next(Mux(start, Mux(finish, running.q, zero), one))
-        err_code = BitsSignal.concat([Bits(3)(0), ~cmdq.empty & bad & dispatch,
+        err_code = BitsSignal.concat([Bits(3)(0), bad & dispatch,
                                       Bits(1)(0), mm.err, dma.wr_err, dma.rd_err])
         err_sticky = NamedReg(8, clk, rst, 0, name="err_code")
         err_sticky.next(Mux(start, err_sticky.q | err_code, Bits(8)(0)))
