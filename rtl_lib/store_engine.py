@@ -62,15 +62,17 @@ core beat (-> hold register while the beat buffer is busy: ``c_ready`` is ``~hol
 register, so the element pipeline's stall never reaches the core) -> beat buffer (C
 accumulators, read out one per cycle) -> S1 (parameter memory read,
 latency 1: ``seq.hlmem`` x3, 32-bit bias/m0/shift, block RAM) -> S2 (registers: acc, bias,
-m0, shift; x = acc + bias is added after them, so no logic follows the block RAMs) -> kernel
+m0, shift; x = acc + bias is added after them, so no logic follows the block RAMs) -> S3 (a
+register slice holding x, m0, shift: the kernel's input stall ends there) -> kernel
 (``x``/``m0``/``shift`` element streams, one start token per tile) -> y -> ReLU -> byte
 packer -> ``wd`` register. One element per cycle end to end (the kernel's rate), so a tile occupies the engine ``R*C`` cycles; tiles are not serialized: the kernel (a fixed-
 latency pipeline, ~30 stages) takes the next run's start token with the last element of the
 current run, so tile t+1's elements enter it while tile t's results drain and its bytes are
 written; up to ``QUEUE`` = 4 commands are queued so that short tiles (2x4: 8 elements) keep
 the pipeline full. Measured (Verilator, nothing gated, all rows valid): T tiles take about
-``T*R*C + 43`` cycles from the first C beat taken to the last data beat taken (2x4: 8 tiles,
-64 elements in 107 cycles; 4x8: 256 in 290; the constant is the fill and drain). A full-rate C tile from
+``T*R*C + 45`` cycles from the first C beat taken to the last data beat taken (2x4: 8 tiles,
+64 elements in 109 cycles; 4x8: 256 in 291; the constant is the fill and drain; 107 and 290
+before the S3 slice). A full-rate C tile from
 the core (one every ``max(K, R)`` cycles) is faster than this only when ``K < R*C``; the core
 then waits on ``c_ready`` (its output FIFO holds the rest).
 
@@ -79,7 +81,10 @@ ECP5-85F out of context, seed 1): with the handshake-lowered kernel the engine p
 22.5 MHz (the kernel's 64-bit multiply, compare and add chain in one cycle); with the static
 kernel (split multiply: 4 MULT18X18D, 3 DP16KD, 3640 FF, 989 LUT4) at 87.2 MHz, the critical
 path then being the element stall chain (kernel in_ready -> S2 -> S1 -> beat buffer ->
-``c_ready`` -> the C FIFO), which the hold register cuts at ``c_ready``.
+``c_ready`` -> the C FIFO), which the hold register cuts at ``c_ready``. In the whole
+accelerator (8x8, bench/fmax.py) the rest of that chain (the kernel's output occupancy -> its
+in_ready -> S2 -> S1 -> the beat buffer and hold register enables) was the critical path at
+89 MHz; the S3 slice cuts it at the kernel.
 """
 
 from __future__ import annotations
@@ -96,7 +101,7 @@ from pycde.types import Bits
 
 from ..config import AccelConfig
 from ..errors import ConfigError
-from .common import NamedReg, name_module
+from .common import NamedReg, name_module, register_slice
 
 #: commands queued inside the engine (each of the three command queues)
 QUEUE = 4
@@ -320,21 +325,32 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             s2_x = _add(s2_acc.q, s2_bias.q, XW)
             s2_m0.next(m0)
             s2_sh.next(shift)
+            # S3: a register slice between S2 and the kernel: the kernel's stall (its input
+            # ready) ends at the slice, and S2's advance depends on registers only (the chain
+            # kernel ready -> S2 -> S1 -> beat buffer -> hold register was the accelerator's
+            # critical path); x = acc + bias is computed into it
             names = ("x", "m0", "shift")
             k_ready = {nm: Wire(Bits(1), f"k_{nm}_ready") for nm in names}
-            sent = {nm: NamedReg(1, clk, rst, 0, name=f"s2_{nm}_sent") for nm in names}
-            k_valid = {nm: s2_v.q & ~sent[nm].q for nm in names}
+            s3_take = Wire(Bits(1), "s3_take")
+            s3_v, s3_d, s3_ready = register_slice(
+                clk, rst, s2_v.q, BitsSignal.concat([s2_sh.q, s2_m0.q, s2_x]), s3_take, "s3")
+            s3_in = {"x": s3_d[0:XW], "m0": s3_d[XW:2 * XW], "shift": s3_d[2 * XW:3 * XW]}
+            sent = {nm: NamedReg(1, clk, rst, 0, name=f"s3_{nm}_sent") for nm in names}
+            k_valid = {nm: s3_v & ~sent[nm].q for nm in names}
             done_or_taking = [sent[nm].q | k_ready[nm] for nm in names]
-            s2_adv = s2_v.q & done_or_taking[0] & done_or_taking[1] & done_or_taking[2]
+            s3_adv = s3_v & done_or_taking[0] & done_or_taking[1] & done_or_taking[2]
+            s3_take.assign(s3_adv)
             for nm in names:
-                sent[nm].next(Mux(s2_adv, sent[nm].q | (k_valid[nm] & k_ready[nm]), zero))
+                sent[nm].next(Mux(s3_adv, sent[nm].q | (k_valid[nm] & k_ready[nm]), zero))
+            s2_adv = s2_v.q & s3_ready
             s2_take.assign(~s2_v.q | s2_adv)
             s2_v.next(Mux(s2_take, s2_v.q, s1_v.q))
 
             # -- the kernel ---------------------------------------------------------------------
             y_ready = Wire(Bits(1), "k_y_ready")
-            k = requant(clk=clk, rst=rst, x=s2_x, x_valid=k_valid["x"], m0=s2_m0.q,
-                        m0_valid=k_valid["m0"], shift=s2_sh.q, shift_valid=k_valid["shift"],
+            k = requant(clk=clk, rst=rst, x=s3_in["x"], x_valid=k_valid["x"], m0=s3_in["m0"],
+                        m0_valid=k_valid["m0"], shift=s3_in["shift"],
+                        shift_valid=k_valid["shift"],
                         start_valid=start_valid, y_ready=y_ready, instance_name="requant")
             k_ready["x"].assign(k.x_ready)
             k_ready["m0"].assign(k.m0_ready)
