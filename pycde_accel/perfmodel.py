@@ -27,11 +27,14 @@ Modelled (accel_spec.md "Execution model", rtl_lib.accel):
 * read DMA: the burst splitter (one burst per cycle, bursts <= 256 beats not crossing 4 KiB, the
   next command taken the cycle after the last burst is issued), ``MAX_OUTSTANDING`` bursts in
   flight, memory latency ``READ_LATENCY`` (cocotbext-axi ``AxiRam``, measured), R beats in order
-  through the route FIFO (``ROUTE_FIFO_DEPTH``) to A/B (a bank must be free: double-buffered
-  banks, COMMIT / release), P (32 bits per cycle), X, S (vector engine pace) or the command FIFO;
+  through the route FIFO (``ROUTE_FIFO_DEPTH``, plus its head's 2-entry register slice: an entry
+  reaches the router 2 cycles after it is pushed) to A/B (a bank must be free: double-buffered
+  banks, COMMIT / release), P (32 bits per cycle), X, S (into the vector engine's 2-entry input
+  slice, ahead of the command if need be; then at the engine's pace) or the command FIFO;
   ZERO loads write one beat per cycle through the router with no DMA;
-* dispatch: one command per cycle, in order, to 4-entry engine FIFOs; LOAD P waits for the store
-  engine to be idle, LOAD X for the vector engine;
+* dispatch: one command per cycle, in order, from a 2-entry register slice after the command
+  FIFO (a command's credit returns at dispatch), to 4-entry engine FIFOs; LOAD P waits for the
+  store engine to be idle, LOAD X for the vector engine (one cycle more: its idle is a register);
 * EXEC: one operand beat per cycle once both banks are committed, 4 beats of credit to the core
   (``ISSUE_TO_CORE`` = 2), the core's tile admission (a tile's last beat >= ``rows`` cycles after
   the previous one, output FIFO room for ``rows`` rows), results ``rows + cols + 3`` after the last
@@ -46,7 +49,9 @@ Structural parameters (FIFO depths, credits, the store engine's queue) are impor
 generators, so the model follows them. The latencies (:data:`MEMORIES`, :data:`SCHEDULE_TIMING`)
 were fitted against Verilator runs of the built-in models and GEMM layers; with them every layer
 of mlp, lenet5 and resblock is within 1.8% of the simulated cycle counter at 8x8/64 (static and
-dynamic kernel routes; native, cocotb and AxiRam memories), 4x8/64, 4x4/32 and 8x16/128
+dynamic kernel routes; native, cocotb and AxiRam memories), 4x8/64, 4x4/32 and 8x16/128; refit
+after the register slices that brought the accelerator to 100 MHz: within 1.0% at 8x8/64 for
+both routes (native engine)
 (bench/model.py reports the error; tests/test_perfmodel.py bounds it at 5%). Not modelled: AXI
 back-pressure from the memory (``--axi-pause``), which only adds cycles.
 """
@@ -79,11 +84,15 @@ READ_LATENCY, WRITE_LATENCY = MEMORIES["rtl"]
 #: ADD / MAX kernels' drain (last element in -> last result out, beyond one beat's AB cycles),
 #: and the requantize kernel's cycles between tiles (its restart per run)
 SCHEDULE_TIMING = {
-    "dynamic": {"store_latency": 3, "vec_startup": 5, "add_bubble": 1, "add_drain": -2,
+    "dynamic": {"store_latency": 4, "vec_startup": 6, "add_bubble": 1, "add_drain": -2,
                 "max_drain": -1, "store_bubble": 2},
-    "static": {"store_latency": 31, "vec_startup": 5, "add_bubble": 0, "add_drain": 18,
+    "static": {"store_latency": 32, "vec_startup": 6, "add_bubble": 0, "add_drain": 18,
                "max_drain": 2, "store_bubble": 0},
 }
+#: register slices (rtl_lib.common.register_slice, 2 entries, latency 1) in front of dispatch
+#: (the command FIFO's head), of the router (the route FIFO's head) and of the vector engine's
+#: S input
+SLICE = 2
 DONE_LATENCY = 1        # everything idle -> done seen by the cycle counter
 START_LATENCY = 1       # start -> first fetch request
 
@@ -248,6 +257,7 @@ class _LayerSim:
         fetch_left = n
         credits = 0
         cmdq = deque()            # (available time, index)
+        dsl = deque()             # the dispatch slice: (available time, index)
         pack_count = 0            # beats of the command being packed
         pack_idx = 0              # next command index to be produced by the packer
         engq = [deque() for _ in range(4)]   # (available time, index)
@@ -257,7 +267,7 @@ class _LayerSim:
         split_free = 0            # time the splitter can take a new command
         inflight = 0
         rq = deque()              # [available time, beats left] bursts in flight, in order
-        route = deque()           # [dst, beats left, flags, cmd index, zero]
+        route = deque()           # [dst, beats left, flags, cmd index, zero, time at the head]
         spad = {DST_A: _Spad(), DST_B: _Spad()}
         p_next = 0
         # exec / core
@@ -281,6 +291,7 @@ class _LayerSim:
         # vector
         v_active = None           # dict
         v_busy_until = -1
+        s_pre = deque()           # S beats in the vector engine's input slice: times taken
         t = START_LATENCY
 
         def spad_tick(s, now):
@@ -310,16 +321,15 @@ class _LayerSim:
             # ---- router: one beat per cycle from the head route entry
             if route:
                 e = route[0]
-                dst, _, flags, _, zero = e
-                avail = zero or (rq and rq[0][0] <= t)
+                dst, _, flags, _, zero, e_t = e
+                avail = e_t <= t and (zero or (rq and rq[0][0] <= t))
                 if avail:
                     if dst == DST_A or dst == DST_B:
                         ok = spad[dst].full < 2
                     elif dst == DST_P:
                         ok = t >= p_next
                     elif dst == DST_S:
-                        ok = v_active is not None and v_active["s_taken"] < v_active["n"] and \
-                            v_active["s_taken"] - v_active["done"] < PAIR_FIFO_DEPTH
+                        ok = len(s_pre) < SLICE    # the vector engine's S input slice
                     else:
                         ok = True
                     if ok:
@@ -327,8 +337,7 @@ class _LayerSim:
                         if dst == DST_P:
                             p_next = t + p_rate
                         elif dst == DST_S:
-                            v_active["s_times"].append(t)
-                            v_active["s_taken"] += 1
+                            s_pre.append(t)
                         elif dst == DST_CMD:
                             pack_count += 1
                             if pack_count == self.cmd_beats:
@@ -359,16 +368,16 @@ class _LayerSim:
             fetch_req = fetch_left > 0 and credits <= CMD_FIFO_DEPTH - FETCH_CHUNK
             rd_ready = not split_q and t >= split_free
             if fetch_req:
-                if len(route) < ROUTE_FIFO_DEPTH and rd_ready:
+                if len(route) < ROUTE_FIFO_DEPTH + SLICE and rd_ready:
                     chunk = min(FETCH_CHUNK, fetch_left)
                     fetch_left -= chunk
                     credits += chunk
                     nb = chunk * self.cmd_beats
                     split_q.extend(_bursts(0, nb, 1, 0, ab) if nb <= MAX_BURST else [nb])
                     split_free = INF
-                    route.append([DST_CMD, nb, 0, -1, False])
+                    route.append([DST_CMD, nb, 0, -1, False, t + 2])
                     progressed = True
-            elif engq[0] and engq[0][0][0] <= t and len(route) < ROUTE_FIFO_DEPTH:
+            elif engq[0] and engq[0][0][0] <= t and len(route) < ROUTE_FIFO_DEPTH + SLICE:
                 c = cmds[engq[0][0][1]]
                 zero = bool(c.flags & F_ZERO)
                 if zero or rd_ready:
@@ -377,12 +386,16 @@ class _LayerSim:
                     if not zero:
                         split_q.extend(_bursts(c.addr, c.beats, c.rows, c.stride, ab))
                         split_free = INF
-                    route.append([c.dst, nb, c.flags, 0, zero])
+                    route.append([c.dst, nb, c.flags, 0, zero, t + 2])
                     progressed = True
 
-            # ---- dispatch: one command per cycle, in order
-            if cmdq and cmdq[0][0] <= t:
-                i = cmdq[0][1]
+            # ---- the command FIFO's head moves into the dispatch slice
+            if cmdq and cmdq[0][0] <= t and len(dsl) < SLICE:
+                dsl.append((t + 1, cmdq.popleft()[1]))
+                progressed = True
+            # ---- dispatch: one command per cycle, in order, from the slice
+            if dsl and dsl[0][0] <= t:
+                i = dsl[0][1]
                 c = cmds[i]
                 k = c.OP - 1
                 ok = len(engq[k]) < ENGINE_FIFO_DEPTH
@@ -390,9 +403,9 @@ class _LayerSim:
                     if c.dst == DST_P:
                         ok = not engq[2] and not st_cmds and t > st_busy_until
                     elif c.dst == DST_X:
-                        ok = not engq[3] and v_active is None and t > v_busy_until
+                        ok = not engq[3] and v_active is None and t > v_busy_until + 1
                 if ok:
-                    cmdq.popleft()
+                    dsl.popleft()
                     credits -= 1
                     engq[k].append((t + 1, i))
                     dispatched += 1
@@ -470,8 +483,17 @@ class _LayerSim:
                 if not c.flags & V_TO_X:
                     w_aw.extend(_bursts(c.dst, c.n, 1, ab, ab))
                 progressed = True
+            # an S beat leaves the input slice (X read issued) one per cycle, as the command
+            # needs it and the pair FIFO has room
+            if v_active is not None and s_pre and s_pre[0] < t and \
+                    v_active["s_taken"] < v_active["n"] and \
+                    v_active["s_taken"] - v_active["done"] < PAIR_FIFO_DEPTH:
+                s_pre.popleft()
+                v_active["s_times"].append(t)
+                v_active["s_taken"] += 1
+                progressed = True
             if v_active is not None and v_active["s_times"]:
-                st_t = v_active["s_times"][0] + 1
+                st_t = v_active["s_times"][0] + 3
                 start = max(st_t, v_active["next"])
                 if start <= t:
                     v_active["s_times"].popleft()
@@ -499,7 +521,7 @@ class _LayerSim:
                     w_b.append(t + wl)
 
             # ---- done?
-            if (dispatched == n and fetch_left == 0 and not cmdq and not any(engq)
+            if (dispatched == n and fetch_left == 0 and not cmdq and not dsl and not any(engq)
                     and not route and not split_q and inflight == 0 and ex_active is None
                     and not ex_beats and not out_rows and not st_cmds and v_active is None
                     and not w_beats and not w_aw and w_inflight == 0
@@ -513,12 +535,16 @@ class _LayerSim:
     def _next_time(self, t, s):
         """The next cycle at which something timed can happen (skip idle stretches)."""
         cands = []
+        if s["route"]:
+            cands.append(s["route"][0][5])
         if s["route"] and s["rq"]:
             cands.append(s["rq"][0][0])
         if s["route"] and s["route"][0][0] == DST_P:
             cands.append(s["p_next"])
         if s["cmdq"]:
             cands.append(s["cmdq"][0][0])
+        if s["dsl"]:
+            cands.append(s["dsl"][0][0])
         for q in s["engq"]:
             if q:
                 cands.append(q[0][0])
@@ -536,9 +562,11 @@ class _LayerSim:
             cands.extend(tt for tt, _ in sp.pending)
         va = s["v_active"]
         if va is not None and va["s_times"]:
-            cands.append(max(va["s_times"][0] + 1, va["next"]))
+            cands.append(max(va["s_times"][0] + 3, va["next"]))
+        if va is not None and s["s_pre"]:
+            cands.append(s["s_pre"][0] + 1)
         cands.append(s["st_busy_until"] + 1)
-        cands.append(s["v_busy_until"] + 1)
+        cands.append(s["v_busy_until"] + 2)
         cands.append(s["split_free"])
         nxt = min((c for c in cands if c > t), default=t + 1)
         return int(nxt) if nxt != INF else t + 1
