@@ -32,9 +32,9 @@ that does not depend on memory timing agree, and the cycles are within a few per
 (``sim_axi_mem`` and ``AxiRam`` have about the same latency). Builds are cached like
 :func:`pycde_accel.sim.runner.build` (by a hash of the SV, top and arguments).
 
-Speed (``bench/sim_speed.py``: a 256x256x1024 GEMM on 8x8, ~1.1M cycles; 2 cores, load average
-~3): native ~1.07M cycles per wall second, cocotb ~0.56M (its ~1 s of Python and cocotb
-start-up included). The Verilated model costs ~11k instructions per cycle, about half of them
+Speed (``bench/sim_speed.py``: a 256x256x1024 GEMM on 8x8, ~1.1M cycles, on an otherwise idle
+2-core machine): native ~1.02M cycles per wall second, cocotb ~0.58M (its ~1 s of Python and
+cocotb start-up included); a busy machine lowers both. The Verilated model costs ~11k instructions per cycle, about half of them
 in the 64 PEs. What made it cheaper: the PEs forward their operands already sign-extended
 for the DSP (``rtl_lib.pe``); the MULT18X18D model does not register its static sign inputs;
 the watchdog has no combinational logic and the design's reset is registered in the wrapper,
