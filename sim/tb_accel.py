@@ -30,7 +30,6 @@ import random
 from pathlib import Path
 
 import cocotb
-from cocotb.triggers import First, RisingEdge, Timer
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from pycde_accel.host import AcceleratorError, Driver
@@ -46,28 +45,6 @@ def _pause(seed: int, p: float):
     rng = random.Random(seed)
     while True:
         yield rng.random() < p
-
-
-class CocotbCsr:
-    """The host driver's transport: AXI4-Lite CSR accesses and the irq pin."""
-
-    def __init__(self, dut, master: AxiLiteMaster, timeout_cycles: int):
-        self.dut, self.m, self.timeout = dut, master, timeout_cycles
-
-    async def write_csr(self, offset: int, value: int) -> None:
-        await self.m.write_dword(offset, value & 0xFFFFFFFF)
-
-    async def read_csr(self, offset: int) -> int:
-        return await self.m.read_dword(offset)
-
-    async def wait_irq(self) -> None:
-        if int(self.dut.irq.value):
-            return
-        # a timer, not ClockCycles (which wakes Python on every edge)
-        limit = Timer(self.timeout * tb.PERIOD_NS, unit="ns")
-        got = await First(RisingEdge(self.dut.irq), limit)
-        if got is limit and not int(self.dut.irq.value):
-            raise AcceleratorError(f"no irq within {self.timeout} cycles")
 
 
 def _streams(dut) -> dict:
@@ -114,7 +91,7 @@ async def run_plan(dut):
     dog = (Watchdog(dut.clk, _streams(dut), stall_cycles=stall, idle_cycles=stall,
                     name="accelerator watchdog") if stall else None)
     hw = plan["hw"]
-    driver = Driver(CocotbCsr(dut, master, plan.get("layer_timeout_cycles", 10_000_000)),
+    driver = Driver(tb.CocotbCsr(dut, master, plan.get("layer_timeout_cycles", 10_000_000)),
                     CsrMap.from_dict(plan["csr_map"]), rows=hw["rows"], cols=hw["cols"],
                     axi_bytes=hw["axi_bytes"])
     result_path = Path(plan["result"])

@@ -36,18 +36,10 @@ def _trip(dut) -> StallError:
         [beats_v >> (32 * k) & 0xFFFFFFFF for k in range(n)]))
 
 
-class FastCsr:
-    """The host driver's transport: AXI4-Lite CSR accesses; ``wait_irq`` sleeps on one
-    trigger set (irq edge, watchdog trip edge, a timer) instead of counting cycles."""
-
-    def __init__(self, dut, master: AxiLiteMaster, timeout_cycles: int):
-        self.dut, self.m, self.timeout = dut, master, timeout_cycles
-
-    async def write_csr(self, offset: int, value: int) -> None:
-        await self.m.write_dword(offset, value & 0xFFFFFFFF)
-
-    async def read_csr(self, offset: int) -> int:
-        return await self.m.read_dword(offset)
+class FastCsr(tb.CocotbCsr):
+    """The host driver's transport: :class:`~pycde_accel.sim.tb.CocotbCsr`, whose ``wait_irq``
+    also ends on the RTL watchdog's trip: it sleeps on one trigger set (irq edge, watchdog trip
+    edge, a timer) instead of counting cycles."""
 
     async def wait_irq(self) -> None:
         dut = self.dut

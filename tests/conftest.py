@@ -5,7 +5,9 @@ Tests write nothing into the repo or the current folder: hypothesis keeps a stor
 process points it at a temporary folder removed at exit.
 
 Fixtures: ``model_file`` writes small model files (every supported op, an unsupported op, a
-dynamic shape) under tmp_path.
+dynamic shape) under tmp_path; ``fe_cache`` runs the frontend once per model spec and module;
+``build_accel(cfg)`` emits the whole accelerator for ``cfg`` and returns its (lazily built,
+session-cached) Verilator build.
 """
 
 import tempfile
@@ -115,3 +117,32 @@ def model_file(tmp_path):
 @pytest.fixture
 def unsupported_line():
     return UNSUPPORTED_LINE
+
+
+# ---- the whole accelerator and frontend results, shared by the simulation tests ------------
+@pytest.fixture(scope="module")
+def fe_cache():
+    """``fe_cache(spec)``: ``frontend.run(spec, eval_batches=1)``, once per spec and module."""
+    from pycde_accel import frontend
+
+    cache = {}
+
+    def get(spec):
+        if spec not in cache:
+            cache[spec] = frontend.run(spec, eval_batches=1)
+        return cache[spec]
+    return get
+
+
+@pytest.fixture(scope="session")
+def build_accel(tmp_path_factory):
+    """``build_accel(cfg)``: ``simulate.build_accelerator`` for ``cfg`` in a fresh folder, with
+    the Verilator builds cached for the session (``pytest_cache_root``), so tests that build the
+    same config share one build."""
+    from pycde_accel.sim.runner import pytest_cache_root
+    from pycde_accel.simulate import build_accelerator
+
+    def build(cfg):
+        work = tmp_path_factory.mktemp(f"accel{cfg.rows}x{cfg.cols}")
+        return build_accelerator(cfg, work, cache_root=pytest_cache_root(tmp_path_factory))
+    return build

@@ -7,38 +7,23 @@ from __future__ import annotations
 
 import pytest
 
-from pycde_accel import frontend, perfmodel
+from pycde_accel import perfmodel
 from pycde_accel.backend import commands as C
 from pycde_accel.backend import compile_program
 from pycde_accel.backend.compile import gemm_program
 from pycde_accel.config import AccelConfig
-from pycde_accel.sim.runner import pytest_cache_root
-from pycde_accel.simulate import build_accelerator, report_lines, run_layers, simulate
+from pycde_accel.simulate import report_lines, run_layers, simulate
 
 CFG = AccelConfig()
 CFG_4X8 = AccelConfig(rows=4, cols=8)
 BOUND = 0.05
 
 
-@pytest.fixture(scope="module")
-def fe_cache():
-    cache = {}
-
-    def get(spec):
-        if spec not in cache:
-            cache[spec] = frontend.run(spec, eval_batches=1)
-        return cache[spec]
-    return get
-
-
-def _build(tmp_path_factory, cfg):
-    work = tmp_path_factory.mktemp(f"pm{cfg.rows}x{cfg.cols}")
-    return build_accelerator(cfg, work, cache_root=pytest_cache_root(tmp_path_factory))
 
 
 @pytest.fixture(scope="module")
-def accel(tmp_path_factory):
-    return _build(tmp_path_factory, CFG)
+def accel(build_accel):
+    return build_accel(CFG)
 
 
 def _check_layers(r):
@@ -73,8 +58,8 @@ def test_gemm_layer_within_5pct(accel, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["mlp", "lenet5", "resblock"])
-def test_builtin_within_5pct_4x8(tmp_path_factory, fe_cache, tmp_path, model):
-    sim = _build(tmp_path_factory, CFG_4X8)
+def test_builtin_within_5pct_4x8(build_accel, fe_cache, tmp_path, model):
+    sim = build_accel(CFG_4X8)
     _check_layers(simulate(fe_cache(model), CFG_4X8, tmp_path, sim=sim))
 
 

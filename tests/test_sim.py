@@ -19,36 +19,22 @@ from pycde_accel.backend import commands as C
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import UserError
 from pycde_accel.sim.runner import pytest_cache_root
-from pycde_accel.simulate import build_accelerator, run_layers, simulate
+from pycde_accel.simulate import run_layers, simulate
 
 CFG = AccelConfig()                                  # 8x8, 64-bit AXI: the default
 CFG_4X8 = AccelConfig(rows=4, cols=8)
 
 
-def _build(tmp_path_factory, cfg):
-    work = tmp_path_factory.mktemp(f"accel{cfg.rows}x{cfg.cols}")
-    return build_accelerator(cfg, work, cache_root=pytest_cache_root(tmp_path_factory))
+@pytest.fixture(scope="module")
+def accel(build_accel):
+    return build_accel(CFG)
 
 
 @pytest.fixture(scope="module")
-def accel(tmp_path_factory):
-    return _build(tmp_path_factory, CFG)
+def accel_4x8(build_accel):
+    return build_accel(CFG_4X8)
 
 
-@pytest.fixture(scope="module")
-def accel_4x8(tmp_path_factory):
-    return _build(tmp_path_factory, CFG_4X8)
-
-
-@pytest.fixture(scope="module")
-def fe_cache():
-    cache = {}
-
-    def get(spec):
-        if spec not in cache:
-            cache[spec] = frontend.run(spec, eval_batches=1)
-        return cache[spec]
-    return get
 
 
 @pytest.mark.parametrize("model,watchdog", [("mlp", True), ("resblock", True), ("lenet5", False)])

@@ -15,8 +15,7 @@ from pycde_accel.backend.compile import gemm_program
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import UserError
 from pycde_accel.sim import fast
-from pycde_accel.sim.runner import pytest_cache_root
-from pycde_accel.simulate import build_accelerator, run_layers, simulate
+from pycde_accel.simulate import run_layers, simulate
 
 CFG = AccelConfig()
 TIMING_FREE = ("name", "cmd_count", "core_busy", "dma_rd_bytes", "dma_wr_bytes", "cmds",
@@ -24,9 +23,8 @@ TIMING_FREE = ("name", "cmd_count", "core_busy", "dma_rd_bytes", "dma_wr_bytes",
 
 
 @pytest.fixture(scope="module")
-def accel(tmp_path_factory):
-    work = tmp_path_factory.mktemp("accel_fast")
-    return build_accelerator(CFG, work, cache_root=pytest_cache_root(tmp_path_factory))
+def accel(build_accel):
+    return build_accel(CFG)
 
 
 def test_mem_file_layout():
