@@ -335,7 +335,10 @@ def _cmd_dse(args: argparse.Namespace) -> int:
     for line in dse.table_lines(res, args.top):
         print(line)
     print(f"wrote {out / 'dse.json'}")
-    bad = [c for c in res.ranked if c.bit_exact is False]
+    bad = [c for c in res.ranked if c.bit_exact is False or c.confirm_error]
+    for c in bad:
+        if c.confirm_error:
+            print(f"error: {c.confirm_error}", file=sys.stderr)
     return 1 if bad else 0
 
 

@@ -11,7 +11,7 @@
 3. *Predict* (:func:`evaluate`): the back end compiles the model for the config (a config the
    compiler refuses, e.g. K longer than the scratchpad, is dropped with its reason) and
    :func:`pycde_accel.perfmodel.predict` gives its cycles. Candidates run in parallel on the
-   local cores (``concurrent.futures.ProcessPoolExecutor``, ``jobs`` workers).
+   local cores (``jobs`` workers of :mod:`pycde_accel.workers`, see *Workers* below).
 4. *Rank* by predicted latency (cycles; ties: fewer DSP, BRAM, LUT), and the *Pareto front*
    (:func:`pareto`) of latency against resources: a candidate is on the front when no other is
    at least as good in predicted cycles, DSP, BRAM and LUT and better in one. ``util`` (the
@@ -19,18 +19,39 @@
 5. *Confirm* (:func:`confirm`): the best N are simulated in Verilator (``simulate.simulate``:
    bit-exact check, measured cycles next to the prediction), in parallel (the Verilator builds
    dominate); with ``synth`` also synthesized (``fpga.project.synth_model``: measured LUT, DSP,
-   BRAM and Fmax, for open-flow targets).
+   BRAM and Fmax, for open-flow targets). Each candidate has a time limit
+   (:func:`confirm_time_limit`: start-up, plus a Verilator build allowance that grows with the
+   array, plus the predicted cycles at a slow simulation rate, plus synthesis); a candidate
+   whose worker passes it or dies gets ``confirm_error`` (``"candidate KEY did not finish
+   within N s"``, ``"candidate KEY: the worker process died (killed by SIGKILL)"``) and the
+   others are still confirmed and reported.
 
-:func:`run_dse` does all of it and returns a :class:`DseResult`; ``DseResult.to_dict()`` is what
-the CLI writes to ``DIR/dse.json`` and :func:`table_lines` what it prints.
+*Workers* are started with ``spawn``, not ``fork``: the parent has run the frontend by then,
+and torch's OpenMP/intra-op thread pools (and MLIR's) leave locks that a forked child inherits
+held by threads it does not have (the child then waits forever in its first parallel region).
+The parent runs the frontend once and pickles its result into a temporary folder; each worker
+loads it (lenet5: 1.3 MB, milliseconds) instead of re-running the frontend; a result that
+cannot be pickled or loaded (e.g. a module defined in a model file the worker has not
+imported) is recomputed by the worker. See :mod:`pycde_accel.workers` for the supervision
+(process groups, time limits, dead workers).
+
+:func:`run_dse` does all of it and returns a :class:`DseResult`; with ``out`` it writes
+``out/dse.json`` (``DseResult.to_dict()``) and the confirmation folders ``out/confirm/KEY``
+through :func:`pycde_accel.outdir.staged_output`, so a run that fails or is interrupted leaves
+no output behind. :func:`table_lines` is what the CLI prints.
+
+``PYCDE_ACCEL_DSE_TIME_SCALE`` (a number, default 1) multiplies every time limit, for a
+machine much slower or busier than the allowances assume.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import pickle
+import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -65,6 +86,7 @@ class Candidate:
     simulated_cycles: int | None = None
     bit_exact: bool | None = None
     synth: dict | None = None
+    confirm_error: str | None = None  # why confirmation gave no result (names the candidate)
     seconds: float = 0.0
 
     @property
@@ -104,7 +126,8 @@ class Candidate:
              "simulated_cycles": self.simulated_cycles, "bit_exact": self.bit_exact,
              "model_error_pct": (None if self.model_error_pct is None
                                  else round(self.model_error_pct, 3)),
-             "synth": self.synth, "predicted_layers": self.predicted_layers}
+             "synth": self.synth, "confirm_error": self.confirm_error,
+             "predicted_layers": self.predicted_layers}
         return d
 
 
@@ -163,12 +186,41 @@ def space(base: AccelConfig | None = None, *, rows: Iterable[int] = DEFAULT_ROWS
 _FE: dict = {}
 
 
+def _fe_key(model, seed: int) -> tuple:
+    return (model if model is None or isinstance(model, str) else id(model), seed)
+
+
 def _frontend(model: str | None, seed: int):
-    key = (model, seed)
+    key = _fe_key(model, seed)
     if key not in _FE:
         from . import frontend
         _FE[key] = frontend.run(model, seed=seed, eval_batches=1)
     return _FE[key]
+
+
+def _hand_over(model, seed: int, folder: Path) -> str | None:
+    """Run the frontend here (once) and pickle its result into ``folder`` for the workers;
+    the file's path, or None when the result cannot be pickled (the workers recompute it)."""
+    fe = _frontend(model, seed)
+    path = Path(folder) / "frontend.pkl"
+    try:
+        path.write_bytes(pickle.dumps(fe, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:
+        path.unlink(missing_ok=True)
+        return None
+    return str(path)
+
+
+def _take_over(path: str | None, model, seed: int) -> None:
+    """Worker set-up: the parent's frontend result from ``path``; if it cannot be loaded here,
+    :func:`_frontend` recomputes it on first use."""
+    if path is None:
+        return
+    try:
+        with open(path, "rb") as fh:
+            _FE[_fe_key(model, seed)] = pickle.load(fh)
+    except Exception:
+        pass
 
 
 def _utilization(res: dict, device) -> float:
@@ -211,15 +263,38 @@ def evaluate(model: str | None, config: AccelConfig, *, seed: int = 0, fe=None) 
     return cand
 
 
-def _evaluate_job(args) -> Candidate:
-    model, cfg, seed = args
+def _evaluate_job(model, cfg, seed) -> Candidate:
     return evaluate(model, cfg, seed=seed)
 
 
-def _pool(jobs: int) -> ProcessPoolExecutor:
-    import multiprocessing as mp
-    # fork: the workers inherit the parent's frontend result (_FE), no re-export per worker
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork"))
+def _failed(config: AccelConfig, reason: str) -> Candidate:
+    """A candidate whose evaluation gave no result (its worker died or hung)."""
+    from .fpga import fit
+    from .fpga.devices import get_device
+
+    device = get_device(config.target)
+    cand = Candidate(config=config, status="error", reason=reason)
+    cand.resources = fit.estimate(config, device).to_dict()
+    cand.util = _utilization(cand.resources, device)
+    return cand
+
+
+#: time limit of one config's prediction (compile + perfmodel take seconds; start-up included)
+PREDICT_LIMIT_S = 600.0
+
+
+def time_scale() -> float:
+    """``PYCDE_ACCEL_DSE_TIME_SCALE`` (default 1): a factor on every time limit."""
+    text = os.environ.get("PYCDE_ACCEL_DSE_TIME_SCALE", "").strip()
+    if not text:
+        return 1.0
+    try:
+        v = float(text)
+    except ValueError:
+        raise UserError(f"PYCDE_ACCEL_DSE_TIME_SCALE={text!r}: expected a positive number")
+    if not v > 0:
+        raise UserError(f"PYCDE_ACCEL_DSE_TIME_SCALE={text!r}: expected a positive number")
+    return v
 
 
 def default_jobs() -> int:
@@ -231,15 +306,20 @@ def sweep(model: str | None, configs: list[AccelConfig], *, seed: int = 0, jobs:
           progress: Progress = _quiet) -> list[Candidate]:
     """Evaluate ``configs`` (in parallel when ``jobs`` > 1); return them ranked: fitting,
     compiled candidates by predicted latency first, then the refused ones."""
+    from .workers import run_jobs
+
     jobs = jobs or default_jobs()
-    _frontend(model, seed)          # once here; forked workers inherit it
     progress(f"predicting {len(configs)} configs on {jobs} worker(s)")
     args = [(model, c, seed) for c in configs]
     if jobs == 1 or len(configs) <= 1:
-        cands = [_evaluate_job(a) for a in args]
-    else:
-        with _pool(jobs) as ex:
-            cands = list(ex.map(_evaluate_job, args, chunksize=max(1, len(args) // (4 * jobs))))
+        return rank([_evaluate_job(*a) for a in args])
+    with tempfile.TemporaryDirectory(prefix="pycde-accel-dse-") as tmp:
+        fe_path = _hand_over(model, seed, Path(tmp))
+        limit = PREDICT_LIMIT_S * time_scale()
+        outs = run_jobs(_evaluate_job, args, jobs=jobs, limits=[limit] * len(args),
+                        names=[f"candidate {Candidate(config=c).key}" for c in configs],
+                        init=(_take_over, (fe_path, model, seed)))
+    cands = [o.value if o.ok else _failed(c, o.error) for c, o in zip(configs, outs)]
     return rank(cands)
 
 
@@ -276,8 +356,28 @@ def pareto(cands: list[Candidate]) -> list[Candidate]:
 
 
 # ---- confirmation -----------------------------------------------------------------------------
-def _confirm_job(args) -> dict:
-    model, cfg, seed, work, synth, cache_root = args
+#: Allowances of a candidate's confirmation (seconds, before PYCDE_ACCEL_DSE_TIME_SCALE); the
+#: build figures are a cold Verilator build of the accelerator plus its native harness with
+#: two of them sharing two busy cores (12x8: about 4-6 min), with room to spare.
+STARTUP_S = 120.0          # a fresh interpreter: torch, pycde, the frontend result
+BUILD_S = 600.0            # a Verilator build, plus ...
+BUILD_S_PER_PE = 8.0       # ... per PE of the array
+SIM_CYCLES_PER_S = 5000.0  # the slowest engine (cocotb + AxiRam) is about 13k cycles/s
+SYNTH_S = 900.0            # Yosys + nextpnr, plus ...
+SYNTH_S_PER_PE = 40.0      # ... per PE
+
+
+def confirm_time_limit(cand: Candidate, synth: bool = False) -> float:
+    """Seconds a candidate's confirmation may take before it is stopped and reported."""
+    pes = cand.config.rows * cand.config.cols
+    t = STARTUP_S + BUILD_S + BUILD_S_PER_PE * pes
+    t += (cand.predicted_cycles or 1_000_000) / SIM_CYCLES_PER_S
+    if synth:
+        t += SYNTH_S + SYNTH_S_PER_PE * pes
+    return t * time_scale()
+
+
+def _confirm_job(model, cfg, seed, work, synth, cache_root) -> dict:
     from .simulate import simulate
     out = {"simulated_cycles": None, "bit_exact": None, "synth": None, "error": None}
     try:
@@ -295,7 +395,7 @@ def _confirm_job(args) -> dict:
                 out["synth"] = {"lut": rep.lut, "ff": rep.ff, "dsp": rep.dsp, "bram": rep.bram,
                                 "fmax_mhz": rep.fmax_mhz}
             else:
-                out["synth"] = {"written": [str(p) for p in s.written]}
+                out["synth"] = {"written": [os.path.relpath(p, work) for p in s.written]}
         except Exception as e:
             out["synth"] = {"error": str(e)}
     return out
@@ -303,35 +403,70 @@ def _confirm_job(args) -> dict:
 
 def confirm(model: str | None, cands: list[Candidate], out: Path, *, seed: int = 0,
             synth: bool = False, jobs: int | None = None, cache_root: Path | None = None,
+            time_limit: Callable[[Candidate], float] | None = None,
             progress: Progress = _quiet) -> list[Candidate]:
-    """Simulate (and with ``synth`` synthesize) ``cands`` in parallel; fill their measured
-    fields in place and return them. ``cache_root``: the Verilator build cache
-    (default ``sim.runner.default_cache_root()``)."""
+    """Simulate (and with ``synth`` synthesize) ``cands`` in ``jobs`` worker processes (one
+    candidate at a time each, ``out/KEY`` its work folder); fill their measured fields in
+    place and return them. A candidate that fails, passes its time limit (``time_limit(cand)``
+    seconds, default :func:`confirm_time_limit`) or whose worker dies gets ``confirm_error``,
+    a line naming it; the others are confirmed all the same. ``cache_root``: the Verilator
+    build cache (default ``sim.runner.default_cache_root()``)."""
+    from .workers import run_jobs
+
     if not cands:
         return cands
     jobs = min(jobs or default_jobs(), len(cands))
-    _frontend(model, seed)
-    out = Path(out)
-    args = [(model, c.config, seed, str(out / c.key.replace("/", "_")), synth, cache_root)
-            for c in cands]
+    out = Path(out).resolve()
+    limit = time_limit or (lambda c: confirm_time_limit(c, synth))
+    args = [(model, c.config, seed, str(out / c.key.replace("/", "_")), synth,
+             None if cache_root is None else str(Path(cache_root).resolve())) for c in cands]
     progress(f"confirming {len(cands)} candidate(s) in Verilator"
              f"{' and synthesis' if synth else ''} on {jobs} worker(s)")
-    if jobs == 1:
-        results = [_confirm_job(a) for a in args]
-    else:
-        with _pool(jobs) as ex:
-            results = list(ex.map(_confirm_job, args))
-    for c, r in zip(cands, results):
+    with tempfile.TemporaryDirectory(prefix="pycde-accel-dse-") as tmp:
+        fe_path = _hand_over(model, seed, Path(tmp))
+        outs = run_jobs(_confirm_job, args, jobs=jobs, limits=[limit(c) for c in cands],
+                        names=[f"candidate {c.key}" for c in cands],
+                        init=(_take_over, (fe_path, model, seed)), progress=progress)
+    for c, o in zip(cands, outs):
+        if not o.ok:
+            c.confirm_error = o.error
+            continue
+        r = o.value
         c.simulated_cycles, c.bit_exact, c.synth = r["simulated_cycles"], r["bit_exact"], r["synth"]
         if r["error"]:
-            c.reason = r["error"]
+            c.confirm_error = f"candidate {c.key}: {r['error']}"
     return cands
 
 
-def run_dse(model: str | None, target: str, out: Path, *, base: AccelConfig | None = None,
-            configs: list[AccelConfig] | None = None, confirm_n: int = 2, synth: bool = False,
-            seed: int = 0, jobs: int | None = None, progress: Progress = _quiet) -> DseResult:
-    """Sweep, rank, confirm the best ``confirm_n``; return the :class:`DseResult`."""
+def run_dse(model: str | None, target: str, out: Path | None, *,
+            base: AccelConfig | None = None, configs: list[AccelConfig] | None = None,
+            confirm_n: int = 2, synth: bool = False, seed: int = 0, jobs: int | None = None,
+            progress: Progress = _quiet) -> DseResult:
+    """Sweep, rank, confirm the best ``confirm_n``; return the :class:`DseResult`. With ``out``
+    write ``out/dse.json`` and ``out/confirm/`` all or nothing (module docstring); without it
+    (``confirm_n`` must be 0) write nothing."""
+    from .outdir import staged_output
+
+    if out is None:
+        if confirm_n > 0:
+            raise ValueError("run_dse: confirming candidates needs an output folder")
+        return _run_dse(model, target, None, base=base, configs=configs, confirm_n=0,
+                        synth=synth, seed=seed, jobs=jobs, progress=progress)
+    out = Path(out)
+    with staged_output(out) as stage:
+        res = _run_dse(model, target, stage, base=base, configs=configs, confirm_n=confirm_n,
+                       synth=synth, seed=seed, jobs=jobs, progress=progress)
+        # the confirmation ran in the staging folder: name the final one in what is kept
+        staged, final = str(stage.resolve()), str(out.resolve())
+        for c in res.candidates:
+            if c.confirm_error:
+                c.confirm_error = c.confirm_error.replace(staged, final)
+        (stage / "dse.json").write_text(json.dumps(res.to_dict(), indent=1) + "\n")
+    return res
+
+
+def _run_dse(model, target: str, out: Path | None, *, base, configs, confirm_n: int,
+             synth: bool, seed: int, jobs: int | None, progress: Progress) -> DseResult:
     from .fpga.devices import get_device
 
     device = get_device(target)
@@ -364,6 +499,8 @@ def _row(i, c: Candidate, mark: str = "") -> str:
     fmax = ""
     if c.synth and c.synth.get("fmax_mhz"):
         fmax = f"{c.synth['fmax_mhz']:.1f}"
+    if c.confirm_error:
+        sim, mark = "error", f"{mark}  error: {c.confirm_error}"
     return (f"  {i:>3} {c.config.array:>6} {c.config.axi_data_width:>4} {c.config.spad_a_depth:>5} "
             f"{c.config.spad_c_depth:>5} {c.predicted_cycles:>10} {c.latency_us():>9.1f} "
             f"{r.get('dsp', 0):>5} {r.get('bram', 0):>5} {r.get('lut', 0):>7} {c.util:>6.1%} "

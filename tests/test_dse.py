@@ -103,12 +103,69 @@ def test_cli_dse(tmp_path):
 
 
 def test_confirm_in_simulation(tmp_path, tmp_path_factory):
-    """The default 8x8 config (the build other whole-accelerator tests share) for resblock."""
+    """The default 8x8 config (the build other whole-accelerator tests share) for resblock,
+    next to a candidate whose worker is stopped by its time limit: that one is a named error,
+    the other is still confirmed (two workers)."""
     cand = dse.evaluate("resblock", AccelConfig())
-    assert cand.ok
-    dse.confirm("resblock", [cand], tmp_path, jobs=1,
-                cache_root=pytest_cache_root(tmp_path_factory))
-    assert cand.bit_exact is True
+    late = dse.evaluate("resblock", AccelConfig(rows=4, cols=8))
+    assert cand.ok and late.ok
+    dse.confirm("resblock", [late, cand], tmp_path, jobs=2,
+                cache_root=pytest_cache_root(tmp_path_factory),
+                time_limit=lambda c: 0.5 if c is late else dse.confirm_time_limit(c))
+    assert cand.bit_exact is True and cand.confirm_error is None
     assert abs(cand.model_error_pct) <= 5.0
-    row = dse.table_lines(dse.DseResult("resblock", "ecp5-85f", {}, [cand]), 1)
-    assert str(cand.simulated_cycles) in "\n".join(row)
+    assert late.key == "4x8/axi64/spad1024/c256"
+    assert late.confirm_error == f"candidate {late.key} did not finish within 0.5 s"
+    assert late.simulated_cycles is None and late.bit_exact is None
+    rows = "\n".join(dse.table_lines(dse.DseResult("resblock", "ecp5-85f", {}, [cand, late]), 2))
+    assert str(cand.simulated_cycles) in rows
+    assert f"error: candidate {late.key} did not finish within 0.5 s" in rows
+
+
+def test_confirm_time_limit_scales_with_the_work(monkeypatch):
+    small = dse.Candidate(config=AccelConfig(rows=2, cols=4), predicted_cycles=10_000)
+    big = dse.Candidate(config=AccelConfig(rows=16, cols=16), predicted_cycles=10_000)
+    long = dse.Candidate(config=AccelConfig(rows=2, cols=4), predicted_cycles=10_000_000)
+    t = dse.confirm_time_limit
+    assert t(small) < t(big) and t(small) < t(long) and t(small) < t(small, synth=True)
+    assert t(long) - t(small) == pytest.approx((10_000_000 - 10_000) / dse.SIM_CYCLES_PER_S)
+    base = t(small)
+    monkeypatch.setenv("PYCDE_ACCEL_DSE_TIME_SCALE", "3")
+    assert t(small) == pytest.approx(3 * base)
+    monkeypatch.setenv("PYCDE_ACCEL_DSE_TIME_SCALE", "fast")
+    with pytest.raises(dse.UserError, match="PYCDE_ACCEL_DSE_TIME_SCALE"):
+        dse.confirm_time_limit(small)
+
+
+def test_run_dse_leaves_no_output_when_it_fails(tmp_path):
+    out = tmp_path / "dse"
+    with pytest.raises(dse.UserError, match="no config of the sweep fits"):
+        dse.run_dse("resblock", "ecp5-25f", out, configs=[AccelConfig(rows=16, cols=16)],
+                    confirm_n=1, jobs=1)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_cli_dse_confirms_two_new_builds_on_lenet5(tmp_path):
+    """The command of issue 21 with an empty build cache: two 12x8 candidates, each needing a
+    new Verilator build, confirmed by two workers after the parent ran lenet5's frontend
+    (which uses torch's thread pools: forked workers used to wait forever here)."""
+    import os
+    cache = tmp_path / "xdg"
+    env = {k: v for k, v in os.environ.items() if k != "PYCDE_ACCEL_CACHE"}
+    env["XDG_CACHE_HOME"] = str(cache)
+    out = tmp_path / "OUT"
+    p = subprocess.run([sys.executable, "-m", "pycde_accel", "dse", "lenet5", "--target",
+                        "ecp5-85f", "--rows", "12", "--cols", "8", "--axi", "64", "--spad",
+                        "512,1024", "--spad-c", "256", "--confirm", "2", "--jobs", "2",
+                        "--out", str(out)], capture_output=True, text=True, timeout=3000, env=env)
+    assert p.returncode == 0, p.stderr
+    d = json.loads((out / "dse.json").read_text())
+    assert sorted(c["key"] for c in d["candidates"]) == ["12x8/axi64/spad1024/c256",
+                                                          "12x8/axi64/spad512/c256"]
+    for c in d["candidates"]:
+        assert c["bit_exact"] is True and c["confirm_error"] is None, c
+        assert abs(c["model_error_pct"]) <= 5.0
+    native = [b for b in (cache / "pycde-accel" / "verilator").glob("accel_sim_top-native-*")
+              if (b / ".pycde_accel_built").exists()]
+    assert len(native) == 2         # both candidates were new builds, made in this run
