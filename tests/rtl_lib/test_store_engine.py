@@ -9,10 +9,11 @@ import json
 import numpy as np
 import pytest
 
+from pycde_accel.assemble import emit_store_engine
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import ConfigError
 from pycde_accel.frontend import quantize as q
-from pycde_accel.rtl_lib.store_engine import emit_store_engine, make_store_engine
+from pycde_accel.rtl_lib.store_engine import make_store_engine
 from pycde_accel.sim import build, pytest_cache_root, run
 
 TB = "pycde_accel.sim.tb_store_engine"

@@ -36,7 +36,7 @@ _SIMS: dict = {}
 
 def _sim(cache_root, tmp_path_factory, w):
     if w not in _SIMS:
-        from pycde_accel.rtl_lib.vector_engine import emit_vector_engine
+        from pycde_accel.assemble import emit_vector_engine
         sv = emit_vector_engine(_config(w), tmp_path_factory.mktemp(f"vec{w}") / "sv",
                                 max_run=MAX_RUN)
         _SIMS[w] = build(sv.filelist, sv.top, cache_root=cache_root)
