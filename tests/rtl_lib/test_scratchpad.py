@@ -16,7 +16,9 @@ from pycde_accel.rtl_lib.emit import emit_module
 from pycde_accel.rtl_lib.scratchpad import make_scratchpad, make_width_adapter
 from pycde_accel.sim import build, pytest_cache_root, run
 
-TB = "pycde_accel.sim.tb_scratchpad"
+#: the cocotb testbench, tb_scratchpad.py next to this file (the runner imports it from TB_DIRS)
+TB = "tb_scratchpad"
+TB_DIRS = [Path(__file__).resolve().parent]
 
 
 @pytest.fixture(scope="session")
@@ -32,7 +34,7 @@ def _build(cache_root, module):
 
 def _run(sim, tmp_path, testcase, spec):
     out = tmp_path / "out.json"
-    run(sim, TB, tmp_path, testcase=testcase,
+    run(sim, TB, tmp_path, module_dirs=TB_DIRS, testcase=testcase,
         extra_env={"TB_SPAD_SPEC": json.dumps(spec), "TB_SPAD_OUT": str(out.resolve())})
     return json.loads(out.read_text()) if out.exists() else None
 

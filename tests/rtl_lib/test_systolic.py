@@ -13,7 +13,8 @@ from pycde_accel.errors import ConfigError
 from pycde_accel.rtl_lib.systolic import (first_result_latency, make_systolic_core,
                                           run_cycles, tile_occupancy)
 from pycde_accel.sim import pytest_cache_root
-from pycde_accel.sim.systolic import build_core, run_systolic
+
+from systolic_sim import build_core, run_systolic  # next to this file (pyproject: pythonpath)
 
 SHAPES = [(1, 1), (2, 3), (4, 4), (3, 5)]
 

@@ -6,6 +6,7 @@ and its rate without back-pressure."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +16,9 @@ from pycde_accel.errors import ConfigError
 from pycde_accel.frontend import quantize as q
 from pycde_accel.sim import build, pytest_cache_root, run
 
-TB = "pycde_accel.sim.tb_vector_engine"
+#: the cocotb testbench, tb_vector_engine.py next to this file (the runner imports it from TB_DIRS)
+TB = "tb_vector_engine"
+TB_DIRS = [Path(__file__).resolve().parent]
 DEPTH = 64  # X capacity (config.spad_c_depth) of the test configs
 #: maxpool kernel run length of the test builds: short and not a multiple of AB, so MAX
 #: commands cross run boundaries (the restart bubble) mid-beat and mid-command
@@ -96,7 +99,7 @@ class Model:
 def _run(sim, tmp_path, model: Model, tag="run", **gates) -> dict:
     spec = {"steps": model.steps, "seed": gates.pop("seed", 1), **gates}
     out = (tmp_path / f"{tag}.json").resolve()
-    run(sim, TB, tmp_path / tag,
+    run(sim, TB, tmp_path / tag, module_dirs=TB_DIRS,
         extra_env={"TB_VEC_SPEC": json.dumps(spec), "TB_VEC_OUT": str(out)})
     res = json.loads(out.read_text())
     assert [c[:3] for c in res["wc"]] == model.wc           # addr, beats, rows 1
