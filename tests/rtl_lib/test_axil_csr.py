@@ -12,7 +12,7 @@ import pytest
 from pycde_accel.errors import ConfigError
 from pycde_accel.rtl_lib.axil_csr import (CsrMap, CsrReg, default_csr_map, make_axil_csr)
 from pycde_accel.rtl_lib.emit import emit_module
-from pycde_accel.sim import build, pytest_cache_root, run
+from pycde_accel.sim import build, run
 
 #: the cocotb testbench, tb_axil_csr.py next to this file (the runner imports it from TB_DIRS)
 TB = "tb_axil_csr"
@@ -29,11 +29,6 @@ def small_map() -> CsrMap:
         CsrReg("len", 0x14, "rw", 12, reset=0xABC),
         CsrReg("wide", 0x18, "rw", 20),
     ), 32, 8).validate()
-
-
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
 
 
 def _build(cache_root, cmap: CsrMap, name: str):

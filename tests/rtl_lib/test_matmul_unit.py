@@ -22,16 +22,11 @@ from pycde_accel.errors import ConfigError
 from pycde_accel.rtl_lib.matmul_unit import (ISSUE_TO_CORE, emit_matmul_unit, make_matmul_unit,
                                              spad_words)
 from pycde_accel.rtl_lib.systolic import run_cycles
-from pycde_accel.sim import build, pytest_cache_root, run
+from pycde_accel.sim import build, run
 
 #: the cocotb testbench, tb_matmul_unit.py next to this file (the runner imports it from TB_DIRS)
 TB = "tb_matmul_unit"
 TB_DIRS = [Path(__file__).resolve().parent]
-
-
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
 
 
 def _cfg(rows, cols, w=32, depth=1024):

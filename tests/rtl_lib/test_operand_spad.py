@@ -15,16 +15,11 @@ import pytest
 from pycde_accel.errors import ConfigError
 from pycde_accel.rtl_lib.emit import emit_module
 from pycde_accel.rtl_lib.operand_spad import make_operand_spad
-from pycde_accel.sim import build, pytest_cache_root, run
+from pycde_accel.sim import build, run
 
 #: the cocotb testbench, tb_operand_spad.py next to this file (the runner imports it from TB_DIRS)
 TB = "tb_operand_spad"
 TB_DIRS = [Path(__file__).resolve().parent]
-
-
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
 
 
 def _build(cache_root, module):

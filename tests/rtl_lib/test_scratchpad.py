@@ -14,16 +14,11 @@ import pytest
 from pycde_accel.errors import ConfigError
 from pycde_accel.rtl_lib.emit import emit_module
 from pycde_accel.rtl_lib.scratchpad import make_scratchpad, make_width_adapter
-from pycde_accel.sim import build, pytest_cache_root, run
+from pycde_accel.sim import build, run
 
 #: the cocotb testbench, tb_scratchpad.py next to this file (the runner imports it from TB_DIRS)
 TB = "tb_scratchpad"
 TB_DIRS = [Path(__file__).resolve().parent]
-
-
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
 
 
 def _build(cache_root, module):

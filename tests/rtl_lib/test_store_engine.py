@@ -15,7 +15,7 @@ from pycde_accel.config import AccelConfig
 from pycde_accel.errors import ConfigError
 from pycde_accel.frontend import quantize as q
 from pycde_accel.rtl_lib.store_engine import make_store_engine
-from pycde_accel.sim import build, pytest_cache_root, run
+from pycde_accel.sim import build, run
 
 #: the cocotb testbench, tb_store_engine.py next to this file (the runner imports it from TB_DIRS)
 TB = "tb_store_engine"
@@ -28,11 +28,6 @@ CONFIGS = {
     "4x8_w32_a24": AccelConfig(rows=4, cols=8, axi_data_width=32, spad_c_depth=16,
                                acc_width=24, max_k=511),
 }
-
-
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
 
 
 _SIMS: dict = {}

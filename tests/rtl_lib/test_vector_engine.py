@@ -14,7 +14,7 @@ import pytest
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import ConfigError
 from pycde_accel.frontend import quantize as q
-from pycde_accel.sim import build, pytest_cache_root, run
+from pycde_accel.sim import build, run
 
 #: the cocotb testbench, tb_vector_engine.py next to this file (the runner imports it from TB_DIRS)
 TB = "tb_vector_engine"
@@ -27,11 +27,6 @@ MAX_RUN = 37
 
 def _config(w: int) -> AccelConfig:
     return AccelConfig(axi_data_width=w, spad_c_depth=DEPTH)
-
-
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
 
 
 _SIMS: dict = {}
