@@ -3,7 +3,7 @@
     python bench/fmax.py [--work DIR] [--seed N]
 
 Synthesizes with Yosys (synth_ecp5) and places with nextpnr-ecp5 out of context, fixed seed,
-placing towards the target clock. The accelerator is ``rtl_lib.emit.emit_accelerator`` for the
+placing towards the target clock. The accelerator is ``assemble.emit_accelerator`` for the
 8x8 config (the whole top: DMA, fetch/dispatch, router, matmul unit, store and vector engines
 with their CIRCT-lowered kernels, CSRs). Prints what it measured against the targets (array >=
 150 MHz, accelerator >= 100 MHz, exactly 1 DSP per PE), where the array's critical path runs
@@ -96,20 +96,12 @@ def measure_array(work: Path, seed: int) -> dict:
 
 
 def measure_accel(work: Path, seed: int) -> dict:
-    try:
-        from pycde_accel.rtl_lib import emit
-    except ImportError as e:
-        log(f"accelerator: not measured: pycde_accel.rtl_lib.emit is not available ({e})")
-        return {}
-    emit_accel = getattr(emit, "emit_accelerator", None)
-    if emit_accel is None:
-        log("accelerator: not measured: there is no accelerator top yet "
-            "(pycde_accel.rtl_lib.emit has no emit_accelerator; it is a later issue)")
-        return {}
+    from pycde_accel.assemble import KERNEL_ROUTE, emit_accelerator
+
     log("accelerator: emitting the whole accelerator (post-op kernels lowered by the "
-        f"{getattr(emit, 'KERNEL_ROUTE', 'dynamic')} route)")
-    emitted = emit_accel(AccelConfig(rows=ROWS, cols=COLS), work / "accel_sv",
-                         kernel_dir=work / "accel_kernels")
+        f"{KERNEL_ROUTE} route)")
+    emitted = emit_accelerator(AccelConfig(rows=ROWS, cols=COLS), work / "accel_sv",
+                               kernel_dir=work / "accel_kernels")
     rep = synthesize(emitted.files, emitted.top, TARGET, work / "accel", seed=seed,
                      freq_mhz=ACCEL_MHZ, progress=lambda m: log(f"accelerator: {m}"))
     log(f"accelerator: {emitted.top} on {rep.target}: LUT4 {rep.lut}, FF {rep.ff}, carry "

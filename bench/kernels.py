@@ -30,7 +30,10 @@ import numpy as np
 
 from pycde_accel.errors import UserError
 from pycde_accel.lowering import build_kernel, kernels
-from pycde_accel.lowering.simulate import simulate, simulate_static
+
+# the kernel testbenches and their driver are test code (tests/lowering)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "lowering"))
+from kernel_sim import simulate, simulate_static  # noqa: E402
 
 ROUTES = ("dynamic-stock", "dynamic", "static")
 DEFAULT_ROUTE = "dynamic"

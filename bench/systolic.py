@@ -27,7 +27,10 @@ from pathlib import Path
 
 from pycde_accel.config import AccelConfig, parse_array
 from pycde_accel.rtl_lib.systolic import run_cycles
-from pycde_accel.sim.systolic import build_core, run_systolic
+
+# the core's testbench and its driver are test code (tests/rtl_lib)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "rtl_lib"))
+from systolic_sim import build_core, run_systolic  # noqa: E402
 
 K = 256
 

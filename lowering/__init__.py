@@ -14,9 +14,10 @@ Public API:
   and return its module class for rtl_lib to instantiate.
 * :func:`stream.stream_module` / :func:`stream.emit_stream`: a kernel as a streaming PyCDE
   module ``<name>_stream`` (element streams in/out, ``done`` pulse): what rtl_lib instantiates.
-* :mod:`.passes`: the project's passes (handshake rewrites, scf -> pipeline.scheduled);
-  :mod:`.simulate`: Verilator runs (``simulate`` for the dynamic protocol below,
-  ``simulate_static`` for the static route's element streams).
+* :mod:`.passes`: the project's passes (handshake rewrites, scf -> pipeline.scheduled).
+
+Verilator runs of one lowered kernel (the dynamic protocol below, the static route's element
+streams) are test code: ``tests/lowering/kernel_sim.py`` and its testbenches.
 
 Kernel protocol (dynamic route): the kernel is a ``clock``/``reset`` module whose ports are
 valid/ready channels (``X``, ``X_valid``, ``X_ready``): per tensor input a load port

@@ -37,7 +37,7 @@ class AccelConfig:
     target:          default FPGA target name for synthesis (see ``pycde_accel.fpga``).
     clock_mhz:       clock the design is constrained to in vendor scripts.
     schedule:        lowering route of the post-op kernels (``--schedule``): ``static`` (CIRCT
-                     pipeline, the default: ``rtl_lib.emit.KERNEL_ROUTE``) or ``dynamic``
+                     pipeline, the default: ``assemble.KERNEL_ROUTE``) or ``dynamic``
                      (CIRCT handshake).
     """
 

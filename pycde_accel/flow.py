@@ -56,7 +56,7 @@ def gen(model, out: Path, config: AccelConfig, *, seed: int = 0,
         progress(f"back end: tiling the layers onto the {config.array} array, DRAM image")
         compiled = compile_program(fe, config)
         (stage / "dram.bin").write_bytes(compiled.image)
-        from .rtl_lib import emit
+        from . import assemble as emit
         from .rtl_lib.axil_csr import default_csr_map
         progress(f"emitting the accelerator ({config.array} array, post-op kernels through CIRCT, "
                  f"{config.schedule} schedule)")

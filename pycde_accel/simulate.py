@@ -1,7 +1,7 @@
 """Run a compiled model on the whole accelerator in Verilator and check it.
 
 ``simulate(fe, config, work)`` compiles the model (``backend.compile_program``), emits the
-accelerator (``rtl_lib.emit.emit_accelerator``), builds it with Verilator (cached by a hash of
+accelerator (``assemble.emit_accelerator``), builds it with Verilator (cached by a hash of
 the SV), writes the model's example input into the DRAM image and runs it on one of the
 :data:`ENGINES`: by default the Verilator-native harness (``sim/native``, RTL memory and RTL
 stream watchdog, :mod:`pycde_accel.sim.fast`); ``engine="cocotb"`` the same RTL under cocotb;
@@ -65,7 +65,7 @@ def build_accelerator(config: AccelConfig, work: Path, *, cache_root: Path | Non
     ``sim.runner.default_cache_root()``, by a hash of the SV); return the
     :class:`~pycde_accel.sim.runner.SimBuild`. ``defer``: do not compile it yet (the fast
     engines build their own wrapper of it; the AxiRam engine compiles it on first use)."""
-    from .rtl_lib.emit import emit_accelerator
+    from .assemble import emit_accelerator
     from .sim import runner
 
     work = Path(work)

@@ -12,10 +12,13 @@
 * :mod:`.scratchpad`: double-buffered scratchpad (bank handoff) and width adapters.
 * :mod:`.accel`: the accelerator top ``pycde_accel_top``: command fetch and in-order dispatch,
   the read-data router, the write arbiter, CSRs and performance counters
-  (``make_accelerator``; ``emit.emit_accelerator(config, sv_dir)`` lowers the post-op kernels
-  and emits it).
+  (``make_accelerator``; ``pycde_accel.assemble.emit_accelerator(config, sv_dir)``, above
+  rtl_lib, lowers the post-op kernels and emits it with them).
 * :mod:`.matmul_unit` + :mod:`.operand_spad`: EXEC engine, lane-addressed double-buffered
   operand scratchpads and the systolic core.
 * :mod:`.store_engine`: STORE: C tiles -> bias -> the lowered requantize kernel -> int8 rows by DMA.
 * :mod:`.vector_engine`: VEC: residual ADD / MAX of an X buffer with a stream (lowered kernels).
+
+The lowered kernels reach the engines as parameters (PyCDE module classes): rtl_lib imports
+nothing from lowering, sim or fpga (``tests/test_imports.py``).
 """

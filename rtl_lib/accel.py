@@ -4,7 +4,8 @@ the AXI4-Lite CSRs.
 
 ``make_accelerator(config, requant, add_kernel, max_kernel)`` -> module ``pycde_accel_top``
 (``requant``/``add_kernel``/``max_kernel``: the lowered post-op kernels as streaming modules,
-``lowering.stream.stream_module``; :func:`rtl_lib.emit.emit_accelerator` lowers and imports them).
+``lowering.stream.stream_module``; :func:`pycde_accel.assemble.emit_accelerator` lowers and imports
+them).
 
 Execution model: decoupled access / execute, commands in DRAM
 -------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 ``emit_module(top, sv_dir)`` runs PyCDE/CIRCT on any top module class in a private temp folder
 and copies only the SV into ``sv_dir``, with a complete ``filelist.f`` (paths relative to
-``sv_dir``, compile order). ``emit_core(config, sv_dir)`` does it for the systolic core.
+``sv_dir``, compile order). ``emit_core(config, sv_dir)`` does it for the systolic core; the
+whole accelerator, whose post-op kernels are lowered first, is emitted by
+``pycde_accel.assemble.emit_accelerator`` (above rtl_lib: rtl_lib does not know lowering).
 
 ``filelist.f`` is the synthesis list. A design that instantiates a vendor primitive (the ECP5
 core's MULT18X18D, see ``rtl_lib.ecp5``) also needs a behavioral model of it in simulation,
@@ -28,8 +30,6 @@ from ..config import AccelConfig
 from ..errors import UserError
 
 LOWERING_OPTIONS = "disallowLocalVariables,locationInfoStyle=none,omitVersionComment"
-#: config.schedule values ``emit_accelerator`` can build (the kernel route, see KERNEL_ROUTE).
-ACCEL_SCHEDULES = ("dynamic", "static")
 
 
 @dataclass(frozen=True)
@@ -67,9 +67,10 @@ def emit_module(top, sv_dir: Path, sim_models=(), sources=(), prepare=None) -> E
     and list first in ``filelist.f``; ``sim_models``: simulation-only SV files to copy and
     list in ``filelist_sim.f`` only.
 
-    ``prepare``: for a top that instantiates imported MLIR (``lowering.stream.stream_module``
-    kernels): ``top`` is then ignored and ``prepare(system)`` is called with the empty System;
-    it imports what it needs and returns the top module class."""
+    ``prepare``: for a top that instantiates imported MLIR (the lowered kernels that
+    ``pycde_accel.assemble`` imports with ``lowering.stream.stream_module``): ``top`` is then
+    ignored and ``prepare(system)`` is called with the empty System; it imports what it needs
+    and returns the top module class."""
     from pycde import System
     from pycde.circt import ir
 
@@ -152,70 +153,3 @@ def emit_core(config: AccelConfig, sv_dir: Path) -> EmittedSV:
     models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
     return emit_module(core, Path(sv_dir), sim_models=models, sources=[lutram.SOURCE])
 
-
-#: The lowering route of the accelerator's post-op kernels: the static schedule (a fixed-latency
-#: II=1 pipeline, ``lowering.stream`` wraps it into the engines' stream contract) with the wide
-#: multiplies split into 16x16 partial products (``lowering.split_mul``), so that no kernel
-#: stage holds more than one DSP or one adder chain. The handshake route ("dynamic") computes a
-#: whole element in one cycle: 22.5 MHz for requantize on ECP5.
-KERNEL_ROUTE = "static"
-
-
-def kernel_for_route(kernel, route: str = KERNEL_ROUTE):
-    """``kernel`` as the accelerator lowers it by ``route`` (static: wide multiplies split)."""
-    from ..lowering.split_mul import split_wide_muls
-    return split_wide_muls(kernel) if route == "static" else kernel
-
-
-def lower_accel_kernel(kernel, out: Path, route: str = KERNEL_ROUTE):
-    """``lowering.build_kernel`` of :func:`kernel_for_route` ``(kernel, route)`` into ``out``;
-    returns ``(kernel as lowered, Lowered)`` (pass both to ``lowering.stream.stream_module``)."""
-    from .. import lowering
-    k = kernel_for_route(kernel, route)
-    return k, lowering.build_kernel(k, Path(out), route=route)
-
-
-def accel_kernels(config: AccelConfig, route: str = KERNEL_ROUTE) -> dict:
-    """The post-op kernels the accelerator instantiates, by role: ``requant`` (per-channel
-    requantize of one C tile, n = rows*cols), ``add`` and ``max`` (the vector engine's); for
-    the static route with their wide multiplies split (same names, ports and function)."""
-    from ..lowering import kernels
-    from .vector_engine import vector_kernels
-
-    add, mx = vector_kernels(config)
-    ks = {"requant": kernels.requantize(n=config.rows * config.cols, per_channel=True),
-          "add": add, "max": mx}
-    return {role: kernel_for_route(k, route) for role, k in ks.items()}
-
-
-def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None = None,
-                     route: str | None = None) -> EmittedSV:
-    """Emit the whole accelerator (``rtl_lib.accel``) for ``config`` into ``sv_dir``.
-
-    The post-op kernels are lowered through CIRCT first (``lowering.build_kernel`` by ``route``,
-    default :data:`KERNEL_ROUTE`; stage dumps go to ``kernel_dir/<kernel>/ir`` if given, else to
-    a temporary folder) and imported into the same PyCDE system as streaming modules
-    (``lowering.stream.stream_module``, the same ports for either route)."""
-    from .. import lowering
-    from ..lowering.stream import stream_module
-    from . import lutram
-    from .accel import make_accelerator
-    from .ecp5 import SIM_MODEL, uses_ecp5_dsp
-
-    route = route or config.schedule       # --schedule; config.schedule defaults to KERNEL_ROUTE
-    if route not in ACCEL_SCHEDULES:
-        raise UserError(f"schedule {route!r}: the accelerator's post-op kernels are built by "
-                        f"the {' or '.join(ACCEL_SCHEDULES)} route")
-    ks = accel_kernels(config, route)
-    models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
-    with tempfile.TemporaryDirectory(prefix="pycde_accel_kernels_") as tmp:
-        base = Path(kernel_dir) if kernel_dir is not None else Path(tmp)
-        lowered = {role: lowering.build_kernel(k, base / k.name, route=route)
-                   for role, k in ks.items()}
-
-        def prepare(system):
-            mods = {role: stream_module(system, ks[role], lowered[role]) for role in ks}
-            return make_accelerator(config, mods["requant"], mods["add"], mods["max"])
-
-        return emit_module(None, Path(sv_dir), sim_models=models, sources=[lutram.SOURCE],
-                           prepare=prepare)

@@ -1,14 +1,15 @@
 """The STORE engine: C tiles from the systolic core -> bias + requantize (+ReLU) -> DMA write.
 
 ``make_store_engine(config, requant)`` -> module ``store_engine_{R}x{C}``, where ``requant`` is
-the streaming module of the lowered per-channel requantize kernel (R*C elements per run)::
+the streaming module of the lowered per-channel requantize kernel (R*C elements per run), a
+parameter: the engine does not know how it is made. ``pycde_accel.assemble`` makes it::
 
-    kernel, lowered = lower_accel_kernel(requant_kernel(config), out)  # rtl_lib.emit: CIRCT,
-    #   static route (pipeline dialect), wide multiplies and variable shifts split
+    kernel, lowered = lower_accel_kernel(requant_kernel(config), out)  # CIRCT, static route
+    #   (pipeline dialect), wide multiplies and variable shifts split
     requant = stream_module(system, kernel, lowered)   # inside emit_module(..., prepare=fn)
 
-``emit_store_engine(config, sv_dir)`` does all of it (``store_engine_prepare`` is the
-``prepare`` hook for a bigger design). The requantization arithmetic (SaturatingRounding-
+``assemble.emit_store_engine(config, sv_dir)`` does all of it (``assemble.store_engine_prepare``
+is the ``prepare`` hook for a bigger design). The requantization arithmetic (SaturatingRounding-
 DoublingHighMul, RoundingDivideByPOT, clamp to int8) is entirely the CIRCT-generated kernel;
 this module adds the bias, ReLU, the parameter memory, the packing of bytes into AXI beats, the
 row dropping and the DMA command.
@@ -89,8 +90,6 @@ in_ready -> S2 -> S1 -> the beat buffer and hold register enables) was the criti
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pycde import Clock, Input, Module, Output, Reset, generator
 from pycde.circt import ir
 from pycde.circt.dialects import seq as raw_seq
@@ -155,16 +154,9 @@ def check_config(config: AccelConfig) -> None:
         raise ConfigError(f"store engine: int8 outputs only, data_width={config.data_width}")
 
 
-def requant_kernel(config: AccelConfig):
-    """The lowered kernel the store engine instantiates: per-channel requantize of R*C
-    elements (one run per tile)."""
-    from ..lowering import kernels
-    return kernels.requantize(n=config.rows * config.cols, per_channel=True)
-
-
 def make_store_engine(config: AccelConfig, requant) -> type[Module]:
     """The store engine module class for ``config``; ``requant``: the streaming module class
-    (``lowering.stream.stream_module``) of :func:`requant_kernel` ``(config)``."""
+    (``lowering.stream.stream_module``) of ``pycde_accel.assemble.requant_kernel(config)``."""
     check_config(config)
     R, C = config.rows, config.cols
     ACC, W, AW = config.acc_width, config.axi_data_width, config.axi_addr_width
@@ -405,30 +397,3 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
 
     return name_module(StoreEngine, f"store_engine_{R}x{C}")
 
-
-def store_engine_prepare(config: AccelConfig, lowered, kernel=None):
-    """``emit_module``'s ``prepare`` hook: import the lowered kernel (``lowered``: what
-    ``build_kernel(kernel, ...)`` returned; ``kernel`` defaults to ``requant_kernel(config)``)
-    and build the engine on it."""
-    from ..lowering.stream import stream_module
-
-    def prepare(system):
-        requant = stream_module(system, kernel or requant_kernel(config), lowered)
-        return make_store_engine(config, requant)
-
-    return prepare
-
-
-def emit_store_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None = None,
-                      route: str | None = None):
-    """Lower the kernel as the accelerator does (``rtl_lib.emit.lower_accel_kernel``, ``route``
-    default ``emit.KERNEL_ROUTE``; stage dumps under ``work_dir``, default
-    ``sv_dir/../requant``) and emit the store engine with it into ``sv_dir``; returns
-    ``rtl_lib.emit.EmittedSV``."""
-    from .emit import KERNEL_ROUTE, emit_module, lower_accel_kernel
-
-    check_config(config)
-    sv_dir = Path(sv_dir)
-    work_dir = Path(work_dir) if work_dir is not None else sv_dir.parent / "requant"
-    k, lowered = lower_accel_kernel(requant_kernel(config), work_dir, route or KERNEL_ROUTE)
-    return emit_module(None, sv_dir, prepare=store_engine_prepare(config, lowered, k))

@@ -4,17 +4,18 @@ buffer's beats with the S stream's beats), its element math done by CIRCT-lowere
 ``make_vector_engine(config, add_kernel, max_kernel)`` -> module ``vector_engine_w{W}``
 -------------------------------------------------------------------------------------
 ``add_kernel`` / ``max_kernel``: the streaming PyCDE module classes (``lowering.stream.
-stream_module``) of the two kernels :func:`vector_kernels` describes, lowered by either route
+stream_module``), parameters, of the two kernels ``pycde_accel.assemble.vector_kernels``
+describes, lowered by either route
 (same ports): ``residual_add`` (tensor inputs ``a``, ``b``; scalars ``ma``,
 ``mb``, ``s``) with a run length of n = AB = W/8 elements (one kernel run per AXI beat), and
 ``maxpool`` with k = 2 taps (``t0``, ``t1``) and a run length of ``MAX_RUN`` = 2^16. The
-accelerator lowers them by the static route (``rtl_lib.emit.lower_accel_kernel``: fixed-
+accelerator lowers them by the static route (``assemble.lower_accel_kernel``: fixed-
 latency pipelines, residual_add's multiplies and shifts split). The engine holds one instance of each and feeds it the AB int8 lanes of a beat one element per
 cycle (element e of beat i: ``a`` / ``t0`` = byte e of X[x_off+i], ``b`` / ``t1`` = byte e of
 S_i); the kernel's ``y`` bytes are gathered back into beats. Only ReLU (``max(y, 0)``, for ADD
-with RELU) is engine logic. :func:`emit_vector_engine` lowers the kernels and emits the engine
-with them (SV + filelist); :func:`vector_engine_prepare` is the ``emit_module`` ``prepare``
-hook for that.
+with RELU) is engine logic. ``assemble.emit_vector_engine`` lowers the kernels and emits the
+engine with them (SV + filelist); ``assemble.vector_engine_prepare`` is the ``emit_module``
+``prepare`` hook for that.
 
 Run lengths and rate (measured in tests/rtl_lib/test_vector_engine.py, no back-pressure): ADD's
 scalars (ma, mb, shift) are taken once per run, so an ADD run cannot span two commands; one run
@@ -92,8 +93,6 @@ X addresses wrap modulo spad_c_depth.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pycde import Clock, Input, Module, Output, Reset, generator
 from pycde.constructs import Mux, Wire
 from pycde.seq import FIFO
@@ -136,20 +135,6 @@ def _resize(sig, w):
     if sw > w:
         return sig[0:w]
     return BitsSignal.concat([Bits(w - sw)(0), sig])
-
-
-def vector_kernels(config: AccelConfig, max_run: int = MAX_RUN):
-    """The two kernels the engine for ``config`` instantiates, as ``lowering.kernels.Kernel``:
-    ``(residual_add, maxpool)``: residual_add with run length n = AB elements (one beat),
-    maxpool with k = 2 taps and run length ``max_run`` (any n >= 1 works; tests use a short one
-    to cross run boundaries), named ``vec_residual_add`` / ``vec_maxpool`` so that they
-    coexist with other instances of the same kernels in one design. Lower them with ``lowering.build_kernel`` (default route)
-    and wrap them with ``lowering.stream.stream_module``."""
-    from ..lowering import kernels
-
-    ab = config.axi_data_width // 8
-    return (kernels.residual_add(ab, name="vec_residual_add"),
-            kernels.maxpool(max_run, k=2, name="vec_maxpool"))
 
 
 def _check_kernel(cls, ins, scalars, what):
@@ -389,33 +374,3 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
 
     return name_module(VectorEngine, f"vector_engine_w{W}")
 
-
-def vector_engine_prepare(config: AccelConfig, lowered, max_run: int = MAX_RUN, kernels=None):
-    """``emit_module``'s ``prepare`` hook: import the two lowered kernels (``lowered``: what
-    ``build_kernel`` returned for each of ``kernels``, default :func:`vector_kernels`
-    ``(config, max_run)``, in that order) and build the engine on them. A bigger design calls
-    ``stream_module`` the same way."""
-    from ..lowering.stream import stream_module
-
-    def prepare(system):
-        ks = kernels or vector_kernels(config, max_run)
-        add_cls, max_cls = (stream_module(system, k, lo) for k, lo in zip(ks, lowered))
-        return make_vector_engine(config, add_cls, max_cls)
-
-    return prepare
-
-
-def emit_vector_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None = None,
-                       max_run: int = MAX_RUN, route: str | None = None):
-    """Lower the two kernels as the accelerator does (``rtl_lib.emit.lower_accel_kernel``,
-    ``route`` default ``emit.KERNEL_ROUTE``; stage dumps under ``work_dir/<kernel name>``,
-    default ``sv_dir/../vec_kernels``) and emit ``vector_engine_w{W}`` with them into
-    ``sv_dir``; returns ``rtl_lib.emit.EmittedSV``."""
-    from .emit import KERNEL_ROUTE, emit_module, lower_accel_kernel
-
-    sv_dir = Path(sv_dir)
-    work_dir = Path(work_dir) if work_dir is not None else sv_dir.parent / "vec_kernels"
-    pairs = [lower_accel_kernel(k, work_dir / k.name, route or KERNEL_ROUTE)
-             for k in vector_kernels(config, max_run)]
-    return emit_module(None, sv_dir, prepare=vector_engine_prepare(
-        config, [lo for _, lo in pairs], max_run, [k for k, _ in pairs]))

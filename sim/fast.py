@@ -437,11 +437,11 @@ def run_native(exe: NativeBuild | Path, plan_path: os.PathLike | str) -> dict:
     plan_path = Path(plan_path)
     plan = json.loads(plan_path.read_text())
     result_path = Path(plan["result"])
-    run_dir = result_path.parent
+    run_dir = result_path.parent.resolve()  # the harness runs in run_dir: absolute paths only
     ab = plan["hw"]["axi_bytes"]
     mem_in = run_dir / "dram_in.mem"
     mem_in.write_bytes(image_to_mem(Path(plan["image"]).read_bytes(), ab))
-    mem_out = Path(plan["dram_out"])
+    mem_out = Path(plan["dram_out"]).resolve()
     mem_out.unlink(missing_ok=True)
     script = run_dir / "native_script.txt"
     script.write_text(native_script(plan))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import graph as g
-from .reference import im2col, maxpool2d
+from .windows import im2col, maxpool2d
 
 
 def run_float(graph: g.Graph, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:

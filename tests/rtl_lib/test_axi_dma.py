@@ -12,15 +12,12 @@ import pytest
 from pycde_accel.errors import ConfigError
 from pycde_accel.rtl_lib.axi_dma import make_axi_dma
 from pycde_accel.rtl_lib.emit import emit_module
-from pycde_accel.sim import build, pytest_cache_root, run
+from pycde_accel.sim import build, run
 
-TB = "pycde_accel.sim.tb_axi_dma"
+#: the cocotb testbench, tb_axi_dma.py next to this file (the runner imports it from TB_DIRS)
+TB = "tb_axi_dma"
+TB_DIRS = [Path(__file__).resolve().parent]
 HALF = 1 << 19  # reads below, writes above: the two regions never overlap
-
-
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
 
 
 def dma_build(cache_root, dw=64, max_burst=256, max_outstanding=4):
@@ -34,8 +31,9 @@ def run_dma(sim, tmp_path, runs, dw=64, max_burst=256, max_outstanding=4):
             "runs": runs}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     out = tmp_path / "out.json"
-    run(sim, TB, tmp_path, extra_env={"TB_DMA_SPEC": str((tmp_path / "spec.json").resolve()),
-                                      "TB_DMA_OUT": str(out.resolve())})
+    run(sim, TB, tmp_path, module_dirs=TB_DIRS,
+        extra_env={"TB_DMA_SPEC": str((tmp_path / "spec.json").resolve()),
+                   "TB_DMA_OUT": str(out.resolve())})
     return json.loads(out.read_text())
 
 

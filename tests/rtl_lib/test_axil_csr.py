@@ -12,9 +12,11 @@ import pytest
 from pycde_accel.errors import ConfigError
 from pycde_accel.rtl_lib.axil_csr import (CsrMap, CsrReg, default_csr_map, make_axil_csr)
 from pycde_accel.rtl_lib.emit import emit_module
-from pycde_accel.sim import build, pytest_cache_root, run
+from pycde_accel.sim import build, run
 
-TB = "pycde_accel.sim.tb_axil_csr"
+#: the cocotb testbench, tb_axil_csr.py next to this file (the runner imports it from TB_DIRS)
+TB = "tb_axil_csr"
+TB_DIRS = [Path(__file__).resolve().parent]
 
 
 def small_map() -> CsrMap:
@@ -29,11 +31,6 @@ def small_map() -> CsrMap:
     ), 32, 8).validate()
 
 
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
-
-
 def _build(cache_root, cmap: CsrMap, name: str):
     with tempfile.TemporaryDirectory(prefix="pycde_accel_csr_") as tmp:
         sv = emit_module(make_axil_csr(cmap, name), Path(tmp) / "sv")
@@ -42,7 +39,7 @@ def _build(cache_root, cmap: CsrMap, name: str):
 
 def _run(sim, cmap, tmp_path, testcase=None, spec=None):
     (tmp_path / "map.json").write_text(json.dumps(cmap.to_dict()))
-    run(sim, TB, tmp_path, testcase=testcase,
+    run(sim, TB, tmp_path, module_dirs=TB_DIRS, testcase=testcase,
         extra_env={"TB_CSR_MAP": str((tmp_path / "map.json").resolve()),
                    "TB_CSR_SPEC": json.dumps(spec or {})})
 

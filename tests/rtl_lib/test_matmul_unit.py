@@ -1,7 +1,7 @@
 """The matmul unit (operand scratchpads + EXEC engine + systolic core) in Verilator.
 
 Each test generates a program (bank fills, commits, EXEC commands) with a numpy model of the
-two operand scratchpads, computes every C tile with numpy, and runs ``sim.tb_matmul_unit``,
+two operand scratchpads, computes every C tile with numpy, and runs ``tb_matmul_unit.py``,
 which drives the program with random gaps / back-pressure and compares every C row bit-exactly.
 The throughput tests run with everything ready and check the measured cycles against the
 core's ``run_cycles`` formula.
@@ -22,14 +22,11 @@ from pycde_accel.errors import ConfigError
 from pycde_accel.rtl_lib.matmul_unit import (ISSUE_TO_CORE, emit_matmul_unit, make_matmul_unit,
                                              spad_words)
 from pycde_accel.rtl_lib.systolic import run_cycles
-from pycde_accel.sim import build, pytest_cache_root, run
+from pycde_accel.sim import build, run
 
-TB = "pycde_accel.sim.tb_matmul_unit"
-
-
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
+#: the cocotb testbench, tb_matmul_unit.py next to this file (the runner imports it from TB_DIRS)
+TB = "tb_matmul_unit"
+TB_DIRS = [Path(__file__).resolve().parent]
 
 
 def _cfg(rows, cols, w=32, depth=1024):
@@ -146,8 +143,8 @@ def _run(sim, tmp_path, prog, **opts):
     prog.update(opts)
     spec, out = tmp_path / "spec.json", tmp_path / "out.json"
     spec.write_text(json.dumps(prog))
-    run(sim, TB, tmp_path, extra_env={"TB_MMU_SPEC": str(spec.resolve()),
-                                      "TB_MMU_OUT": str(out.resolve())})
+    run(sim, TB, tmp_path, module_dirs=TB_DIRS,
+        extra_env={"TB_MMU_SPEC": str(spec.resolve()), "TB_MMU_OUT": str(out.resolve())})
     return json.loads(out.read_text())
 
 

@@ -15,14 +15,11 @@ import pytest
 from pycde_accel.errors import ConfigError
 from pycde_accel.rtl_lib.emit import emit_module
 from pycde_accel.rtl_lib.operand_spad import make_operand_spad
-from pycde_accel.sim import build, pytest_cache_root, run
+from pycde_accel.sim import build, run
 
-TB = "pycde_accel.sim.tb_operand_spad"
-
-
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
+#: the cocotb testbench, tb_operand_spad.py next to this file (the runner imports it from TB_DIRS)
+TB = "tb_operand_spad"
+TB_DIRS = [Path(__file__).resolve().parent]
 
 
 def _build(cache_root, module):
@@ -44,7 +41,7 @@ def test_pingpong(cache_root, tmp_path, lanes, width, depth, seed, p_wr, p_rd, h
     sim = _build(cache_root, make_operand_spad(lanes, width, depth))
     spec = {"lanes": lanes, "width": width, "depth": depth, "tiles": 10, "seed": seed,
             "p_wr": p_wr, "p_rd": p_rd, "hold": hold}
-    run(sim, TB, tmp_path, extra_env={"TB_OSPAD_SPEC": json.dumps(spec)})
+    run(sim, TB, tmp_path, module_dirs=TB_DIRS, extra_env={"TB_OSPAD_SPEC": json.dumps(spec)})
 
 
 def test_refusals():

@@ -14,14 +14,11 @@ import pytest
 from pycde_accel.errors import ConfigError
 from pycde_accel.rtl_lib.emit import emit_module
 from pycde_accel.rtl_lib.scratchpad import make_scratchpad, make_width_adapter
-from pycde_accel.sim import build, pytest_cache_root, run
+from pycde_accel.sim import build, run
 
-TB = "pycde_accel.sim.tb_scratchpad"
-
-
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
+#: the cocotb testbench, tb_scratchpad.py next to this file (the runner imports it from TB_DIRS)
+TB = "tb_scratchpad"
+TB_DIRS = [Path(__file__).resolve().parent]
 
 
 def _build(cache_root, module):
@@ -32,7 +29,7 @@ def _build(cache_root, module):
 
 def _run(sim, tmp_path, testcase, spec):
     out = tmp_path / "out.json"
-    run(sim, TB, tmp_path, testcase=testcase,
+    run(sim, TB, tmp_path, module_dirs=TB_DIRS, testcase=testcase,
         extra_env={"TB_SPAD_SPEC": json.dumps(spec), "TB_SPAD_OUT": str(out.resolve())})
     return json.loads(out.read_text()) if out.exists() else None
 

@@ -5,17 +5,21 @@ compared with frontend.quantize (numpy), under random gaps and back-pressure."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from pycde_accel.assemble import emit_store_engine
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import ConfigError
 from pycde_accel.frontend import quantize as q
-from pycde_accel.rtl_lib.store_engine import emit_store_engine, make_store_engine
-from pycde_accel.sim import build, pytest_cache_root, run
+from pycde_accel.rtl_lib.store_engine import make_store_engine
+from pycde_accel.sim import build, run
 
-TB = "pycde_accel.sim.tb_store_engine"
+#: the cocotb testbench, tb_store_engine.py next to this file (the runner imports it from TB_DIRS)
+TB = "tb_store_engine"
+TB_DIRS = [Path(__file__).resolve().parent]
 
 CONFIGS = {
     "2x4_w32": AccelConfig(rows=2, cols=4, axi_data_width=32, spad_c_depth=16),
@@ -24,11 +28,6 @@ CONFIGS = {
     "4x8_w32_a24": AccelConfig(rows=4, cols=8, axi_data_width=32, spad_c_depth=16,
                                acc_width=24, max_k=511),
 }
-
-
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
 
 
 _SIMS: dict = {}
@@ -159,8 +158,8 @@ def run_case(sim, tmp_path, cfg, phases, seed, p_c, p_st, p_wc, p_wd):
     spec = {"rows": cfg.rows, "cols": cfg.cols, "acc_width": cfg.acc_width, "phases": phases,
             "seed": seed, "p_c": p_c, "p_st": p_st, "p_wc": p_wc, "p_wd": p_wd}
     out = tmp_path / "out.json"
-    run(sim, TB, tmp_path, extra_env={"TB_STORE_SPEC": json.dumps(spec),
-                                      "TB_STORE_OUT": str(out.resolve())})
+    run(sim, TB, tmp_path, module_dirs=TB_DIRS,
+        extra_env={"TB_STORE_SPEC": json.dumps(spec), "TB_STORE_OUT": str(out.resolve())})
     return json.loads(out.read_text())
 
 

@@ -12,15 +12,10 @@ from pycde_accel.config import AccelConfig
 from pycde_accel.errors import ConfigError
 from pycde_accel.rtl_lib.systolic import (first_result_latency, make_systolic_core,
                                           run_cycles, tile_occupancy)
-from pycde_accel.sim import pytest_cache_root
-from pycde_accel.sim.systolic import build_core, run_systolic
+
+from systolic_sim import build_core, run_systolic  # next to this file (pyproject: pythonpath)
 
 SHAPES = [(1, 1), (2, 3), (4, 4), (3, 5)]
-
-
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
 
 
 def _core(cache_root, rows, cols, **kw):

@@ -6,6 +6,7 @@ and its rate without back-pressure."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,9 +14,11 @@ import pytest
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import ConfigError
 from pycde_accel.frontend import quantize as q
-from pycde_accel.sim import build, pytest_cache_root, run
+from pycde_accel.sim import build, run
 
-TB = "pycde_accel.sim.tb_vector_engine"
+#: the cocotb testbench, tb_vector_engine.py next to this file (the runner imports it from TB_DIRS)
+TB = "tb_vector_engine"
+TB_DIRS = [Path(__file__).resolve().parent]
 DEPTH = 64  # X capacity (config.spad_c_depth) of the test configs
 #: maxpool kernel run length of the test builds: short and not a multiple of AB, so MAX
 #: commands cross run boundaries (the restart bubble) mid-beat and mid-command
@@ -26,17 +29,12 @@ def _config(w: int) -> AccelConfig:
     return AccelConfig(axi_data_width=w, spad_c_depth=DEPTH)
 
 
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
-
-
 _SIMS: dict = {}
 
 
 def _sim(cache_root, tmp_path_factory, w):
     if w not in _SIMS:
-        from pycde_accel.rtl_lib.vector_engine import emit_vector_engine
+        from pycde_accel.assemble import emit_vector_engine
         sv = emit_vector_engine(_config(w), tmp_path_factory.mktemp(f"vec{w}") / "sv",
                                 max_run=MAX_RUN)
         _SIMS[w] = build(sv.filelist, sv.top, cache_root=cache_root)
@@ -96,7 +94,7 @@ class Model:
 def _run(sim, tmp_path, model: Model, tag="run", **gates) -> dict:
     spec = {"steps": model.steps, "seed": gates.pop("seed", 1), **gates}
     out = (tmp_path / f"{tag}.json").resolve()
-    run(sim, TB, tmp_path / tag,
+    run(sim, TB, tmp_path / tag, module_dirs=TB_DIRS,
         extra_env={"TB_VEC_SPEC": json.dumps(spec), "TB_VEC_OUT": str(out)})
     res = json.loads(out.read_text())
     assert [c[:3] for c in res["wc"]] == model.wc           # addr, beats, rows 1

@@ -14,7 +14,9 @@ from pycde_accel.rtl_lib.common import NamedReg, name_module
 from pycde_accel.rtl_lib.emit import emit_module
 from pycde_accel.sim import SimFailure, build, pytest_cache_root, run
 
-TB = "pycde_accel.sim.tb_watchdog"
+#: the cocotb testbench, tb_watchdog.py next to this file (the runner imports it from TB_DIRS)
+TB = "tb_watchdog"
+TB_DIRS = [Path(__file__).resolve().parent]
 
 
 class StallPipe(Module):
@@ -55,10 +57,11 @@ def pipe(tmp_path_factory):
 
 
 def test_watchdog_trips_and_names_the_stream(pipe, tmp_path):
-    run(pipe, TB, tmp_path, testcase=["healthy", "stall_guarded", "idle_guarded"])
+    run(pipe, TB, tmp_path, module_dirs=TB_DIRS,
+        testcase=["healthy", "stall_guarded", "idle_guarded"])
 
 
 def test_unguarded_stall_ends_the_simulation(pipe, tmp_path):
     with pytest.raises(SimFailure, match=r"guard: stream 'in' stalled: valid high, ready low "
                                          r"for 25 cycles"):
-        run(pipe, TB, tmp_path, testcase="unguarded_stall")
+        run(pipe, TB, tmp_path, module_dirs=TB_DIRS, testcase="unguarded_stall")

@@ -24,8 +24,8 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
-from . import tb
-from .stream import RandomGate, StreamDriver, StreamSink
+from pycde_accel.sim import tb
+from pycde_accel.sim.stream import RandomGate, StreamDriver, StreamSink
 
 PERIOD_NS = 10
 

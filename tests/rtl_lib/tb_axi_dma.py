@@ -30,9 +30,9 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 from cocotbext.axi import AxiBus, AxiRam
 
-from . import tb
-from .stream import RandomGate, StreamDriver, StreamSink
-from .watchdog import Watchdog
+from pycde_accel.sim import tb
+from pycde_accel.sim.stream import RandomGate, StreamDriver, StreamSink
+from pycde_accel.sim.watchdog import Watchdog
 
 PERIOD_NS = 10
 MEM_SIZE = 1 << 20

@@ -16,9 +16,9 @@ from __future__ import annotations
 import cocotb
 from cocotb.triggers import Event, RisingEdge
 
-from . import tb
-from .stream import RandomGate, StreamDriver, StreamSink
-from .watchdog import StallError, Watchdog
+from pycde_accel.sim import tb
+from pycde_accel.sim.stream import RandomGate, StreamDriver, StreamSink
+from pycde_accel.sim.watchdog import StallError, Watchdog
 
 PERIOD_NS = 10
 

@@ -1,6 +1,6 @@
 """cocotb testbench for a lowered kernel: memory models on its ports, random back-pressure.
 
-Driven by :func:`pycde_accel.lowering.simulate.simulate` through the environment variable
+Driven by :func:`kernel_sim.simulate` through the environment variable
 ``KERNEL_TB_CONFIG`` (a JSON file: the kernel's ``ports()``, the input arrays, scalars, memory
 latency, back-pressure probability, seed); writes ``KERNEL_TB_RESULT`` (JSON: output memory,
 cycle of every store, done cycle).

@@ -32,8 +32,8 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
-from . import tb
-from .stream import edge_index
+from pycde_accel.sim import tb
+from pycde_accel.sim.stream import edge_index
 
 PERIOD_NS = tb.PERIOD_NS
 

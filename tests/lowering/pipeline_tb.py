@@ -1,6 +1,6 @@
 """cocotb testbench for a kernel lowered by the static route (``pipeline.scheduled`` -> hw).
 
-Driven by :func:`pycde_accel.lowering.simulate.simulate_static` through ``KERNEL_TB_CONFIG``
+Driven by :func:`kernel_sim.simulate_static` through ``KERNEL_TB_CONFIG``
 (JSON: ``ports`` = {input name: port}, ``scalars`` = {name: port}, the input arrays and scalar
 values, ``n``, back-pressure probability, seed); writes ``KERNEL_TB_RESULT`` (JSON: outputs in
 order, the cycle of every output beat).

@@ -26,8 +26,8 @@ import os
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge, with_timeout
 
-from . import tb
-from .stream import RandomGate, StreamDriver, StreamSink, edge_index
+from pycde_accel.sim import tb
+from pycde_accel.sim.stream import RandomGate, StreamDriver, StreamSink, edge_index
 
 PERIOD_NS = tb.PERIOD_NS
 V_FIELDS = ("n", "x_off", "dst", "ma", "mb", "shift", "max", "relu", "to_x")

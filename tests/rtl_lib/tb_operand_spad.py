@@ -19,8 +19,8 @@ import random
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
-from ..rtl_lib.operand_spad import RD_LATENCY
-from . import tb
+from pycde_accel.rtl_lib.operand_spad import RD_LATENCY
+from pycde_accel.sim import tb
 
 
 @cocotb.test()

@@ -4,7 +4,7 @@
 (a cache folder keyed by the SV's hash) from ``EmittedSV.sim_filelist``, i.e. with the
 simulation models of the primitives the core instantiates (ECP5 targets:
 ``rtl_lib/MULT18X18D_sim.sv``); ``run_systolic(build, config, runs, test_dir)`` runs the
-cocotb bench :mod:`pycde_accel.sim.tb_systolic` on it and returns its per-run results.
+cocotb bench ``tb_systolic.py`` (next to this file) on it and returns its per-run results.
 A run is ``{"name", "ks": [K per tile], "mode": "random"|"min"|"max"|"minmax", "seed",
 "bp": {"a": p, "b": p, "c": p}}`` (p: probability that valid/ready is offered in a cycle).
 """
@@ -17,14 +17,16 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from ..config import AccelConfig
-from .runner import SimBuild, build, run
+from pycde_accel.config import AccelConfig
+from pycde_accel.rtl_lib.emit import emit_core
+from pycde_accel.sim.runner import SimBuild, build, run
+
+#: where the testbench is (cocotb imports it by module name from this folder)
+HERE = Path(__file__).resolve().parent
 
 
 def build_core(config: AccelConfig, cache_root: os.PathLike | str) -> SimBuild:
     """Emit the core for ``config`` and build it (once per distinct SV) under ``cache_root``."""
-    from ..rtl_lib.emit import emit_core
-
     with tempfile.TemporaryDirectory(prefix="pycde_accel_core_") as tmp:
         sv = emit_core(config, Path(tmp) / "sv")
         # the simulation list: the synthesis files + behavioral models of vendor primitives
@@ -39,7 +41,7 @@ def run_systolic(sim: SimBuild, config: AccelConfig, runs: Sequence[dict],
             "acc_width": config.acc_width, "runs": list(runs)}
     spec_path, out_path = tdir / "spec.json", tdir / "results.json"
     spec_path.write_text(json.dumps(spec))
-    run(sim, "pycde_accel.sim.tb_systolic", tdir,
+    run(sim, "tb_systolic", tdir, module_dirs=[HERE],
         extra_env={"TB_SYSTOLIC_SPEC": str(spec_path.resolve()),
                    "TB_SYSTOLIC_OUT": str(out_path.resolve())})
     return json.loads(out_path.read_text())

@@ -26,8 +26,8 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from . import tb
-from .stream import RandomGate, StreamDriver, StreamSink
+from pycde_accel.sim import tb
+from pycde_accel.sim.stream import RandomGate, StreamDriver, StreamSink
 
 PERIOD_NS = 10
 

@@ -26,7 +26,7 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from . import tb
+from pycde_accel.sim import tb
 
 PERIOD_NS = 10
 OKAY, SLVERR, DECERR = 0, 2, 3

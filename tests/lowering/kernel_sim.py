@@ -3,7 +3,9 @@
 ``simulate(kernel, sv, build_dir, inputs, scalars, latency=2, backpressure=0.3)`` builds once
 per ``build_dir`` (incrementally, through :mod:`pycde_accel.sim.runner`) and returns :class:`SimResult`:
 the output array, the cycle of each store, and ``elements_per_cycle`` = (n-1) / (last store -
-first store), the steady-state rate. The testbench is :mod:`.kernel_tb`.
+first store), the steady-state rate. The testbench is ``kernel_tb.py`` (``pipeline_tb.py`` for
+:func:`simulate_static`), next to this file: the tests of tests/lowering and bench/kernels.py use
+them (the tool does not).
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
+from pycde_accel.errors import UserError
+from pycde_accel.sim import runner
+
+#: where the testbenches are (cocotb imports them by module name from this folder)
+HERE = Path(__file__).resolve().parent
 
 
 @dataclass
@@ -32,7 +38,6 @@ class SimResult:
 
 def build(sv: Path, top: str, build_dir: Path):
     """Verilator build of one kernel's SV through :mod:`pycde_accel.sim.runner`."""
-    from ..sim import runner
     build_dir = Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     filelist = build_dir / "filelist.f"
@@ -56,8 +61,7 @@ def simulate(kernel, sv: Path, build_dir: Path, inputs: dict, scalars: dict | No
     cfg_path.write_text(json.dumps(cfg))
     if res_path.exists():
         res_path.unlink()
-    from ..sim import runner
-    runner.run(sim, "pycde_accel.lowering.kernel_tb", build_dir / tag,
+    runner.run(sim, "kernel_tb", build_dir / tag, module_dirs=[HERE],
                extra_env={"KERNEL_TB_CONFIG": str(cfg_path.resolve()),
                           "KERNEL_TB_RESULT": str(res_path.resolve())})
     if not res_path.exists():
@@ -78,7 +82,7 @@ def static_ports(kernel) -> tuple[dict, dict]:
 
 def simulate_static(kernel, sv: Path, build_dir: Path, inputs: dict, scalars: dict | None = None,
                     *, backpressure: float = 0.3, seed: int = 0, tag: str = "run") -> SimResult:
-    """Run a static-route kernel (:mod:`.pipeline_tb`): all ``n`` results in order, with the
+    """Run a static-route kernel (``pipeline_tb.py``): all ``n`` results in order, with the
     cycle of each output beat (``store_cycles``)."""
     build_dir = Path(build_dir)
     sim = build(sv, kernel.name, build_dir)
@@ -92,8 +96,7 @@ def simulate_static(kernel, sv: Path, build_dir: Path, inputs: dict, scalars: di
     cfg_path.write_text(json.dumps(cfg))
     if res_path.exists():
         res_path.unlink()
-    from ..sim import runner
-    runner.run(sim, "pycde_accel.lowering.pipeline_tb", build_dir / tag,
+    runner.run(sim, "pipeline_tb", build_dir / tag, module_dirs=[HERE],
                extra_env={"KERNEL_TB_CONFIG": str(cfg_path.resolve()),
                           "KERNEL_TB_RESULT": str(res_path.resolve())})
     if not res_path.exists():

@@ -25,9 +25,9 @@ from pathlib import Path
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from . import tb
-from .stream import RandomGate, StreamDriver, StreamSink, _read, edge_index
-from .watchdog import Watchdog
+from pycde_accel.sim import tb
+from pycde_accel.sim.stream import RandomGate, StreamDriver, StreamSink, _read, edge_index
+from pycde_accel.sim.watchdog import Watchdog
 
 PERIOD_NS = tb.PERIOD_NS
 INPUTS = ["c_data", "c_last", "c_valid", "p_wr_valid", "p_wr_index", "p_wr_data", "st_addr",

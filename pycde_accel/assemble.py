@@ -1,0 +1,180 @@
+"""Assembly of the accelerator with its lowered post-op kernels: the layer between rtl_lib and
+lowering.
+
+rtl_lib's engines take their element kernels as parameters (PyCDE module classes with the
+stream ports of ``lowering.stream``: ``make_store_engine(config, requant)``,
+``make_vector_engine(config, add, max)``, ``make_accelerator(config, requant, add, max)``)
+and know nothing of how they are made; lowering knows nothing of the engines. This module
+joins the two: it names the kernels each engine instantiates (``lowering.kernels``), lowers
+them through CIRCT by the kernel route (``lowering.build_kernel``), imports them into the
+PyCDE system as streaming modules (``lowering.stream.stream_module``), builds the engine or
+the whole accelerator on them and emits it (``rtl_lib.emit.emit_module``).
+
+* :func:`emit_accelerator`: the whole accelerator for a config (SV + filelist);
+  :func:`accel_kernels`: its kernels by role;
+* :func:`emit_store_engine` / :func:`emit_vector_engine`: one engine alone, with its kernels
+  lowered as the accelerator lowers them (the block tests); ``*_prepare``: their
+  ``emit_module`` ``prepare`` hooks;
+* :data:`KERNEL_ROUTE`, :func:`kernel_for_route`, :func:`lower_accel_kernel`: the route.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from .config import AccelConfig
+from .errors import UserError
+from .rtl_lib.emit import EmittedSV, emit_module
+from .rtl_lib.vector_engine import MAX_RUN
+
+#: config.schedule values ``emit_accelerator`` can build (the kernel route, see KERNEL_ROUTE).
+ACCEL_SCHEDULES = ("dynamic", "static")
+
+#: The lowering route of the accelerator's post-op kernels: the static schedule (a fixed-latency
+#: II=1 pipeline, ``lowering.stream`` wraps it into the engines' stream contract) with the wide
+#: multiplies split into 16x16 partial products (``lowering.split_mul``), so that no kernel
+#: stage holds more than one DSP or one adder chain. The handshake route ("dynamic") computes a
+#: whole element in one cycle: 22.5 MHz for requantize on ECP5.
+KERNEL_ROUTE = "static"
+
+
+def kernel_for_route(kernel, route: str = KERNEL_ROUTE):
+    """``kernel`` as the accelerator lowers it by ``route`` (static: wide multiplies split)."""
+    from .lowering.split_mul import split_wide_muls
+    return split_wide_muls(kernel) if route == "static" else kernel
+
+
+def lower_accel_kernel(kernel, out: Path, route: str = KERNEL_ROUTE):
+    """``lowering.build_kernel`` of :func:`kernel_for_route` ``(kernel, route)`` into ``out``;
+    returns ``(kernel as lowered, Lowered)`` (pass both to ``lowering.stream.stream_module``)."""
+    from . import lowering
+    k = kernel_for_route(kernel, route)
+    return k, lowering.build_kernel(k, Path(out), route=route)
+
+
+# ---- the kernels of each engine ---------------------------------------------------------------
+
+def requant_kernel(config: AccelConfig):
+    """The kernel the store engine (``rtl_lib.store_engine``) instantiates: per-channel
+    requantize of R*C elements (one run per tile)."""
+    from .lowering import kernels
+    return kernels.requantize(n=config.rows * config.cols, per_channel=True)
+
+
+def vector_kernels(config: AccelConfig, max_run: int = MAX_RUN):
+    """The two kernels the vector engine (``rtl_lib.vector_engine``) for ``config``
+    instantiates, as ``lowering.kernels.Kernel``: ``(residual_add, maxpool)``: residual_add with
+    run length n = AB elements (one beat), maxpool with k = 2 taps and run length ``max_run``
+    (any n >= 1 works; tests use a short one to cross run boundaries), named
+    ``vec_residual_add`` / ``vec_maxpool`` so that they coexist with other instances of the same
+    kernels in one design. Lower them with ``lowering.build_kernel`` (default route) and wrap
+    them with ``lowering.stream.stream_module``."""
+    from .lowering import kernels
+
+    ab = config.axi_data_width // 8
+    return (kernels.residual_add(ab, name="vec_residual_add"),
+            kernels.maxpool(max_run, k=2, name="vec_maxpool"))
+
+
+def accel_kernels(config: AccelConfig, route: str = KERNEL_ROUTE) -> dict:
+    """The post-op kernels the accelerator instantiates, by role: ``requant`` (per-channel
+    requantize of one C tile, n = rows*cols), ``add`` and ``max`` (the vector engine's); for
+    the static route with their wide multiplies split (same names, ports and function)."""
+    add, mx = vector_kernels(config)
+    ks = {"requant": requant_kernel(config), "add": add, "max": mx}
+    return {role: kernel_for_route(k, route) for role, k in ks.items()}
+
+
+# ---- the whole accelerator --------------------------------------------------------------------
+
+def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None = None,
+                     route: str | None = None) -> EmittedSV:
+    """Emit the whole accelerator (``rtl_lib.accel``) for ``config`` into ``sv_dir``.
+
+    The post-op kernels are lowered through CIRCT first (``lowering.build_kernel`` by ``route``,
+    default :data:`KERNEL_ROUTE`; stage dumps go to ``kernel_dir/<kernel>/ir`` if given, else to
+    a temporary folder) and imported into the same PyCDE system as streaming modules
+    (``lowering.stream.stream_module``, the same ports for either route)."""
+    from . import lowering
+    from .lowering.stream import stream_module
+    from .rtl_lib import lutram
+    from .rtl_lib.accel import make_accelerator
+    from .rtl_lib.ecp5 import SIM_MODEL, uses_ecp5_dsp
+
+    route = route or config.schedule       # --schedule; config.schedule defaults to KERNEL_ROUTE
+    if route not in ACCEL_SCHEDULES:
+        raise UserError(f"schedule {route!r}: the accelerator's post-op kernels are built by "
+                        f"the {' or '.join(ACCEL_SCHEDULES)} route")
+    ks = accel_kernels(config, route)
+    models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
+    with tempfile.TemporaryDirectory(prefix="pycde_accel_kernels_") as tmp:
+        base = Path(kernel_dir) if kernel_dir is not None else Path(tmp)
+        lowered = {role: lowering.build_kernel(k, base / k.name, route=route)
+                   for role, k in ks.items()}
+
+        def prepare(system):
+            mods = {role: stream_module(system, ks[role], lowered[role]) for role in ks}
+            return make_accelerator(config, mods["requant"], mods["add"], mods["max"])
+
+        return emit_module(None, Path(sv_dir), sim_models=models, sources=[lutram.SOURCE],
+                           prepare=prepare)
+
+
+# ---- one engine alone ----------------------------------------------------------------------------
+
+def store_engine_prepare(config: AccelConfig, lowered, kernel=None):
+    """``emit_module``'s ``prepare`` hook: import the lowered kernel (``lowered``: what
+    ``build_kernel(kernel, ...)`` returned; ``kernel`` defaults to ``requant_kernel(config)``)
+    and build the store engine on it."""
+    from .lowering.stream import stream_module
+    from .rtl_lib.store_engine import make_store_engine
+
+    def prepare(system):
+        requant = stream_module(system, kernel or requant_kernel(config), lowered)
+        return make_store_engine(config, requant)
+
+    return prepare
+
+
+def emit_store_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None = None,
+                      route: str | None = None) -> EmittedSV:
+    """Lower the kernel as the accelerator does (:func:`lower_accel_kernel`, ``route`` default
+    :data:`KERNEL_ROUTE`; stage dumps under ``work_dir``, default ``sv_dir/../requant``) and
+    emit the store engine with it into ``sv_dir``."""
+    from .rtl_lib.store_engine import check_config
+
+    check_config(config)
+    sv_dir = Path(sv_dir)
+    work_dir = Path(work_dir) if work_dir is not None else sv_dir.parent / "requant"
+    k, lowered = lower_accel_kernel(requant_kernel(config), work_dir, route or KERNEL_ROUTE)
+    return emit_module(None, sv_dir, prepare=store_engine_prepare(config, lowered, k))
+
+
+def vector_engine_prepare(config: AccelConfig, lowered, max_run: int = MAX_RUN, kernels=None):
+    """``emit_module``'s ``prepare`` hook: import the two lowered kernels (``lowered``: what
+    ``build_kernel`` returned for each of ``kernels``, default :func:`vector_kernels`
+    ``(config, max_run)``, in that order) and build the vector engine on them. A bigger design
+    calls ``stream_module`` the same way."""
+    from .lowering.stream import stream_module
+    from .rtl_lib.vector_engine import make_vector_engine
+
+    def prepare(system):
+        ks = kernels or vector_kernels(config, max_run)
+        add_cls, max_cls = (stream_module(system, k, lo) for k, lo in zip(ks, lowered))
+        return make_vector_engine(config, add_cls, max_cls)
+
+    return prepare
+
+
+def emit_vector_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None = None,
+                       max_run: int = MAX_RUN, route: str | None = None) -> EmittedSV:
+    """Lower the two kernels as the accelerator does (:func:`lower_accel_kernel`, ``route``
+    default :data:`KERNEL_ROUTE`; stage dumps under ``work_dir/<kernel name>``, default
+    ``sv_dir/../vec_kernels``) and emit ``vector_engine_w{W}`` with them into ``sv_dir``."""
+    sv_dir = Path(sv_dir)
+    work_dir = Path(work_dir) if work_dir is not None else sv_dir.parent / "vec_kernels"
+    pairs = [lower_accel_kernel(k, work_dir / k.name, route or KERNEL_ROUTE)
+             for k in vector_kernels(config, max_run)]
+    return emit_module(None, sv_dir, prepare=vector_engine_prepare(
+        config, [lo for _, lo in pairs], max_run, [k for k, _ in pairs]))
