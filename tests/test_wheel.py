@@ -3,9 +3,12 @@ simulates the default model bit-exactly.
 
 The wheel is built (``pip wheel --no-deps --no-build-isolation``) from a copy of the project's
 pyproject.toml, README and package folders (building writes ``build/`` and ``*.egg-info`` next
-to the sources, never into the checkout) by a fresh venv (``--system-site-packages
---without-pip``: the system's pip, setuptools and the project's dependencies, nothing of the
-environment running the tests, whose editable install must not shadow the wheel).
+to the sources, never into the checkout) by a fresh venv (``--without-pip``) that sees the site-packages of the interpreter running the
+tests through a ``.pth`` file: their pip, setuptools and the project's dependencies are
+importable, but the ``.pth`` files there are not run, so the editable install of the checkout
+(a finder that a ``.pth`` file installs) cannot shadow the wheel. This works whether the tests
+run in the system interpreter or in a venv of their own (``--system-site-packages`` would see
+only the base interpreter's packages).
 """
 
 from __future__ import annotations
@@ -66,9 +69,12 @@ def venv_and_wheel(tmp_path_factory):
     for d in set(PACKAGE_DIRS.values()):
         shutil.copytree(ROOT / d, src / d, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     venv = base / "venv"
-    _run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv],
-         base, _env(venv))
+    _run([sys.executable, "-m", "venv", "--without-pip", venv], base, _env(venv))
     py = venv / "bin" / "python"
+    own = _run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+               base, _env(venv)).stdout.strip()
+    host = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (Path(own) / "_host_site.pth").write_text("".join(f"{p}\n" for p in host))
     env = _env(venv)
     _run([py, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
           base / "dist", src], base, env)
