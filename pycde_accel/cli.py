@@ -26,7 +26,7 @@ from .errors import UserError
 EPILOG = """examples:
   python -m pycde_accel gen                      # default model, SV into build/
   python -m pycde_accel gen mlp --array 8x8 --out out/mlp
-  python -m pycde_accel gen my_model.py:build --out out/mine
+  python -m pycde_accel gen examples/lenet5.py:build --out out/lenet   # a model file's function
   python -m pycde_accel sim examples/lenet5.py --out out/lenet     # Verilator, bit-exact check
   python -m pycde_accel synth --target ecp5-85f --out out/mlp      # Yosys + nextpnr
   python -m pycde_accel report --out out/mlp     # report.md/.html: cycles, roofline, resources
@@ -71,7 +71,7 @@ Vivado/Quartus targets write project scripts into DIR/vivado/ or DIR/quartus/.
 
 examples:
   python -m pycde_accel synth --target ecp5-85f --out out/default
-  python -m pycde_accel synth --array 2x2 --target ecp5-25f --out out/small
+  python -m pycde_accel synth --array 4x4 --target ecp5-25f --out out/small
   python -m pycde_accel synth --target xc7a100t     # Vivado Tcl + XDC, no Vivado needed
 """
 
