@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from pycde_accel.config import AccelConfig
+from pycde_accel.errors import UserError
 
 from .devices import get_device
 from .fit import check_fit
@@ -66,19 +67,27 @@ def synth_model(model: str | None, out: Path, config: AccelConfig, *, seed: int 
     check_out(out, model=spec)
     progress(f"frontend: export, quantize and check {flow.model_label(model)}")
     fe = flow.frontend_result(model, seed)
-    # gen and synthesis in one staging folder: the output appears with both, or not at all
+    # gen and synthesis in one staging folder: the output appears with both, or not at all;
+    # a tool that fails still gets the output, with the log its error names
+    failed = None
     with staged_output(out, model=spec) as stage:
         flow.write_gen(fe, stage, config, progress=progress)
         files = read_filelist(stage / "sv")
         top = design_top(stage, files)
         if device.open_flow:
             work = stage / SYNTH_DIR
-            report = synthesize(files, top, device, work, config=config, progress=progress)
-            written = [work / "report.json", work / "report.md"]
+            report, written = None, []
+            try:
+                report = synthesize(files, top, device, work, config=config, progress=progress)
+                written = [work / "report.json", work / "report.md"]
+            except UserError as e:
+                failed = e
         else:
             report = None
             written = write_vendor_project(files, top, device, stage, clock_mhz=config.clock_mhz)
         written = [out / p.relative_to(stage) for p in written]
+    if failed is not None:
+        raise UserError(str(failed).replace(str(stage), str(out)), failed.exit_code)
     return SynthOutput(top, report, written)
 
 

@@ -44,6 +44,8 @@ cycles per layer (core busy / stalled / other; the perf model's prediction when 
 roofline chart (compute and bandwidth bounds, one point per layer) and resources against the
 target's capacity (DIR/synth/report.json from 'synth' when present, for the same config; its
 target is taken when --target is not given; else the fit estimate).
+Without MODEL, the model of the design DIR holds (DIR/design.json, else DIR/sim/result.json;
+a model file is looked for where its spec says), else the built-in default.
 Exit status 0 only when the simulation is bit-exact.
 
 examples:
@@ -277,11 +279,33 @@ def _read_json(path: Path) -> dict | None:
         return None
 
 
+def _held_model(out: Path) -> str | None:
+    """The spec of the model whose design or simulation ``out`` holds (design.json, else
+    sim/result.json), as a spec this process can load; None when ``out`` holds none. A model
+    file that is not where the spec says is a UserError (the spec keeps the file name only)."""
+    from .frontend import models
+    from .frontend.loader import split_spec
+    design = _read_json(out / "design.json") or {}
+    spec = (design.get("model") or {}).get("spec") if isinstance(design.get("model"), dict) else None
+    if not spec:
+        spec = (_read_json(out / "sim" / "result.json") or {}).get("model")
+    if not isinstance(spec, str) or not spec:
+        return None
+    if spec in models.BUILTINS or Path(split_spec(spec)[0]).is_file():
+        return spec
+    raise UserError(f"--out {out} holds a design of the model {spec!r}, which is not a built-in "
+                    f"and not a file here: name its model file (report path/to/"
+                    f"{split_spec(spec)[0]} --out {out})")
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from . import report
     from .outdir import staged_output
     cfg = config_from_args(args)
     out = _check_out(args)
+    if args.model is None:
+        # no MODEL: the model of the design --out holds (else the built-in default)
+        args.model = _held_model(out)
     synth = _read_json(out / "synth" / "report.json")
     if synth and not args.target and isinstance(synth.get("config"), dict) \
             and synth["config"] == cfg.replace(target=synth["config"].get("target")).to_dict():
