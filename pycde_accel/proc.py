@@ -133,11 +133,12 @@ def descendants(pid: int | None = None) -> list[int]:
     return [p for p in found if state.get(p) != "Z"]
 
 
-def end_descendants(grace: float = GRACE_S) -> None:
-    """SIGTERM every descendant (and the process groups they lead), then SIGKILL what is left."""
+def end_descendants(grace: float = GRACE_S, spare: frozenset[int] = frozenset()) -> None:
+    """SIGTERM every descendant but those in ``spare`` (and the process groups they lead), then
+    SIGKILL what is left."""
     me = os.getpgrp()
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = descendants()
+        pids = [p for p in descendants() if p not in spare]
         if not pids:
             return
         groups = {g for p, _pp, g, _st in _processes() if p in pids and g != me}
@@ -148,7 +149,7 @@ def end_descendants(grace: float = GRACE_S) -> None:
                 os.kill(p, sig)
         if sig == signal.SIGTERM:
             deadline = time.monotonic() + grace
-            while time.monotonic() < deadline and descendants():
+            while time.monotonic() < deadline and set(descendants()) - spare:
                 _reap()
                 time.sleep(0.05)
     _reap()
@@ -175,17 +176,19 @@ def _set_subreaper(on: bool) -> bool:
 
 @contextlib.contextmanager
 def guard() -> Iterator[None]:
-    """Run the block so that SIGINT/SIGTERM end every child process first and then raise
-    ``KeyboardInterrupt``; any exception leaving the block ends the children still running.
+    """Run the block so that SIGINT/SIGTERM end every child process started in it first and then
+    raise ``KeyboardInterrupt``; any exception leaving the block ends those still running.
     Only in the main thread (elsewhere the block just runs)."""
     import threading
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
+    spare = frozenset(descendants())    # what ran before the block is not the block's
+
     def on_signal(signum, _frame):
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not cut the cleanup
-        end_descendants()
+        end_descendants(spare=spare)
         raise KeyboardInterrupt
 
     reaper = _set_subreaper(True)
@@ -193,7 +196,7 @@ def guard() -> Iterator[None]:
     try:
         yield
     except BaseException:
-        end_descendants()
+        end_descendants(spare=spare)
         raise
     finally:
         for s, h in old.items():

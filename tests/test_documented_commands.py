@@ -120,9 +120,11 @@ def _is_slow(cmd: str) -> bool:
     for part in cmd.split("&&"):
         words = part.split()[3:]
         sub = words[0] if words else "--help"
+        if "--help" in words:
+            continue
         if sub in ("sim", "report", "dse"):
             return True
-        if sub == "synth" and "--help" not in words:
+        if sub == "synth":
             target = words[words.index("--target") + 1] if "--target" in words else "ecp5-85f"
             if get_device(target).open_flow:
                 return True
