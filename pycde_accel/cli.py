@@ -6,6 +6,13 @@ post-op kernels' lowering route, ``config.schedule``), ``--seed`` and ``--debug`
 returns the wrong types or uses an unsupported op; ``--array 0x8``; an unknown target; an
 unwritable ``--out``) is one ``error:`` line on stderr, exit code 2, and no output folder.
 
+Output folders (:mod:`pycde_accel.outdir`): every command that writes builds its output in a
+staging folder and moves it into place whole; a model is loaded and compiled before anything is
+created; only an earlier output of this tool (its ``.pycde-accel`` marker) or an empty folder is
+replaced, and ``.``, ``..``, ``""``, home, root, the repository and the model's folder are refused.
+An interrupt (SIGINT, SIGTERM) ends every child process (:func:`pycde_accel.proc.guard`), leaves
+``--out`` as it was and exits 130.
+
 MODEL is ``path/to/file.py[:function]`` (the function, default ``build``, returns
 ``(torch.nn.Module, tuple_of_example_tensors)``) or a built-in name; no MODEL means the built-in
 default. Errors the user can fix are one line on stderr and a non-zero exit; ``--debug`` shows
