@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from pycde_accel.errors import UserError
+from pycde_accel.proc import ending, spawn
 
 #: tool name -> (module, function taking argv) of its YoWASP package.
 _ENTRY = {
@@ -46,12 +47,12 @@ def run_tool(tool: str, args: list[str], cwd: Path, log_name: str,
     phases = phases or {}
     with open(log, "wb") as fh:
         try:
-            proc = subprocess.Popen([sys.executable, "-c", code, *args], cwd=cwd,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL)
+            # a process group of its own, ended if this process is interrupted
+            proc = spawn([sys.executable, "-c", code, *args], cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         except OSError as e:  # pragma: no cover - the interpreter itself missing
             raise UserError(f"{tool}: cannot start ({e})") from e
-        try:
+        with ending(proc):
             assert proc.stdout is not None
             for raw in proc.stdout:
                 fh.write(raw)
@@ -62,10 +63,7 @@ def run_tool(tool: str, args: list[str], cwd: Path, log_name: str,
                             progress(f"{tool}: {msg}")
                             break
             proc.wait()
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
+            proc.stdout.close()
     if proc.returncode != 0:
         full = cwd / tool_log if tool_log and (cwd / tool_log).is_file() else log
         err = first_error(full, strict=full != log)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from ..proc import run as run_child
 
 
 @dataclass(frozen=True)
@@ -219,7 +220,7 @@ def _run_stage(stage: Stage, tag: str, src: Path, ir_dir: Path, generic: bool,
     env = dict(os.environ)
     env.setdefault("PYTHONHASHSEED", "0")
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        proc = run_child(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired as e:
         last = _last_pass(e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or ""))
         raise _fail(ir_dir, tag, stage, src, sv_path and sv_path.name,

@@ -6,6 +6,13 @@ post-op kernels' lowering route, ``config.schedule``), ``--seed`` and ``--debug`
 returns the wrong types or uses an unsupported op; ``--array 0x8``; an unknown target; an
 unwritable ``--out``) is one ``error:`` line on stderr, exit code 2, and no output folder.
 
+Output folders (:mod:`pycde_accel.outdir`): every command that writes builds its output in a
+staging folder and moves it into place whole; a model is loaded and compiled before anything is
+created; only an earlier output of this tool (its ``.pycde-accel`` marker) or an empty folder is
+replaced, and ``.``, ``..``, ``""``, home, root, the repository and the model's folder are refused.
+An interrupt (SIGINT, SIGTERM) ends every child process (:func:`pycde_accel.proc.guard`), leaves
+``--out`` as it was and exits 130.
+
 MODEL is ``path/to/file.py[:function]`` (the function, default ``build``, returns
 ``(torch.nn.Module, tuple_of_example_tensors)``) or a built-in name; no MODEL means the built-in
 default. Errors the user can fix are one line on stderr and a non-zero exit; ``--debug`` shows
@@ -26,7 +33,7 @@ from .errors import UserError
 EPILOG = """examples:
   python -m pycde_accel gen                      # default model, SV into build/
   python -m pycde_accel gen mlp --array 8x8 --out out/mlp
-  python -m pycde_accel gen my_model.py:build --out out/mine
+  python -m pycde_accel gen examples/lenet5.py:build --out out/lenet   # a model file's function
   python -m pycde_accel sim examples/lenet5.py --out out/lenet     # Verilator, bit-exact check
   python -m pycde_accel synth --target ecp5-85f --out out/mlp      # Yosys + nextpnr
   python -m pycde_accel report --out out/mlp     # report.md/.html: cycles, roofline, resources
@@ -44,6 +51,8 @@ cycles per layer (core busy / stalled / other; the perf model's prediction when 
 roofline chart (compute and bandwidth bounds, one point per layer) and resources against the
 target's capacity (DIR/synth/report.json from 'synth' when present, for the same config; its
 target is taken when --target is not given; else the fit estimate).
+Without MODEL, the model of the design DIR holds (DIR/design.json, else DIR/sim/result.json;
+a model file is looked for where its spec says), else the built-in default.
 Exit status 0 only when the simulation is bit-exact.
 
 examples:
@@ -71,7 +80,7 @@ Vivado/Quartus targets write project scripts into DIR/vivado/ or DIR/quartus/.
 
 examples:
   python -m pycde_accel synth --target ecp5-85f --out out/default
-  python -m pycde_accel synth --array 2x2 --target ecp5-25f --out out/small
+  python -m pycde_accel synth --array 4x4 --target ecp5-25f --out out/small
   python -m pycde_accel synth --target xc7a100t     # Vivado Tcl + XDC, no Vivado needed
 """
 
@@ -203,52 +212,67 @@ def config_from_args(args: argparse.Namespace) -> AccelConfig:
     return cfg.validate()
 
 
-def _writable_out(out: Path) -> None:
-    """UserError (before any work) if ``out`` cannot be created or written; creates nothing."""
-    import os
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out}: exists and is not a folder")
-    probe = out
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise UserError(f"--out {out}: cannot write there ({probe} is not a writable folder)")
+def _check_out(args: argparse.Namespace) -> Path:
+    """Refuse a dangerous or unwritable ``--out`` before any work (outdir.check_out: the empty
+    string, the current folder or one holding it, home, root, the repository, the model
+    file's folder, a folder of the user's own files); creates nothing."""
+    from .outdir import check_out
+    check_out(args.out, model=getattr(args, "model", None))
+    return Path(args.out)
+
+
+def _retarget(err: UserError, stage: Path, out: Path) -> UserError:
+    """``err`` with the staging folder's path in its message replaced by the output's."""
+    return UserError(str(err).replace(str(stage), str(out)), err.exit_code)
 
 
 def _cmd_gen(args: argparse.Namespace) -> int:
     from . import flow
-    _writable_out(Path(args.out))
-    out = flow.gen(args.model, Path(args.out), config_from_args(args), seed=args.seed,
-                   progress=_progress)
+    cfg = config_from_args(args)
+    out = _check_out(args)
+    flow.gen(args.model, out, cfg, seed=args.seed, progress=_progress)
     print(flow.summary(out))
     return 0
 
 
-def _simulate(args: argparse.Namespace, cfg: AccelConfig, out: Path, fe=None):
-    """Frontend (unless ``fe``), then the whole accelerator in Verilator into ``out/sim``; the
-    model's errors come before ``out`` is created."""
+def _model_first(args: argparse.Namespace, cfg: AccelConfig):
+    """Frontend and back end of the command's model, before anything is created: a model (or
+    a model/config pair) that cannot be built is refused here. Returns (fe, compiled)."""
     from . import frontend
-    from .simulate import simulate
-    if not 0.0 <= args.axi_pause < 1.0:
+    from .backend import compile_program
+    if not 0.0 <= getattr(args, "axi_pause", 0.0) < 1.0:
         raise UserError(f"--axi-pause must be in [0, 1), got {args.axi_pause}")
-    _writable_out(out)
-    if fe is None:
-        _progress(f"frontend: export and quantize {args.model or 'the default model'}")
-        fe = frontend.run(args.model, seed=args.seed, eval_batches=1)
+    _progress(f"frontend: export and quantize {args.model or 'the default model'}")
+    fe = frontend.run(args.model, seed=args.seed, eval_batches=1)
+    _progress(f"back end: commands for the {cfg.array} array")
+    return fe, compile_program(fe, cfg)
+
+
+def _simulate_into(args: argparse.Namespace, cfg: AccelConfig, folder: Path, fe, compiled):
+    """The whole accelerator in Verilator into ``folder/sim`` (``sim/result.json``); returns
+    (SimResult or None, the UserError of a failed simulation or None). A failed simulation
+    keeps its logs: the caller still moves the output into place, then raises."""
+    from .simulate import simulate
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UserError(f"--out {out}: cannot write there ({e.strerror})") from None
-    r = simulate(fe, cfg, out / "sim", axi_pause=args.axi_pause, seed=args.seed, waves=args.waves,
-                 progress=_progress)
-    (out / "sim" / "result.json").write_text(json.dumps(r.to_dict(), indent=2) + "\n")
-    return r
+        r = simulate(fe, cfg, folder / "sim", axi_pause=args.axi_pause, seed=args.seed,
+                     waves=args.waves, progress=_progress, compiled=compiled)
+    except UserError as e:
+        return None, e
+    (folder / "sim" / "result.json").write_text(json.dumps(r.to_dict(), indent=2) + "\n")
+    return r, None
 
 
 def _cmd_sim(args: argparse.Namespace) -> int:
+    from .outdir import staged_output
     from .simulate import report_lines
     cfg = config_from_args(args)
-    r = _simulate(args, cfg, Path(args.out))
+    out = _check_out(args)
+    fe, compiled = _model_first(args, cfg)
+    # the earlier output's other files (gen's, synth's) stay; sim/ is this run's
+    with staged_output(out, model=args.model, update=True, drop=("sim",)) as stage:
+        r, failed = _simulate_into(args, cfg, stage, fe, compiled)
+    if failed:
+        raise _retarget(failed, stage, out)
     print(f"{r.model} on the {cfg.array} accelerator ({cfg.axi_data_width}-bit AXI), Verilator:")
     for line in report_lines(r):
         print(line)
@@ -262,33 +286,63 @@ def _read_json(path: Path) -> dict | None:
         return None
 
 
+def _held_model(out: Path) -> str | None:
+    """The spec of the model whose design or simulation ``out`` holds (design.json, else
+    sim/result.json), as a spec this process can load; None when ``out`` holds none. A model
+    file that is not where the spec says is a UserError (the spec keeps the file name only)."""
+    from .frontend import models
+    from .frontend.loader import split_spec
+    design = _read_json(out / "design.json") or {}
+    spec = (design.get("model") or {}).get("spec") if isinstance(design.get("model"), dict) else None
+    if not spec:
+        spec = (_read_json(out / "sim" / "result.json") or {}).get("model")
+    if not isinstance(spec, str) or not spec:
+        return None
+    if spec in models.BUILTINS or Path(split_spec(spec)[0]).is_file():
+        return spec
+    raise UserError(f"--out {out} holds a design of the model {spec!r}, which is not a built-in "
+                    f"and not a file here: name its model file (report path/to/"
+                    f"{split_spec(spec)[0]} --out {out})")
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
-    from . import frontend, report
-    from .backend import compile_program
+    from . import report
+    from .outdir import staged_output
     cfg = config_from_args(args)
-    out = Path(args.out)
-    _writable_out(out)
+    out = _check_out(args)
+    if args.model is None:
+        # no MODEL: the model of the design --out holds (else the built-in default)
+        args.model = _held_model(out)
     synth = _read_json(out / "synth" / "report.json")
     if synth and not args.target and isinstance(synth.get("config"), dict) \
             and synth["config"] == cfg.replace(target=synth["config"].get("target")).to_dict():
         cfg = cfg.replace(target=synth["config"]["target"])      # the target 'synth' ran for
     if synth and synth.get("config") != cfg.to_dict():
         synth = None                                              # another config: estimate
-    _progress(f"frontend: export and quantize {args.model or 'the default model'}")
-    fe = frontend.run(args.model, seed=args.seed, eval_batches=1)
+    fe, compiled = _model_first(args, cfg)
     sim = None
     prev = _read_json(out / "sim" / "result.json")
     if prev and not args.waves and not args.axi_pause and prev.get("model") == fe.model.spec \
             and prev.get("config") == cfg.to_dict():
         sim = prev
         _progress(f"reusing the simulation in {out / 'sim' / 'result.json'}")
-    if sim is None:
-        sim = _simulate(args, cfg, out, fe).to_dict()
-    predicted = None
-    if not all(l.get("predicted_cycles") is not None for l in sim["layers"]):
-        predicted = report.predicted_cycles(compile_program(fe, cfg), cfg)
-    rep = report.build(sim, cfg, predicted=predicted, synth=synth)
-    for path in rep.write(out):
+    drop = ("report.json", "report.md", "report.html", report.CHART_CYCLES, report.CHART_ROOFLINE)
+    failed = None
+    # the earlier output (gen's, synth's, a reused sim/) is carried into the new one
+    with staged_output(out, model=args.model, update=True,
+                       drop=drop + (() if sim is not None else ("sim",))) as stage:
+        if sim is None:
+            r, failed = _simulate_into(args, cfg, stage, fe, compiled)
+            sim = r.to_dict() if r is not None else None
+        if sim is not None:
+            predicted = None
+            if not all(l.get("predicted_cycles") is not None for l in sim["layers"]):
+                predicted = report.predicted_cycles(compiled, cfg)
+            rep = report.build(sim, cfg, predicted=predicted, synth=synth)
+            written = [out / p.relative_to(stage) for p in rep.write(stage)]
+    if failed:
+        raise _retarget(failed, stage, out)
+    for path in written:
         print(f"wrote {path}")
     print(f"{sim['model']} on {cfg.array}: {sim['total_cycles']} cycles, bit-exact: "
           f"{'yes' if sim['bit_exact'] else 'NO'}")
@@ -298,8 +352,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_synth(args: argparse.Namespace) -> int:
     from .fpga import project
     cfg = config_from_args(args)
-    _writable_out(Path(args.out))
-    result = project.synth_model(args.model, Path(args.out), cfg, seed=args.seed, progress=_progress)
+    out = _check_out(args)
+    result = project.synth_model(args.model, out, cfg, seed=args.seed, progress=_progress)
     if result.report is not None:
         print(project.summary(result.report))
     for path in result.written:
@@ -309,29 +363,35 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
 def _cmd_ir(args: argparse.Namespace) -> int:
     from .lowering import inspect_ir
+    from .outdir import staged_output
     if args.list or not args.stage:
         print(inspect_ir.list_stages(args.schedule, kernel=args.kernel is not None))
         return 0
-    sys.stdout.write(inspect_ir.stage_text(Path(args.out), args.stage, model=args.model,
-                                           kernel=args.kernel, schedule=args.schedule,
-                                           seed=args.seed))
+    out = _check_out(args)
+    # the stages already built in --out are reused (and kept), new ones added
+    with staged_output(out, model=args.model, update=True) as stage:
+        text = inspect_ir.stage_text(stage, args.stage, model=args.model, kernel=args.kernel,
+                                     schedule=args.schedule, seed=args.seed)
+    sys.stdout.write(text)
     return 0
 
 
 def _cmd_dse(args: argparse.Namespace) -> int:
     from . import dse
     from .fpga import get_device
+    from .outdir import staged_output
     device = get_device(args.target)
-    out = Path(args.out)
-    _writable_out(out)
+    out = _check_out(args)
     if args.top < 1 or args.confirm < 0 or (args.jobs is not None and args.jobs < 1):
         raise UserError("dse: --top and --jobs must be >= 1, --confirm >= 0")
     configs = dse.space(rows=args.rows, cols=args.cols, axi=args.axi, spad=args.spad,
                         spad_c=args.spad_c, target=device.name)
-    res = dse.run_dse(args.model, device.name, out, configs=configs, confirm_n=args.confirm,
-                      synth=args.synth, seed=args.seed, jobs=args.jobs, progress=_progress)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "dse.json").write_text(json.dumps(res.to_dict(), indent=1) + "\n")
+    with staged_output(out, model=args.model) as stage:
+        res = dse.run_dse(args.model, device.name, stage, configs=configs,
+                          confirm_n=args.confirm, synth=args.synth, seed=args.seed,
+                          jobs=args.jobs, progress=_progress)
+        text = json.dumps(res.to_dict(), indent=1) + "\n"
+        (stage / "dse.json").write_text(text.replace(str(stage), str(out)))
     for line in dse.table_lines(res, args.top):
         print(line)
     print(f"wrote {out / 'dse.json'}")
@@ -355,8 +415,12 @@ COMMANDS = {"gen": _cmd_gen, "sim": _cmd_sim, "synth": _cmd_synth, "ir": _cmd_ir
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from . import proc
     try:
-        return COMMANDS[args.command](args)
+        # children end with the command: an interrupt ends them all, then the staged output
+        # is removed on the way out
+        with proc.guard():
+            return COMMANDS[args.command](args)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code

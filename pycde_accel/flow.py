@@ -1,7 +1,8 @@
 """The compiler driver: model spec + config -> output folder (DESIGN.md "Output directory").
 
 Each step is a function of the previous step's result; ``gen`` strings them together and writes
-everything through :func:`pycde_accel.outdir.staged_output`, so a failure leaves no output.
+everything through :func:`pycde_accel.outdir.staged_output`, so a failure leaves no output
+(and only a folder this tool wrote is ever replaced).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from .config import AccelConfig
-from .outdir import staged_output
+from .outdir import MARKER, check_out, staged_output
 
 Progress = Callable[[str], None]
 
@@ -44,29 +45,39 @@ def gen(model, out: Path, config: AccelConfig, *, seed: int = 0,
         progress: Progress = _quiet) -> Path:
     """Generate the accelerator for ``model`` (see :func:`frontend_result`) into ``out``;
     return ``out``. Writes design.json, dram.bin, weights.npz, ir/, sv/ and host/
-    (:mod:`pycde_accel.hostgen`)."""
-    from . import frontend, hostgen
-
+    (:mod:`pycde_accel.hostgen`). The model is loaded and checked before anything is created;
+    ``out`` appears whole or not at all (:func:`pycde_accel.outdir.staged_output`)."""
     config.validate()
-    with staged_output(out) as stage:
-        progress(f"frontend: export, quantize and check {model_label(model)}")
-        fe = frontend_result(model, seed)
-        front = frontend.write(fe, stage)
-        from .backend import compile_program
-        progress(f"back end: tiling the layers onto the {config.array} array, DRAM image")
-        compiled = compile_program(fe, config)
-        (stage / "dram.bin").write_bytes(compiled.image)
-        from . import assemble as emit
-        from .rtl_lib.axil_csr import default_csr_map
-        progress(f"emitting the accelerator ({config.array} array, post-op kernels through CIRCT, "
-                 f"{config.schedule} schedule)")
-        emitted = emit.emit_accelerator(config, stage / "sv", kernel_dir=stage / "ir" / "kernels")
-        csr = default_csr_map(config.axi_addr_width, config.axil_data_width)
-        hostgen.write(stage / "host", config, compiled, fe.quantized.scales, csr, fe.model.spec)
-        design = {"config": config.to_dict(), "top": emitted.top, **front,
-                  "csr_map": csr.to_dict(), "program": compiled.to_json()}
-        (stage / "design.json").write_text(json.dumps(design, indent=2, sort_keys=True) + "\n")
+    spec = model if isinstance(model, str) else None
+    check_out(out, model=spec)
+    progress(f"frontend: export, quantize and check {model_label(model)}")
+    fe = frontend_result(model, seed)
+    with staged_output(out, model=spec) as stage:
+        write_gen(fe, stage, config, progress=progress)
     return out
+
+
+def write_gen(fe, folder: Path, config: AccelConfig, *, progress: Progress = _quiet) -> dict:
+    """``gen``'s files for frontend result ``fe`` into ``folder`` (a staging folder); return
+    design.json's content."""
+    from . import frontend, hostgen
+    from .backend import compile_program
+
+    front = frontend.write(fe, folder)
+    progress(f"back end: tiling the layers onto the {config.array} array, DRAM image")
+    compiled = compile_program(fe, config)
+    (folder / "dram.bin").write_bytes(compiled.image)
+    from . import assemble as emit
+    from .rtl_lib.axil_csr import default_csr_map
+    progress(f"emitting the accelerator ({config.array} array, post-op kernels through CIRCT, "
+             f"{config.schedule} schedule)")
+    emitted = emit.emit_accelerator(config, folder / "sv", kernel_dir=folder / "ir" / "kernels")
+    csr = default_csr_map(config.axi_addr_width, config.axil_data_width)
+    hostgen.write(folder / "host", config, compiled, fe.quantized.scales, csr, fe.model.spec)
+    design = {"config": config.to_dict(), "top": emitted.top, **front,
+              "csr_map": csr.to_dict(), "program": compiled.to_json()}
+    (folder / "design.json").write_text(json.dumps(design, indent=2, sort_keys=True) + "\n")
+    return design
 
 
 def summary(out: Path) -> str:
@@ -87,5 +98,5 @@ def summary(out: Path) -> str:
     lines.append(f"  sv/       {len(sv)} files, top {design.get('top', '?')} "
                  f"({design['config']['rows']}x{design['config']['cols']} array), filelist.f")
     lines.append("  also      design.json, " + ", ".join(
-        p.name for p in sorted(out.iterdir()) if p.name not in ("design.json", "sv")))
+        p.name for p in sorted(out.iterdir()) if p.name not in ("design.json", "sv", MARKER)))
     return "\n".join(lines)

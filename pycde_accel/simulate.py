@@ -126,13 +126,17 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
     (run_dir / "dram_in.bin").write_bytes(bytes(image))
     ab = config.axi_data_width // 8
     mem_size = 1 << max(16, (len(image) + 4095).bit_length())
-    plan = {"image": str(run_dir / "dram_in.bin"), "mem_size": mem_size,
+    # Paths in the plan are relative to run_dir, the folder every engine runs in (cocotb's
+    # test folder, the native harness's cwd): the plan stays valid when the output folder it
+    # was written into is moved into place. What goes on a command line or into the
+    # environment is absolute.
+    plan = {"image": "dram_in.bin", "mem_size": mem_size,
             "csr_map": default_csr_map(config.axi_addr_width, config.axil_data_width).to_dict(),
             "hw": {"rows": config.rows, "cols": config.cols, "axi_bytes": ab},
             "layers": [{k: l[k] for k in ("name", "cmd_addr", "cmd_count")} for l in layers],
             "reads": [{"name": "image", "addr": 0, "size": len(image)}],
             "axi_pause": axi_pause, "seed": seed, "stall_cycles": stall_cycles,
-            "result": str(run_dir / "result.json"), "dram_out": str(run_dir / "dram_out.bin"),
+            "result": "result.json", "dram_out": "dram_out.bin",
             "engine": engine}
     (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
     result = run_dir / "result.json"
@@ -144,7 +148,8 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
         res = fast.run_native(exe, run_dir / "plan.json")
         if "error" in res:
             raise UserError(f"simulation failed: {res['error']} (log: {run_dir / 'native.log'})")
-        return res["layers"], Path(res["reads"]["image"]).read_bytes()
+        return res["layers"], (run_dir / res["reads"]["image"]).read_bytes()
+    here = run_dir.resolve()
     try:
         if engine == "cocotb":
             progress("building the fast cocotb model (cached after the first build)")
@@ -152,20 +157,20 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
             progress(f"simulating {len(plan['layers'])} layers in Verilator (cocotb, RTL memory)")
             (run_dir / "dram_in.mem").write_bytes(fast.image_to_mem(bytes(image), ab))
             runner.run(fsim, "pycde_accel.sim.tb_accel_fast", run_dir, waves=waves,
-                       extra_env={"TB_ACCEL_PLAN": str(run_dir / "plan.json")},
-                       plusargs=[f"+DRAM_IN={run_dir / 'dram_in.mem'}",
-                                 f"+DRAM_OUT={plan['dram_out']}"])
+                       extra_env={"TB_ACCEL_PLAN": str(here / "plan.json")},
+                       plusargs=[f"+DRAM_IN={here / 'dram_in.mem'}",
+                                 f"+DRAM_OUT={here / plan['dram_out']}"])
         else:
             sim = runner.ensure_built(sim)
             progress(f"simulating {len(plan['layers'])} layers in Verilator (cocotb, AxiRam)")
             runner.run(sim, "pycde_accel.sim.tb_accel", run_dir, waves=waves,
-                       extra_env={"TB_ACCEL_PLAN": str(run_dir / "plan.json")})
+                       extra_env={"TB_ACCEL_PLAN": str(here / "plan.json")})
     except runner.SimFailure as e:
         why = json.loads(result.read_text()).get("error") if result.exists() else None
         raise UserError(f"simulation failed: {why or str(e).splitlines()[0]} "
                         f"(log: {run_dir / 'sim.log'})") from None
     res = json.loads(result.read_text())
-    return res["layers"], Path(res["reads"]["image"]).read_bytes()
+    return res["layers"], (run_dir / res["reads"]["image"]).read_bytes()
 
 
 def run_image(config: AccelConfig, compiled, image: bytes, work: Path, *, axi_pause: float = 0.0,
@@ -186,14 +191,17 @@ def run_image(config: AccelConfig, compiled, image: bytes, work: Path, *, axi_pa
 
 def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, seed: int = 0,
              waves: bool = False, stall_cycles: int = 20000, cache_root: Path | None = None,
-             sim=None, progress: Progress = _quiet, engine: str = "auto") -> SimResult:
-    """Simulate frontend result ``fe`` (``frontend.run``) on the accelerator for ``config``."""
+             sim=None, progress: Progress = _quiet, engine: str = "auto",
+             compiled=None) -> SimResult:
+    """Simulate frontend result ``fe`` (``frontend.run``) on the accelerator for ``config``
+    (``compiled``: ``backend.compile_program(fe, config)`` when the caller has it already)."""
     from .backend import compile_program
     from .frontend import evaluate, reference
 
     config.validate()
-    progress(f"back end: commands for the {config.array} array")
-    compiled = compile_program(fe, config)
+    if compiled is None:
+        progress(f"back end: commands for the {config.array} array")
+        compiled = compile_program(fe, config)
     qm = fe.quantized
     xs = [t.detach().double().numpy() for t in fe.model.example_inputs]
     xq = reference.quantize_inputs(qm, xs)

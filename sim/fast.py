@@ -58,6 +58,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import proc
 from ..errors import UserError
 from ..toolchain import setup_verilator_env
 from . import runner
@@ -322,8 +323,8 @@ def _verilate(root: Path, kind: str, sources: list[Path], main: Path, args: list
                    + [str(main)] + [str(s) for s in sources])
             log = bdir / "build.log"
             with open(log, "w") as fh:
-                p = subprocess.run(cmd, stdout=None if verbose else fh,
-                                   stderr=subprocess.STDOUT if not verbose else None)
+                p = proc.run(cmd, stdout=None if verbose else fh,
+                             stderr=subprocess.STDOUT if not verbose else None)
             if p.returncode != 0 or not (bdir / exe).exists():
                 raise runner.SimFailure(f"{kind} Verilator build of {TOP} failed; see {log}\n"
                                         f"{log.read_text()[-3000:]}")
@@ -434,21 +435,23 @@ def run_native(exe: NativeBuild | Path, plan_path: os.PathLike | str) -> dict:
     from .watchdog import StallError
 
     exe = exe.exe if isinstance(exe, NativeBuild) else Path(exe)
-    plan_path = Path(plan_path)
+    plan_path = Path(plan_path).resolve()
     plan = json.loads(plan_path.read_text())
-    result_path = Path(plan["result"])
-    run_dir = result_path.parent.resolve()  # the harness runs in run_dir: absolute paths only
+    # the plan's paths are relative to its own folder (or absolute); the harness gets them
+    # absolute, whatever folder it runs in
+    result_path = plan_path.parent / plan["result"]
+    run_dir = result_path.parent
     ab = plan["hw"]["axi_bytes"]
     mem_in = run_dir / "dram_in.mem"
-    mem_in.write_bytes(image_to_mem(Path(plan["image"]).read_bytes(), ab))
-    mem_out = Path(plan["dram_out"]).resolve()
+    mem_in.write_bytes(image_to_mem((plan_path.parent / plan["image"]).read_bytes(), ab))
+    mem_out = plan_path.parent / plan["dram_out"]
     mem_out.unlink(missing_ok=True)
     script = run_dir / "native_script.txt"
     script.write_text(native_script(plan))
     log = run_dir / "native.log"
     with open(log, "w") as fh:
-        p = subprocess.run([str(exe), str(script), f"+DRAM_IN={mem_in}", f"+DRAM_OUT={mem_out}"],
-                           stdout=fh, stderr=subprocess.STDOUT, cwd=run_dir)
+        p = proc.run([str(exe), str(script), f"+DRAM_IN={mem_in}", f"+DRAM_OUT={mem_out}"],
+                     stdout=fh, stderr=subprocess.STDOUT, cwd=run_dir)
     text = log.read_text()
     events, info = _parse_log(text)
     hw = plan["hw"]
@@ -477,7 +480,7 @@ def run_native(exe: NativeBuild | Path, plan_path: os.PathLike | str) -> dict:
             f = result_path.with_name(f"{result_path.name}.{r['name']}.bin")
             start = r["addr"] - lo * ab
             f.write_bytes(data[start:start + r["size"]])
-            out["reads"][r["name"]] = str(f)
+            out["reads"][r["name"]] = f.name     # relative to the result's folder
     if "cycles" in info:
         out["cycles"] = info["cycles"]
     result_path.write_text(json.dumps(out, indent=1))

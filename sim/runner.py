@@ -206,9 +206,10 @@ def default_cache_root() -> Path:
     ``~/.cache/pycde-accel/verilator`` (a build is keyed by a hash of its SV, so a stale entry is
     never used; delete the folder to reclaim the space)."""
     if os.environ.get("PYCDE_ACCEL_CACHE"):
-        return Path(os.environ["PYCDE_ACCEL_CACHE"])
+        return Path(os.path.abspath(os.environ["PYCDE_ACCEL_CACHE"]))
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pycde-accel" / "verilator"
+    # absolute: Verilator, make and cocotb run in other folders than this process
+    return Path(os.path.abspath(base)) / "pycde-accel" / "verilator"
 
 
 def pytest_cache_root(tmp_path_factory) -> Path:

@@ -1,6 +1,7 @@
 """``python -m pycde_accel synth``: target lookup, fit check first, report or vendor files.
 
-``flow.gen`` is replaced by one that writes the tiny design into ``out/sv``, so these tests
+``flow.write_gen`` is replaced by one that writes the tiny design into ``out/sv`` (and the
+frontend by nothing), so these tests
 check the synth wiring without depending on the frontend or the systolic core.
 """
 
@@ -16,16 +17,16 @@ from pycde_accel import cli, flow
 def fake_gen(monkeypatch, tiny_sv):
     calls = []
 
-    def gen(model, out, config, *, seed=0, progress=None):
+    def write_gen(fe, out, config, *, progress=None):
         calls.append(config)
         (out / "sv").mkdir(parents=True)
         for f in tiny_sv:
             shutil.copyfile(f, out / "sv" / f.name)
         (out / "sv" / "filelist.f").write_text("".join(f.name + "\n" for f in tiny_sv))
         (out / "design.json").write_text(json.dumps({"config": config.to_dict()}))
-        return out
 
-    monkeypatch.setattr(flow, "gen", gen)
+    monkeypatch.setattr(flow, "frontend_result", lambda model, seed=0: None)
+    monkeypatch.setattr(flow, "write_gen", write_gen)
     return calls
 
 
@@ -49,11 +50,11 @@ def test_fit_check_refuses_before_generating(capsys, fake_gen, tmp_path):
 
 def test_open_flow_writes_the_report_under_synth(capsys, fake_gen, tmp_path):
     out = tmp_path / "o"
-    assert cli.main(["synth", "--array", "2x2", "--target", "ecp5-85f", "--out", str(out)]) == 0
+    assert cli.main(["synth", "--array", "4x4", "--target", "ecp5-85f", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "DSP 1" in printed and "Fmax clk" in printed
     rep = json.loads((out / "synth" / "report.json").read_text())
-    assert rep["top"] == "TinyMac" and rep["config"]["rows"] == 2 and rep["target"] == "ecp5-85f"
+    assert rep["top"] == "TinyMac" and rep["config"]["rows"] == 4 and rep["target"] == "ecp5-85f"
     assert (out / "synth" / "report.md").is_file()
     assert fake_gen[0].target == "ecp5-85f"
 

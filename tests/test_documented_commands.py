@@ -1,0 +1,184 @@
+"""Every ``python -m pycde_accel ...`` command the README and the ``--help`` texts print runs as
+printed, in a fresh copy of the repository, from its root, and exits 0.
+
+Where the commands come from (parsed out of the text, never copied here):
+
+* README.md: every line of a ```` ```sh ```` block that runs ``python -m pycde_accel`` (the
+  ``pip install ... &&`` before the quick start is left to ``.ci/run``, which runs both quick-start
+  lines whole); one block is one scenario, its commands run in order in one copy, as a reader
+  would type them (the README's ``report`` reuses the ``synth`` above it). Inline code spans
+  that are whole commands, without placeholders (``[MODEL]``, ``DIR``, ``NAME``...), are a
+  scenario each; ``COMMAND`` stands for every subcommand.
+* ``--help`` of the program and of each subcommand: every line of its ``examples:`` section,
+  a scenario each (a line with ``&&`` runs whole).
+
+Each scenario gets its own copy of the files git tracks (``git ls-files``) and runs there
+through ``bash -c`` with the relative paths as written. ``python`` is this interpreter (its bin
+folder first on PATH). ``PYTHONSAFEPATH=1``: without it ``python -m pycde_accel`` run from the
+copy's root puts the copy's folder first on sys.path, so ``pycde_accel`` would be imported from
+the copy while the editable install's finder maps its subpackages (``pycde_accel.rtl_lib`` ->
+``rtl_lib/``, ``pycde_accel.sim``...) into the original checkout: two halves of two trees. With
+it the installed package is used for everything (as for a user with a non-editable install),
+and the copy only provides what the commands name: ``examples/``, and the folder they write
+into. Verilator builds are shared through the session's build cache (``PYCDE_ACCEL_CACHE``).
+
+Scenarios that simulate, synthesize with the open flow or explore (``sim``, ``report``,
+open-flow ``synth``, ``dse``) are slow; ``gen``, ``ir``, ``--help`` and vendor-script ``synth``
+run in the default set.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pycde_accel import cli
+from pycde_accel.fpga import get_device
+from pycde_accel.sim import runner
+
+REPO = Path(__file__).resolve().parents[1]
+PREFIX = "python -m pycde_accel"
+PLACEHOLDER = re.compile(r"\[|\||\b(MODEL|DIR|NAME|RxC|P|N)\b")
+
+
+def _commands_of_line(line: str) -> str | None:
+    """The ``python -m pycde_accel`` part of a shell line (comment and a leading ``pip
+    install ... &&`` dropped), or None."""
+    line = re.sub(r"\s+#.*$", "", line.strip())
+    parts = [p.strip() for p in line.split("&&")]
+    keep = [p for p in parts if p.startswith(PREFIX + " ") or p == PREFIX]
+    if not keep:
+        return None
+    assert all(p.startswith(PREFIX) or p.startswith("pip ") for p in parts), line
+    return " && ".join(keep)
+
+
+def readme_scenarios() -> list[tuple[str, list[str]]]:
+    text = (REPO / "README.md").read_text()
+    out = []
+    for i, block in enumerate(re.findall(r"```sh\n(.*?)```", text, re.S)):
+        cmds = [c for c in map(_commands_of_line, block.splitlines()) if c]
+        if cmds:
+            out.append((f"README block {i + 1}", cmds))
+    subcommands = sorted(_subparsers())
+    for span in re.findall(r"`([^`\n]+)`", text):
+        if not span.startswith(PREFIX + " "):
+            continue
+        rest = span[len(PREFIX):]
+        if not rest.startswith(" ") or rest.startswith(" ."):      # python -m pycde_accel.backend
+            continue
+        if "COMMAND" in span:
+            for sc in subcommands:
+                out.append((f"README `{span}`", [span.replace("COMMAND", sc)]))
+        elif not PLACEHOLDER.search(rest):
+            out.append((f"README `{span}`", [span]))
+    return out
+
+
+def _subparsers() -> dict:
+    parser = cli.build_parser()
+    for action in parser._actions:
+        if hasattr(action, "choices") and isinstance(action.choices, dict):
+            return action.choices
+    raise AssertionError("no subcommands")
+
+
+def help_scenarios() -> list[tuple[str, list[str]]]:
+    texts = {"--help": cli.build_parser().format_help()}
+    for name, sub in _subparsers().items():
+        texts[f"{name} --help"] = sub.format_help()
+    out = []
+    for where, text in texts.items():
+        lines = text.splitlines()
+        if "examples:" not in lines:
+            continue
+        for line in lines[lines.index("examples:") + 1:]:
+            if not line.strip():
+                break
+            cmd = _commands_of_line(line)
+            assert cmd, f"{where}: an example that is not a command: {line!r}"
+            out.append((where, [cmd]))
+    return out
+
+
+def _dedup(scenarios):
+    seen, out = set(), []
+    for where, cmds in scenarios:
+        key = tuple(cmds)
+        if key not in seen:
+            seen.add(key)
+            out.append((where, cmds))
+    return out
+
+
+def _is_slow(cmd: str) -> bool:
+    for part in cmd.split("&&"):
+        words = part.split()[3:]
+        sub = words[0] if words else "--help"
+        if "--help" in words:
+            continue
+        if sub in ("sim", "report", "dse"):
+            return True
+        if sub == "synth":
+            target = words[words.index("--target") + 1] if "--target" in words else "ecp5-85f"
+            if get_device(target).open_flow:
+                return True
+    return False
+
+
+SCENARIOS = _dedup(readme_scenarios() + help_scenarios())
+
+
+def _param(where, cmds):
+    slow = any(_is_slow(c) for c in cmds)
+    return pytest.param(cmds, id=f"{where}: {' ; '.join(cmds)}",
+                        marks=[pytest.mark.slow] if slow else [])
+
+
+def test_the_commands_were_found():
+    """The parsers found what the texts hold (a change of format must not empty the test)."""
+    readme = [c for _w, cmds in readme_scenarios() for c in cmds]
+    assert f"{PREFIX} gen" in readme
+    assert f"{PREFIX} sim examples/mlp.py --out out/mlp" in readme
+    assert f"{PREFIX} report examples/lenet5.py --out out/lenet" in readme
+    assert f"{PREFIX} sim --help" in readme
+    helps = {w for w, _c in help_scenarios()}
+    assert {"--help", "gen --help", "sim --help", "synth --help", "report --help",
+            "dse --help"} <= helps
+    assert len(SCENARIOS) >= 20
+
+
+def _copy_repo(dst: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for f in filter(None, files):
+        src = REPO / f
+        if src.is_file():
+            (dst / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst / f)
+
+
+@pytest.mark.parametrize("cmds", [_param(w, c) for w, c in SCENARIOS])
+def test_documented_command_runs_as_printed(cmds, tmp_path, tmp_path_factory):
+    root = tmp_path / "repo"
+    root.mkdir()
+    _copy_repo(root)
+    env = {**os.environ, "PYTHONSAFEPATH": "1",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYCDE_ACCEL_CACHE": str(runner.pytest_cache_root(tmp_path_factory))}
+    tracked = {p for p in root.rglob("*") if p.is_file()}
+    for cmd in cmds:
+        t0 = time.monotonic()
+        p = subprocess.run(["bash", "-c", cmd], cwd=root, env=env, capture_output=True,
+                           text=True, timeout=3600)
+        took = time.monotonic() - t0
+        print(f"exit {p.returncode} in {took:.1f} s: {cmd}")
+        assert p.returncode == 0, f"{cmd}: exit {p.returncode}\n{p.stderr[-3000:]}"
+    # nothing the repository holds was deleted or overwritten
+    assert all(f.is_file() for f in tracked)
+    assert "Traceback" not in p.stderr
