@@ -12,7 +12,7 @@ Public API::
 
 Modules: program (layer descriptors, binary/JSON), commands (command encoding, descriptor ->
 commands), tiling (GEMM tiling, loop order, traffic), layout (DRAM image, packing, placements),
-compile (the driver), executor (descriptor golden model), cmdexec (command golden model).
+compile (the driver and the ops' context; each op's lowering is in pycde_accel.ops), executor (descriptor golden model), cmdexec (command golden model).
 """
 
 from __future__ import annotations
