@@ -3,7 +3,7 @@
 ``python bench/layer.py [--m 256 --n 256 --k 256] [--array 8x8] [--axi 64]``
 
 C = requant(A @ B + bias) with random int8 A (M x K) and weights B (K x N), compiled by the
-back end (``backend.gemm_program``: A-stationary blocks as deep as the A scratchpad allows, B
+back end (``gemm_bench.gemm_program``: A-stationary blocks as deep as the A scratchpad allows, B
 panels streamed through the double-buffered B scratchpad) and run by the host driver on the
 Verilator model (no watchdog, no AXI pauses). The result is checked bit-exact against the
 integer reference. Bounds, from the same compiled program:
@@ -31,7 +31,7 @@ import numpy as np
 
 
 def main(argv=None) -> int:
-    from pycde_accel.backend.compile import gemm_program
+    from gemm_bench import gemm_program
     from pycde_accel.config import AccelConfig, parse_array
     from pycde_accel.simulate import run_image
 

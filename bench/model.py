@@ -5,7 +5,7 @@
 Every built-in model is compiled by the back end and run on the whole accelerator in Verilator
 (``simulate.simulate``: one Verilator build for the config, bit-exact check); next to each layer's
 measured cycles it prints the cycles ``pycde_accel.perfmodel`` predicts from the same command
-list, and the error. ``--gemm MxNxK`` adds single GEMM layers (``backend.gemm_program``, as
+list, and the error. ``--gemm MxNxK`` adds single GEMM layers (``gemm_bench.gemm_program``, as
 bench/layer.py runs them). Bound: every layer within 5%.
 
 The last stdout line is JSON: ``max_model_error_pct`` (over every layer), ``max_total_error_pct``
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
                          "error_pct": round(et, 3), "bit_exact": r.bit_exact}
             print(f"  {m:10} {'total':14} {'':8} {r.total_cycles:>10} {r.predicted_cycles:>10} "
                   f"{et:>+7.2f}%")
-        from pycde_accel.backend.compile import gemm_program
+        from gemm_bench import gemm_program
         for g in [g for g in args.gemm.split(",") if g]:
             M, N, K = (int(v) for v in g.lower().split("x"))
             b = gemm_program(cfg, M, N, K, seed=1)

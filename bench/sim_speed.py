@@ -4,7 +4,7 @@ Verilator-native harness, on one long GEMM layer, checked bit-exact against each
 ``python bench/sim_speed.py [--m 256 --n 256 --k 1024] [--array 8x8] [--axi 64] [--repeat 3]
 [--axiram]``
 
-The layer is ``backend.compile.gemm_program`` (as bench/layer.py). The default is a long run,
+The layer is ``gemm_bench.gemm_program`` (as bench/layer.py). The default is a long run,
 as the bound is stated for: 256x256x1024 on 8x8 is ~1.05M cycles, so the per-run costs
 (simulator start-up, the 16 MB memory model, image load and read back, ~25 ms natively) are a
 few percent of it; ``--k 256`` gives bench/layer.py's ~265k-cycle layer. Both fast engines
@@ -45,7 +45,7 @@ def _child_cpu() -> float:
 
 
 def main(argv=None) -> int:
-    from pycde_accel.backend.compile import gemm_program
+    from gemm_bench import gemm_program
     from pycde_accel.config import AccelConfig, parse_array
     from pycde_accel.sim import fast
     from pycde_accel.simulate import build_accelerator, run_layers

@@ -3,7 +3,8 @@
 The architecture puts every matmul-like layer (Linear, Conv2d, MatMul) on the systolic core;
 only the work around them goes through CIRCT. :func:`extract` walks the quantized graph
 (``pycde_accel.frontend.run(model).quantized``) and returns one :class:`~.kernels.Kernel` per
-piece of that work, with the node's shape and integer parameters:
+piece of that work, with the node's shape and integer parameters, as each op's ``postop`` hook
+(:mod:`pycde_accel.ops`) selects it; for the built-in ops:
 
 * Linear / Conv2d: ``requantize_pc`` of its int32 accumulator (``relu`` when a ReLU is fused):
   ``n`` = the output's element count; ``m0``/``shift`` are per output channel and streamed
@@ -23,7 +24,6 @@ the parameters as ``pycde_accel.*`` function attributes); that is the model rout
 
 from __future__ import annotations
 
-import math
 import re
 
 from . import kernels
@@ -33,53 +33,16 @@ def _ident(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
-def _ints(v) -> list[int]:
-    if v is None:
-        return []
-    try:
-        return [int(x) for x in v]
-    except TypeError:
-        return [int(v)]
-
-
 def extract(qm) -> list[tuple[kernels.Kernel, dict]]:
-    """(kernel, parameters) per post-op of the quantized model ``qm``, in graph order."""
-    from ..frontend import graph as g
-
+    """(kernel, parameters) per post-op of the quantized model ``qm``, in graph order (each
+    node's ``postop`` hook, :mod:`pycde_accel.ops`)."""
     out = []
     for node in qm.graph.nodes:
-        n = math.prod(node.shape)
-        lq = qm.layers.get(node.name)
-        base = _ident(node.name)
-        if isinstance(node, (g.Linear, g.Conv2d)):
-            kind = "requantize_relu_pc" if node.relu else "requantize_pc"
-            channels = int(node.shape[1])
-            stride = math.prod(node.shape[2:]) if isinstance(node, g.Conv2d) else 1
-            k = kernels.requantize(n, relu=node.relu, per_channel=True, name=f"{base}_{kind}")
-            params = {"m0": _ints(lq.m0), "shift": _ints(lq.shift), "channels": channels,
-                      "channel_stride": stride}
-        elif isinstance(node, g.MatMul):
-            kind = "requantize_relu" if node.relu else "requantize"
-            k = kernels.requantize(n, relu=node.relu, name=f"{base}_{kind}")
-            params = {"m0": _ints(lq.m0), "shift": _ints(lq.shift)}
-        elif isinstance(node, g.Add):
-            kind = "residual_add"
-            k = kernels.residual_add(n, lo=0 if node.relu else -128, hi=127, name=f"{base}_{kind}")
-            params = {"ma": [int(lq.ma)], "mb": [int(lq.mb)], "s": [int(lq.shift)]}
-        elif isinstance(node, g.MaxPool2d):
-            kind = "maxpool"
-            taps = int(node.kernel[0]) * int(node.kernel[1])
-            k = kernels.maxpool(n, k=taps, name=f"{base}_{kind}")
-            params = {"window": list(node.kernel), "stride": list(node.stride),
-                      "padding": list(node.padding)}
-        elif isinstance(node, g.ReLU):
-            kind = "clamp"
-            k = kernels.clamp(n, lo=0, hi=127, name=f"{base}_{kind}")
-            params = {}
-        else:
+        found = node.postop(qm.layers.get(node.name), _ident(node.name))
+        if found is None:
             continue
-        params = {"node": node.name, "kernel": kind, "shape": list(node.shape), **params}
-        out.append((k, params))
+        k, kind, params = found
+        out.append((k, {"node": node.name, "kernel": kind, "shape": list(node.shape), **params}))
     return out
 
 

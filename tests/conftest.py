@@ -7,13 +7,18 @@ process points it at a temporary folder removed at exit.
 Fixtures: ``model_file`` writes small model files (every supported op, an unsupported op, a
 dynamic shape) under tmp_path; ``fe_cache`` runs the frontend once per model spec and module;
 ``build_accel(cfg)`` emits the whole accelerator for ``cfg`` and returns its (lazily built,
-session-cached) Verilator build.
+session-cached) Verilator build. The ``bench/`` folder is on ``sys.path`` (``gemm_bench``).
 """
 
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import configuration
+
+# bench helpers the tests share (bench/gemm_bench.py: one standalone GEMM layer)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 _HYPOTHESIS_HOME = tempfile.TemporaryDirectory(prefix="pycde-accel-hypothesis-")
 configuration.set_hypothesis_home_dir(_HYPOTHESIS_HOME.name)

@@ -10,7 +10,7 @@ import pytest
 from pycde_accel import perfmodel
 from pycde_accel.backend import commands as C
 from pycde_accel.backend import compile_program
-from pycde_accel.backend.compile import gemm_program
+from gemm_bench import gemm_program
 from pycde_accel.config import AccelConfig
 from pycde_accel.simulate import report_lines, run_layers, simulate
 

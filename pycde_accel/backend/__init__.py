@@ -9,15 +9,14 @@ Public API::
     cp.output_placements[i].unpack_output(bytes) -> int8    # read .size bytes at .addr
     outputs, ex = cmdexec.run(cp, inputs_q)        # the commands, bit-exact with frontend.reference
     outputs, ex = executor.run(cp, inputs_q)       # the descriptors, likewise
-    bench = gemm_program(config, M, N, K, seed)    # one standalone GEMM layer + its bounds
 
 Modules: program (layer descriptors, binary/JSON), commands (command encoding, descriptor ->
 commands), tiling (GEMM tiling, loop order, traffic), layout (DRAM image, packing, placements),
-compile (the driver), executor (descriptor golden model), cmdexec (command golden model).
+compile (the driver and the ops' context; each op's lowering is in pycde_accel.ops), executor (descriptor golden model), cmdexec (command golden model).
 """
 
 from __future__ import annotations
 
-from .compile import CompiledProgram, GemmBench, compile_program, gemm_program
+from .compile import CompiledProgram, compile_program
 
-__all__ = ["CompiledProgram", "GemmBench", "compile_program", "gemm_program"]
+__all__ = ["CompiledProgram", "compile_program"]

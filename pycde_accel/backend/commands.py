@@ -258,20 +258,11 @@ class _Ctx:
 def compile_layer(d: P.Descriptor, cfg: AccelConfig) -> LayerCommands:
     """The command list of one layer descriptor (UserError when the layer cannot be expressed)."""
     x = _Ctx(cfg)
-    if isinstance(d, P.Gemm):
-        cmds = _gemm(d, x)
-        macs = d.batch * d.M * d.N * d.K
-    elif isinstance(d, P.MaxPool):
-        cmds, macs = _maxpool(d, x), 0
-    elif isinstance(d, P.Add):
-        cmds, macs = _eltwise(d, x, d.a_base, d.b_base, d.out_base, d.a_strides, d.b_strides,
-                              d.out_strides, d.ma, d.mb, d.shift, V_RELU if d.has(P.RELU) else 0), 0
-    elif isinstance(d, P.Relu):
-        cmds, macs = _eltwise(d, x, d.in_base, d.in_base, d.out_base, d.in_strides, d.in_strides,
-                              d.out_strides, 1, 0, 0, V_RELU), 0
-    else:
+    sched = SCHEDULERS.get(d.KIND)
+    if sched is None:
         raise _refuse(d, "a strided COPY cannot be expressed in accelerator commands (LOAD/VEC move "
                          "whole beats, nothing reorders bytes within a beat)")
+    cmds, macs = sched(d, x)
     for c in cmds:
         for f in _FIELDS16.get(type(c), ()):
             if not 0 <= getattr(c, f) < 1 << 16:
@@ -646,3 +637,15 @@ def _eltwise(d, x: _Ctx, a, b, out, sa, sb, so, ma, mb, shift, flags) -> list:
                  Load(DST_S, b + off * AB, nb, 1, 0, 0, 0, 0),
                  Vec(nb, 0, out + off * AB, ma, mb, shift, flags)]
     return cmds
+
+
+#: descriptor KIND -> scheduler: (descriptor, context) -> (commands, useful MACs)
+SCHEDULERS = {
+    "gemm": lambda d, x: (_gemm(d, x), d.batch * d.M * d.N * d.K),
+    "maxpool": lambda d, x: (_maxpool(d, x), 0),
+    "add": lambda d, x: (_eltwise(d, x, d.a_base, d.b_base, d.out_base, d.a_strides, d.b_strides,
+                                  d.out_strides, d.ma, d.mb, d.shift,
+                                  V_RELU if d.has(P.RELU) else 0), 0),
+    "relu": lambda d, x: (_eltwise(d, x, d.in_base, d.in_base, d.out_base, d.in_strides,
+                                   d.in_strides, d.out_strides, 1, 0, 0, V_RELU), 0),
+}

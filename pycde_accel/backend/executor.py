@@ -72,8 +72,10 @@ class LayerCounters:
 
 
 class _Machine:
-    def __init__(self, image: bytearray, config: AccelConfig | None, axi_bytes: int):
+    def __init__(self, image: bytearray, config: AccelConfig | None, axi_bytes: int,
+                 rows: int = 0, cols: int = 0):
         self.axi = axi_bytes
+        self.rows, self.cols = rows, cols
         self.image = image
         self.mem = np.frombuffer(image, dtype=np.int8)
         self.cfg = config
@@ -102,7 +104,8 @@ class _Machine:
         return np.frombuffer(raw.astype(np.int8).tobytes(), dtype="<i4").astype(np.int64)
 
     # ---- GEMM ------------------------------------------------------------------------------
-    def gemm(self, d: P.Gemm, rows: int, cols: int, axi: int, c: LayerCounters) -> None:
+    def gemm(self, d: P.Gemm, c: LayerCounters) -> None:
+        rows, cols, axi = self.rows, self.cols, self.axi
         K = d.K
         if self.cfg:
             kw = -(-K // axi)
@@ -220,22 +223,14 @@ def execute(image, config: AccelConfig | None = None, program_addr: int = 0) -> 
     prog = P.Program.decode(bytes(img[program_addr:]))
     if config is not None and (prog.rows, prog.cols) != (config.rows, config.cols):
         raise ExecutionError(f"program tiled for {prog.rows}x{prog.cols}, config is {config.array}")
-    m = _Machine(img, config, prog.axi_bytes)
+    m = _Machine(img, config, prog.axi_bytes, prog.rows, prog.cols)
     counters = []
     for d in prog.layers:
         c = LayerCounters(d.index, d.KIND)
-        if isinstance(d, P.Gemm):
-            m.gemm(d, prog.rows, prog.cols, prog.axi_bytes, c)
-        elif isinstance(d, P.Add):
-            m.add(d, c)
-        elif isinstance(d, P.Relu):
-            m.relu(d, c)
-        elif isinstance(d, P.MaxPool):
-            m.maxpool(d, c)
-        elif isinstance(d, P.Copy):
-            m.copy(d, c)
-        else:  # pragma: no cover
+        run = getattr(m, d.KIND, None)     # one method per engine function, named by its KIND
+        if run is None:  # pragma: no cover
             raise ExecutionError(f"layer {d.index}: op {d.KIND} has no semantics")
+        run(d, c)
         counters.append(c)
     return Execution(img, prog, counters)
 

@@ -8,8 +8,8 @@ Public API::
     reference.run(result.quantized, reference.quantize_inputs(result.quantized, inputs))  # bit-exact
     quantize.requantize / quantize.residual_add   # the scalar integer primitives
 
-Modules: loader (model specs), models (built-ins), capture (torch.export -> graph), graph (node
-dataclasses, ReLU fusion), floateval (float64 graph semantics), quantize (scheme, primitives,
+Modules: loader (model specs), models (built-ins), capture (torch.export -> graph), graph (the
+graph, ReLU fusion; the node classes and each op's rules are in :mod:`pycde_accel.ops`), floateval (float64 graph semantics), quantize (scheme, primitives,
 calibration), reference (integer model), intmodule (the integer model as torch ops, for
 torch-mlir), evaluate (accuracy), design (design.json/weights.npz), mlir_import (torch-mlir),
 mlir_exec (JIT-run linalg text to check it against the reference).

@@ -1,7 +1,9 @@
 """torch.export -> the layer graph (:mod:`pycde_accel.frontend.graph`), with BatchNorm folding.
 
 The module (eval mode) is exported with ``torch.export.export`` at the example inputs' static
-shapes; each ATen op of the exported graph maps to one node kind (see :data:`SUPPORTED`).
+shapes; each ATen op of the exported graph maps to the node kind that captures it
+(:data:`pycde_accel.ops.ATEN`; the op's ``capture`` hook builds the node through
+:class:`CaptureContext`).
 Dropout, clone, contiguous, alias and detach are identities in eval mode and vanish. A BatchNorm
 whose input is a Conv2d or Linear used by nothing else is folded into it:
 ``W' = W * g / sqrt(var + eps)`` (per output channel), ``b' = (b - mean) * g / sqrt(var + eps) + beta``.
@@ -22,18 +24,28 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import ops
 from ..errors import UserError
+from ..ops.common import fold_batchnorm
 from . import graph as g
 
-SUPPORTED = ("Linear, Conv2d (groups=1, dilation=1), ReLU, MaxPool2d, add of two activations, "
-             "flatten/reshape/view/squeeze/unsqueeze, transpose/permute, matmul/bmm of two "
-             "activations, BatchNorm after Conv2d/Linear (folded), dropout (identity)")
+#: what capture itself handles besides the ops' targets
+_CAPTURE_ONLY = "BatchNorm after Conv2d/Linear (folded), dropout (identity)"
+
+
+def supported() -> str:
+    """The "supported:" list of capture errors: the registered ops, then what capture folds."""
+    return ops.supported() + ", " + _CAPTURE_ONLY
+
+
+def __getattr__(name: str):
+    if name == "SUPPORTED":     # computed on use: the registry is complete only once ops is imported
+        return supported()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _IDENTITY = {"aten.dropout.default", "aten.clone.default", "aten.contiguous.default",
              "aten.alias.default", "aten.detach.default", "aten.feature_dropout.default"}
-_RESHAPE = {"aten.flatten.using_ints", "aten.view.default", "aten.reshape.default",
-            "aten._unsafe_view.default", "aten.unflatten.int", "aten.squeeze.dim",
-            "aten.squeeze.dims", "aten.squeeze.default", "aten.unsqueeze.default"}
+_BATCHNORM = ("aten.batch_norm.default", "aten._native_batch_norm_legit_no_training.default")
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in ')
 _TORCH_DIR = None
 
@@ -71,13 +83,6 @@ def _where(fx_node, fallback: str) -> str:
     mod = f"module {path} ({cls})" if path else "the top-level forward"
     src = source_of(fx_node, fallback)
     return f"{mod}, {src}" if src else mod
-
-
-def _pair(v) -> tuple[int, int]:
-    if isinstance(v, int):
-        return (v, v)
-    v = list(v)
-    return (int(v[0]), int(v[0])) if len(v) == 1 else (int(v[0]), int(v[1]))
 
 
 def _static_shape(fx_node) -> tuple[int, ...] | None:
@@ -136,30 +141,9 @@ def capture(module, example_inputs, *, fallback_source: str = "") -> g.Graph:
     for ph, fqn in getattr(sig, "inputs_to_lifted_tensor_constants", {}).items():
         consts[ph] = ep.constants[fqn].detach().double().numpy()
 
-    out = g.Graph()
-    nodes: dict[str, g.Node] = {}          # graph node name -> node
-    alias: dict[str, str] = {}             # fx node name -> graph node name
+    cx = CaptureContext(consts, fallback_source)
+    out = cx.graph
     user_index = 0
-
-    def add(node: g.Node) -> None:
-        out.nodes.append(node)
-        nodes[node.name] = node
-
-    def fail(n, what: str) -> UserError:
-        return UserError(f"unsupported op {what} in {_where(n, fallback_source)}; supported: {SUPPORTED}")
-
-    def act(n, a) -> str:
-        if isinstance(a, torch.fx.Node) and a.name in alias:
-            return alias[a.name]
-        raise fail(n, f"{n.target} with a constant or parameter operand")
-
-    def const(n, a) -> np.ndarray | None:
-        if a is None:
-            return None
-        if isinstance(a, torch.fx.Node) and a.name in consts:
-            return consts[a.name]
-        raise fail(n, f"{n.target} with a computed weight")
-
     for n in ep.graph.nodes:
         if n.op == "placeholder":
             if n.name in consts:
@@ -167,135 +151,113 @@ def capture(module, example_inputs, *, fallback_source: str = "") -> g.Graph:
             shape = _static_shape(n)
             if shape is None:
                 raise UserError(f"model input {n.name} is not a tensor; only tensor inputs are supported")
-            add(g.Input(n.name, (), shape, index=user_index))
+            cx.emit(ops.REGISTRY["input"](n.name, (), shape, index=user_index), n)
             out.inputs.append(n.name)
-            alias[n.name] = n.name
             user_index += 1
             continue
         if n.op == "output":
             results = n.args[0] if isinstance(n.args[0], (tuple, list)) else (n.args[0],)
             for r in results:
-                if not (isinstance(r, torch.fx.Node) and r.name in alias):
+                if not (isinstance(r, torch.fx.Node) and r.name in cx.alias):
                     raise UserError(f"model output {r} is not a computed tensor; outputs must be activations")
-                out.outputs.append(alias[r.name])
+                out.outputs.append(cx.alias[r.name])
             continue
         if n.op != "call_function":
-            raise fail(n, f"{n.op} {n.target}")
+            raise cx.fail(n, f"{n.op} {n.target}")
         t = str(n.target)
-        args = list(n.args)
-        kw = dict(n.kwargs)
-        shape = _static_shape(n)
-        path, _ = module_of(n)
-        common = dict(module=path, source=source_of(n, fallback_source))
-
-        def arg(i, name, default=None):
-            return args[i] if len(args) > i else kw.get(name, default)
-
         if t in _IDENTITY:
-            alias[n.name] = act(n, args[0])
-        elif t == "aten.linear.default":
-            w = const(n, args[0 + 1])
-            add(g.Linear(n.name, (act(n, args[0]),), shape, weight=w, bias=const(n, arg(2, "bias")), **common))
-            alias[n.name] = n.name
-        elif t in ("aten.conv2d.default", "aten.convolution.default"):
-            if t == "aten.convolution.default":
-                stride, padding, dilation, transposed, groups = args[3], args[4], args[5], args[6], args[8]
-                if transposed:
-                    raise fail(n, "conv_transpose2d")
-            else:
-                stride, padding = arg(3, "stride", 1), arg(4, "padding", 0)
-                dilation, groups = arg(5, "dilation", 1), arg(6, "groups", 1)
-            if isinstance(padding, str):
-                raise fail(n, f"conv2d with padding={padding!r} (give integer padding)")
-            if groups != 1:
-                raise fail(n, f"conv2d with groups={groups}")
-            if _pair(dilation) != (1, 1):
-                raise fail(n, f"conv2d with dilation={list(_pair(dilation))}")
-            w = const(n, args[1])
-            if w.ndim != 4:
-                raise fail(n, f"conv with a {w.ndim - 2}-d kernel")
-            add(g.Conv2d(n.name, (act(n, args[0]),), shape, weight=w, bias=const(n, arg(2, "bias")),
-                         stride=_pair(stride), padding=_pair(padding), **common))
-            alias[n.name] = n.name
-        elif t in ("aten.batch_norm.default", "aten._native_batch_norm_legit_no_training.default"):
-            src = act(n, args[0])
-            prod = nodes[src]
-            sole = len(args[0].users) == 1
-            if not isinstance(prod, (g.Linear, g.Conv2d)) or not sole or \
-                    (isinstance(prod, g.Linear) and len(prod.shape) != 2):
-                raise fail(n, "BatchNorm that does not directly follow a Conv2d or 2-d Linear "
-                              "(used by nothing else)")
-            if t == "aten.batch_norm.default":
-                gamma, beta, mean, var, eps = args[1], args[2], args[3], args[4], args[7]
-            else:
-                gamma, beta, mean, var, eps = args[1], args[2], args[3], args[4], args[6]
-            if mean is None or var is None:
-                raise fail(n, "BatchNorm without running statistics (track_running_stats=False)")
-            mean, var = const(n, mean), const(n, var)
-            c = mean.shape[0]
-            gamma = np.ones(c) if gamma is None else const(n, gamma)
-            beta = np.zeros(c) if beta is None else const(n, beta)
-            scale = gamma / np.sqrt(var + float(eps))
-            prod.weight = prod.weight * scale.reshape((-1,) + (1,) * (prod.weight.ndim - 1))
-            b0 = prod.bias if prod.bias is not None else np.zeros(c)
-            prod.bias = (b0 - mean) * scale + beta
-            alias[n.name] = src
+            cx.alias[n.name] = cx.act(n, n.args[0])
+        elif t in _BATCHNORM:
+            _batchnorm(cx, n)
         elif t == "<built-in function getitem>" or t.endswith("getitem"):
-            base = args[0]
-            if isinstance(base, torch.fx.Node) and base.name in alias and args[1] == 0 and \
+            base = n.args[0]
+            if isinstance(base, torch.fx.Node) and base.name in cx.alias and n.args[1] == 0 and \
                     str(base.target) == "aten._native_batch_norm_legit_no_training.default":
-                alias[n.name] = alias[base.name]
+                cx.alias[n.name] = cx.alias[base.name]
             else:
-                raise fail(n, "getitem on a multi-output op")
-        elif t in ("aten.relu.default", "aten.relu_.default"):
-            add(g.ReLU(n.name, (act(n, args[0]),), shape, **common))
-            alias[n.name] = n.name
-        elif t == "aten.max_pool2d.default":
-            kernel = _pair(args[1])
-            stride = arg(2, "stride", None)
-            stride = kernel if not stride else _pair(stride)
-            padding = _pair(arg(3, "padding", 0))
-            if _pair(arg(4, "dilation", 1)) != (1, 1) or arg(5, "ceil_mode", False):
-                raise fail(n, "max_pool2d with dilation or ceil_mode")
-            add(g.MaxPool2d(n.name, (act(n, args[0]),), shape, kernel=kernel, stride=stride,
-                            padding=padding, **common))
-            alias[n.name] = n.name
-        elif t in ("aten.add.Tensor", "aten.add_.Tensor"):
-            if not all(isinstance(a, torch.fx.Node) and a.name in alias for a in args[:2]):
-                raise fail(n, f"{t} with a constant operand (only the sum of two activations)")
-            if kw.get("alpha", 1) != 1:
-                raise fail(n, f"{t} with alpha={kw['alpha']}")
-            a, b = act(n, args[0]), act(n, args[1])
-            if nodes[a].shape != nodes[b].shape:
-                raise fail(n, f"{t} with broadcasting {nodes[a].shape} + {nodes[b].shape}")
-            add(g.Add(n.name, (a, b), shape, **common))
-            alias[n.name] = n.name
-        elif t in _RESHAPE:
-            add(g.Reshape(n.name, (act(n, args[0]),), shape, **common))
-            alias[n.name] = n.name
-        elif t in ("aten.transpose.int", "aten.permute.default", "aten.t.default"):
-            x = act(n, args[0])
-            rank = len(nodes[x].shape)
-            if t == "aten.permute.default":
-                perm = [int(d) % rank for d in args[1]]
-            else:
-                d0, d1 = (int(args[1]) % rank, int(args[2]) % rank) if t == "aten.transpose.int" else (0, 1)
-                perm = list(range(rank))
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-            add(g.Transpose(n.name, (x,), shape, perm=tuple(perm), **common))
-            alias[n.name] = n.name
-        elif t in ("aten.matmul.default", "aten.bmm.default", "aten.mm.default"):
-            if not all(isinstance(a, torch.fx.Node) and a.name in alias for a in args[:2]):
-                raise fail(n, f"{t} with a weight operand (use nn.Linear for weights)")
-            a, b = act(n, args[0]), act(n, args[1])
-            sa, sb = nodes[a].shape, nodes[b].shape
-            if len(sa) < 2 or len(sa) != len(sb) or sa[:-2] != sb[:-2]:
-                raise fail(n, f"{t} with broadcasting or 1-d operands {sa} @ {sb}")
-            add(g.MatMul(n.name, (a, b), shape, **common))
-            alias[n.name] = n.name
+                raise cx.fail(n, "getitem on a multi-output op")
+        elif t in ops.ATEN:
+            ops.ATEN[t].capture(cx, n)
         else:
-            raise fail(n, t)
+            raise cx.fail(n, t)
     return _prune(out)
+
+
+class CaptureContext:
+    """What an op's ``capture`` hook sees: the graph being built, the activations so far
+    (``nodes``: graph node name -> node; ``alias``: fx node name -> graph node name) and helpers
+    that read an fx node's operands or name it in an error."""
+
+    def __init__(self, consts: dict, fallback_source: str):
+        self.graph = g.Graph()
+        self.nodes: dict[str, g.Node] = {}
+        self.alias: dict[str, str] = {}
+        self.consts = consts
+        self.fallback_source = fallback_source
+
+    def emit(self, node, n) -> None:
+        """Add ``node`` to the graph as the value of the fx node ``n``."""
+        self.graph.nodes.append(node)
+        self.nodes[node.name] = node
+        self.alias[n.name] = node.name
+
+    def fail(self, n, what: str) -> UserError:
+        return UserError(f"unsupported op {what} in {_where(n, self.fallback_source)}; supported: {supported()}")
+
+    def is_act(self, a) -> bool:
+        import torch
+        return isinstance(a, torch.fx.Node) and a.name in self.alias
+
+    def act(self, n, a) -> str:
+        """The graph node name of the activation operand ``a`` of ``n``."""
+        if self.is_act(a):
+            return self.alias[a.name]
+        raise self.fail(n, f"{n.target} with a constant or parameter operand")
+
+    def const(self, n, a) -> np.ndarray | None:
+        """The float64 value of the parameter/buffer operand ``a`` of ``n`` (None for None)."""
+        import torch
+        if a is None:
+            return None
+        if isinstance(a, torch.fx.Node) and a.name in self.consts:
+            return self.consts[a.name]
+        raise self.fail(n, f"{n.target} with a computed weight")
+
+    def arg(self, n, i: int, name: str, default=None):
+        """Argument ``i`` of ``n``, else its keyword ``name``, else ``default``."""
+        return n.args[i] if len(n.args) > i else n.kwargs.get(name, default)
+
+    def shape(self, n) -> tuple[int, ...] | None:
+        return _static_shape(n)
+
+    def common(self, n) -> dict:
+        """The ``module`` and ``source`` of the node made from ``n``."""
+        path, _ = module_of(n)
+        return dict(module=path, source=source_of(n, self.fallback_source))
+
+
+def _batchnorm(cx: CaptureContext, n) -> None:
+    """Fold an inference BatchNorm into the node that produces its input."""
+    args = list(n.args)
+    src = cx.act(n, args[0])
+    prod = cx.nodes[src]
+    sole = len(args[0].users) == 1
+    if not prod.folds_batchnorm() or not sole:
+        raise cx.fail(n, "BatchNorm that does not directly follow a Conv2d or 2-d Linear "
+                         "(used by nothing else)")
+    if str(n.target) == "aten.batch_norm.default":
+        gamma, beta, mean, var, eps = args[1], args[2], args[3], args[4], args[7]
+    else:
+        gamma, beta, mean, var, eps = args[1], args[2], args[3], args[4], args[6]
+    if mean is None or var is None:
+        raise cx.fail(n, "BatchNorm without running statistics (track_running_stats=False)")
+    mean, var = cx.const(n, mean), cx.const(n, var)
+    c = mean.shape[0]
+    gamma = np.ones(c) if gamma is None else cx.const(n, gamma)
+    beta = np.zeros(c) if beta is None else cx.const(n, beta)
+    scale = gamma / np.sqrt(var + float(eps))
+    fold_batchnorm(prod, scale, mean, beta)
+    cx.alias[n.name] = src
 
 
 def _prune(graph: g.Graph) -> g.Graph:
@@ -303,5 +265,5 @@ def _prune(graph: g.Graph) -> g.Graph:
     for node in reversed(graph.nodes):
         if node.name in live:
             live.update(node.inputs)
-    graph.nodes = [n for n in graph.nodes if n.name in live or isinstance(n, g.Input)]
+    graph.nodes = [n for n in graph.nodes if n.name in live or n.name in graph.inputs]
     return graph

@@ -5,7 +5,8 @@ design.json keys written here (all integers exact; floats are the scales used to
 * ``model``: ``{"name", "spec"}`` (file name only, never a directory).
 * ``graph``: ``inputs``/``outputs`` (``name``, ``shape``, ``scale``) and ``nodes`` in topological
   order, each ``{"name", "kind", "inputs", "shape", "module", "source", "attrs", "scale", "quant"}``
-  where ``scale`` is the output tensor's activation scale and ``quant`` holds:
+  where ``scale`` is the output tensor's activation scale and ``quant`` (each op's
+  ``quant_json`` hook, :mod:`pycde_accel.ops`) holds:
   linear/conv2d ``{"weight": npz key, "bias": npz key or null, "m0": [per channel], "shift": [...]}``;
   matmul ``{"m0", "shift"}``; add ``{"ma", "mb", "shift"}``; others ``{}``.
 * ``quantization``: the scheme in words, the weights file, the primitive functions' names.
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import ops
 from . import graph as g
 from .quantize import QuantizedModel
 
@@ -35,26 +37,13 @@ SCHEME = ("int8 symmetric (no zero points); per-output-channel weight scales, pe
           "to [0, 127] else [-128, 127]; residual add = sat8(RoundingDivideByPOT(a*ma + b*mb, shift))")
 
 
-def _ints(v) -> list[int] | int:
-    a = np.asarray(v)
-    return int(a) if a.ndim == 0 else [int(x) for x in a.ravel()]
-
-
 def design_dict(qm: QuantizedModel, model_name: str, model_spec: str) -> dict:
     graph = qm.graph
     nodes = []
     for n in graph.nodes:
-        if isinstance(n, g.Input):
+        if n.name in graph.inputs:
             continue
-        lq = qm.layers.get(n.name)
-        quant: dict = {}
-        if isinstance(n, (g.Linear, g.Conv2d)):
-            quant = {"weight": f"{n.name}.weight", "bias": f"{n.name}.bias" if lq.bias is not None else None,
-                     "m0": _ints(lq.m0), "shift": _ints(lq.shift)}
-        elif isinstance(n, g.MatMul):
-            quant = {"m0": _ints(lq.m0), "shift": _ints(lq.shift)}
-        elif isinstance(n, g.Add):
-            quant = {"ma": int(lq.ma), "mb": int(lq.mb), "shift": int(lq.shift)}
+        quant = n.quant_json(qm.layers.get(n.name))
         nodes.append({"name": n.name, "kind": n.kind, "inputs": list(n.inputs), "shape": list(n.shape),
                       "module": n.module, "source": n.source, "attrs": n.attrs(),
                       "scale": qm.scales[n.name], "quant": quant})
@@ -93,11 +82,7 @@ def design_dict(qm: QuantizedModel, model_name: str, model_spec: str) -> dict:
 def weight_arrays(qm: QuantizedModel) -> dict[str, np.ndarray]:
     arrays: dict[str, np.ndarray] = {}
     for n in qm.graph.nodes:
-        lq = qm.layers.get(n.name)
-        if isinstance(n, (g.Linear, g.Conv2d)):
-            arrays[f"{n.name}.weight"] = lq.weight.astype(np.int8)
-            if lq.bias is not None:
-                arrays[f"{n.name}.bias"] = lq.bias.astype(np.int32)
+        arrays.update(n.weight_arrays(qm.layers.get(n.name)))
     return arrays
 
 
@@ -133,40 +118,18 @@ def load_quantized(out_dir: Path) -> QuantizedModel:
     scales: dict[str, float] = {}
     layers: dict[str, LayerQuant] = {}
     for i, e in enumerate(gd["inputs"]):
-        nodes.append(g.Input(e["name"], (), tuple(e["shape"]), index=i))
+        nodes.append(ops.REGISTRY["input"](e["name"], (), tuple(e["shape"]), index=i))
         scales[e["name"]] = e["scale"]
     for e in gd["nodes"]:
         common = dict(name=e["name"], inputs=tuple(e["inputs"]), shape=tuple(e["shape"]),
                       module=e["module"], source=e["source"])
-        a, qd = e["attrs"], e["quant"]
-        kind = e["kind"]
-        if kind in ("linear", "conv2d"):
-            w = arrays[qd["weight"]].astype(np.int64)
-            b = arrays[qd["bias"]].astype(np.int64) if qd["bias"] is not None else None
-            layers[e["name"]] = LayerQuant(weight=w, bias=b, m0=np.array(qd["m0"], np.int64),
-                                           shift=np.array(qd["shift"], np.int64))
-            if kind == "linear":
-                nodes.append(g.Linear(**common, weight=w.astype(np.float64), bias=None, relu=a["relu"]))
-            else:
-                nodes.append(g.Conv2d(**common, weight=w.astype(np.float64), bias=None,
-                                      stride=tuple(a["stride"]), padding=tuple(a["padding"]), relu=a["relu"]))
-        elif kind == "matmul":
-            layers[e["name"]] = LayerQuant(m0=int(qd["m0"]), shift=int(qd["shift"]))
-            nodes.append(g.MatMul(**common, relu=a["relu"]))
-        elif kind == "add":
-            layers[e["name"]] = LayerQuant(ma=int(qd["ma"]), mb=int(qd["mb"]), shift=int(qd["shift"]))
-            nodes.append(g.Add(**common, relu=a["relu"]))
-        elif kind == "relu":
-            nodes.append(g.ReLU(**common))
-        elif kind == "maxpool2d":
-            nodes.append(g.MaxPool2d(**common, kernel=tuple(a["kernel"]), stride=tuple(a["stride"]),
-                                     padding=tuple(a["padding"])))
-        elif kind == "reshape":
-            nodes.append(g.Reshape(**common))
-        elif kind == "transpose":
-            nodes.append(g.Transpose(**common, perm=tuple(a["perm"])))
-        else:
-            raise ValueError(f"design.json: unknown node kind {kind!r}")
+        cls = ops.REGISTRY.get(e["kind"])
+        if cls is None or e["kind"] == "input":
+            raise ValueError(f"design.json: unknown node kind {e['kind']!r}")
+        node, lq = cls.from_json(common, e["attrs"], e["quant"], arrays)
+        nodes.append(node)
+        if lq is not None:
+            layers[e["name"]] = lq
         scales[e["name"]] = e["scale"]
     graph = g.Graph(nodes=nodes, inputs=[e["name"] for e in gd["inputs"]],
                     outputs=[e["name"] for e in gd["outputs"]])

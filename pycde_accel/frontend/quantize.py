@@ -271,38 +271,13 @@ def calibrate(graph, calibration_inputs: list[list[np.ndarray]]) -> dict[str, fl
 
 
 def quantize_graph(graph, calibration_inputs: list[list[np.ndarray]]) -> QuantizedModel:
-    """Calibrate ``graph`` (already ReLU-fused) and derive every integer parameter."""
-    from . import graph as g
+    """Calibrate ``graph`` (already ReLU-fused) and derive every integer parameter (each node's
+    ``quantize`` hook: :mod:`pycde_accel.ops`)."""
     maxabs = calibrate(graph, calibration_inputs)
     scales: dict[str, float] = {}
     layers: dict[str, LayerQuant] = {}
     for node in graph.nodes:
-        if isinstance(node, g.Input):
-            scales[node.name] = act_scale(maxabs[node.name])
-        elif isinstance(node, (g.Linear, g.Conv2d)):
-            s_in = scales[node.inputs[0]]
-            ws = weight_scales(node.weight)
-            s_out = max(act_scale(maxabs[node.name]), float((s_in * ws).max()) * (1 + 2.0 ** -20))
-            scales[node.name] = s_out
-            mults = [quantize_multiplier(float(s_in * w / s_out)) for w in ws]
-            layers[node.name] = LayerQuant(
-                weight=quantize_weights(node.weight, ws),
-                bias=None if node.bias is None else quantize_bias(node.bias, s_in, ws),
-                weight_scales=ws,
-                m0=np.array([m for m, _ in mults], dtype=np.int64),
-                shift=np.array([s for _, s in mults], dtype=np.int64))
-        elif isinstance(node, g.MatMul):
-            sa, sb = scales[node.inputs[0]], scales[node.inputs[1]]
-            s_out = max(act_scale(maxabs[node.name]), sa * sb * (1 + 2.0 ** -20))
-            scales[node.name] = s_out
-            m0, shift = quantize_multiplier(sa * sb / s_out)
-            layers[node.name] = LayerQuant(m0=m0, shift=shift)
-        elif isinstance(node, g.Add):
-            sa, sb = scales[node.inputs[0]], scales[node.inputs[1]]
-            s_out = max(act_scale(maxabs[node.name]), max(sa, sb) / 2.0 ** 14)
-            scales[node.name] = s_out
-            ma, mb, shift = add_multipliers(sa / s_out, sb / s_out)
-            layers[node.name] = LayerQuant(ma=ma, mb=mb, shift=shift)
-        else:  # ReLU, MaxPool2d, Reshape, Transpose: scale passes through
-            scales[node.name] = scales[node.inputs[0]]
+        scales[node.name], lq = node.quantize(scales, maxabs)
+        if lq is not None:
+            layers[node.name] = lq
     return QuantizedModel(graph=graph, scales=scales, layers=layers)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from pycde_accel.backend import cmdexec, compile_program, executor, gemm_program, program as P
+from gemm_bench import gemm_program
+from pycde_accel.backend import cmdexec, compile_program, executor, program as P
 from pycde_accel.backend import commands as C
 from pycde_accel.errors import ConfigError, UserError
 from pycde_accel.frontend import graph as g

@@ -11,7 +11,7 @@ import pytest
 
 from pycde_accel import frontend
 from pycde_accel.backend import commands as C
-from pycde_accel.backend.compile import gemm_program
+from gemm_bench import gemm_program
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import UserError
 from pycde_accel.sim import fast

@@ -1,0 +1,55 @@
+"""``input``: a model input (``index`` among the user inputs).
+
+Captured from the exported graph's user placeholders (not an ATen op). Its scale is calibrated
+(``max|x| / 127``); the host quantizes it. In DRAM it is laid out as the back end lays out every
+activation: channels-last with the channel pitch padded to ``cols`` for 4-d tensors, the last
+axis padded to ``cols`` otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from ..backend import layout as L
+from ..frontend import quantize as q
+from .base import Node, register
+
+
+@register
+@dataclass
+class Input(Node):
+    index: int = 0
+    kind: ClassVar[str] = "input"
+
+    def attrs(self) -> dict:
+        return {"index": self.index}
+
+    def quantize(self, scales, maxabs):
+        return q.act_scale(maxabs[self.name]), None
+
+    def float_eval(self, ins, run):
+        return np.asarray(run.inputs[self.index], np.float64)
+
+    def reference(self, ins, lq, run):
+        x = np.asarray(run.inputs[self.index], np.int64)
+        if x.shape != self.shape:
+            raise ValueError(f"input {self.name}: shape {x.shape}, expected {self.shape}")
+        q._check_range(f"input {self.name}", x, q.INT8_MIN, q.INT8_MAX)
+        return x
+
+    def int_forward(self, m, ins, inputs):
+        import torch
+        return inputs[self.index].to(torch.int64)
+
+    def lower(self, cx) -> None:
+        shape = tuple(self.shape)
+        if len(shape) == 4:
+            n, c, h, w = shape
+            v = L.padded_view(self.name, (n, h, w, c), cx.C).transpose((0, 3, 1, 2))
+        else:
+            v = L.padded_view(self.name, shape or (1,), cx.C)
+        cx.layout.request("input", self.name, L.view_span(v), "input", self.name)
+        cx.set_tensor(self.name, self.name, v.offsets().reshape(shape))
