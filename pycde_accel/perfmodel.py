@@ -63,14 +63,15 @@ from dataclasses import dataclass, field
 
 from .config import AccelConfig
 
-# ---- structure: the RTL's own parameters (rtl_lib.accel, matmul_unit, store/vector engine) --
-from .rtl_lib.accel import (CMD_BITS, CMD_FIFO_DEPTH, ENGINE_FIFO_DEPTH, FETCH_CHUNK,  # noqa: E402
-                            MAX_OUTSTANDING, ROUTE_FIFO_DEPTH)
-from .rtl_lib.matmul_unit import FIFO_DEPTH as EXEC_CREDITS, ISSUE_TO_CORE  # noqa: E402
-from .rtl_lib.store_engine import QUEUE as STORE_QUEUE  # noqa: E402
-from .rtl_lib.vector_engine import PAIR_FIFO_DEPTH  # noqa: E402
-
-MAX_BURST = 256
+# ---- structure: the contract's depths and encoding, the matmul unit's read latency ---------
+from .contract import (CMD_BITS, CMD_FIFO_DEPTH, DST_A, DST_B, DST_CMD, DST_P,  # noqa: E402
+                       DST_S, DST_X, ENGINE_FIFO_DEPTH, EXEC_CREDITS, FETCH_CHUNK, MAX_BURST,
+                       MAX_OUTSTANDING, OP_EXEC, OP_LOAD, OP_STORE, OP_VEC, ROUTE_FIFO_DEPTH,
+                       STORE_QUEUE, VEC_PAIR_FIFO_DEPTH as PAIR_FIFO_DEPTH)
+from .contract import BURST_BOUNDARY, EXEC_REL_A as REL_A, EXEC_REL_B as REL_B  # noqa: E402
+from .contract import LOAD_COMMIT as F_COMMIT, LOAD_ZERO as F_ZERO  # noqa: E402
+from .contract import VEC_MAX as V_MAX, VEC_TO_X as V_TO_X  # noqa: E402
+from .rtl_lib.matmul_unit import ISSUE_TO_CORE  # noqa: E402
 
 # ---- latencies (calibrated against the Verilator runs) -----------------------------------
 #: memory models of the simulation engines: (read latency: AR accepted -> first R beat,
@@ -95,12 +96,6 @@ SCHEDULE_TIMING = {
 SLICE = 2
 DONE_LATENCY = 1        # everything idle -> done seen by the cycle counter
 START_LATENCY = 1       # start -> first fetch request
-
-OP_LOAD, OP_EXEC, OP_STORE, OP_VEC = 1, 2, 3, 4
-DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD = 0, 1, 2, 3, 4, 7
-F_LANES, F_COMMIT, F_ZERO = 1, 2, 4
-REL_A, REL_B = 1, 2
-V_MAX, V_TO_X = 1, 4
 
 INF = float("inf")
 
@@ -155,7 +150,7 @@ class ModelPrediction:
 # ---- the model ----------------------------------------------------------------------------
 def _bursts(addr: int, beats: int, rows: int, stride: int, ab: int) -> list[int]:
     """Burst lengths (beats) of a 2-D DMA transfer, as rtl_lib.axi_dma's splitter cuts it."""
-    page = 4096 // ab
+    page = BURST_BOUNDARY // ab
     maxb = min(MAX_BURST, page)
     out = []
     for r in range(rows):
