@@ -5,9 +5,10 @@ them into ``DIR/host/``).
   :class:`~pycde_accel.contract.CsrMap` that generated the RTL (``CsrMap.c_header``).
 * ``accel_program.h``: the hardware parameters the program was compiled for (``ACCEL_HW_INFO``
   is what the ``hw_info`` register reads), the command encoding (:mod:`pycde_accel.contract`,
-  docs/accelerator-contract.md: opcodes, destinations, flags, word layout), the DRAM image (``dram.bin``: size,
-  where the commands start), every model input/output buffer (address, size, int8 scale) and the
-  layer table (``accel_layers[]``: name, ``cmd_addr``, ``cmd_count`` per layer, in run order).
+  docs/accelerator-contract.md: opcodes, destinations, flags, word layout), the DRAM image
+  (``dram.bin``: size, where the commands start), every model input/output buffer (address,
+  size, int8 scale) and the layer table (``accel_layers[]``: name, ``cmd_addr``, ``cmd_count``
+  per layer, in run order).
 * ``accel_driver.py``: a standalone Python driver (numpy only, no pycde_accel import) for a
   board or any other CSR/memory transport: ``Accelerator(write_csr, read_csr, write_mem,
   read_mem)`` loads ``dram.bin``, quantizes and packs the inputs (``io.npz``: the byte offset of
@@ -252,7 +253,8 @@ def driver_source(config: AccelConfig, compiled, scales: dict, csr_map, model: s
         errors=_py_literal("ERRORS", [f'{e.value}: "{e.message}"' for e in contract.ERRORS],
                            "{", "}"),
         start=contract.CTRL_START, done_or_error=contract.EVENTS_DONE | contract.EVENTS_ERROR,
-        err_lsb=contract.STATUS_ERR_CODE.lsb, err_mask=f"0x{(1 << contract.STATUS_ERR_CODE.width) - 1:X}",
+        err_lsb=contract.STATUS_ERR_CODE.lsb,
+        err_mask=f"0x{(1 << contract.STATUS_ERR_CODE.width) - 1:X}",
         error=contract.EVENTS_ERROR)
 
 

@@ -41,7 +41,8 @@ _W0 = struct.Struct(f"<{CMD_WORDS}I")
 
 @dataclass(frozen=True)
 class Command:
-    """Base of the four commands; ``SPEC`` is the contract's :class:`~pycde_accel.contract.CommandSpec`."""
+    """Base of the four commands; ``SPEC`` is the contract's
+    :class:`~pycde_accel.contract.CommandSpec`."""
 
     SPEC: ClassVar[CT.CommandSpec]
     OP: ClassVar[int] = 0

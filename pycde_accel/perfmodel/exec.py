@@ -39,8 +39,8 @@ class Spad:
 
 
 class MatmulUnit:
-    __slots__ = ("cmds", "R", "C", "out_fifo", "issue_to_core", "q", "spad", "banks", "active", "beats",
-                 "last", "credit_used", "prev_last", "out_rows", "out_held")
+    __slots__ = ("cmds", "R", "C", "out_fifo", "issue_to_core", "q", "spad", "banks", "active",
+                 "beats", "last", "credit_used", "prev_last", "out_rows", "out_held")
 
     def __init__(self, cmds, rows: int, cols: int, queue: deque):
         from ..rtl_lib.matmul_unit import ISSUE_TO_CORE

@@ -51,7 +51,8 @@ class VecEngine:
         if self.active is None and q and q[0][0] <= t and t > self.busy_until:
             c = self.cmds[q.popleft()[1]]
             mx = bool(c.flags & VEC_MAX)
-            self.active = _Active(c.n, t + self.startup, self.ab if mx else self.ab + self.add_bubble,
+            per = self.ab if mx else self.ab + self.add_bubble
+            self.active = _Active(c.n, t + self.startup, per,
                                   self.max_drain if mx else self.add_drain,
                                   bool(c.flags & VEC_TO_X))
             if not c.flags & VEC_TO_X:
