@@ -21,8 +21,9 @@ Two engines run that wrapper:
   host driver talks to the CSRs through cocotbext-axi's ``AxiLiteMaster`` (idle between
   accesses), and Python sleeps until ``irq`` or ``wd_trip`` rises (or a timer);
 * ``native`` (``sim/native/main.cpp``): a C++ main on the same Verilated wrapper (built without
-  VPI), which runs the host driver's exact CSR sequence (:func:`native_script`) and logs every
-  CSR value read; :func:`run_native` replays that log through the same
+  VPI), which runs the host driver's exact CSR sequence (:func:`native_script`; the CSR
+  offsets, counters and error bits come from ``accel_contract.h``, generated from
+  :mod:`pycde_accel.contract` into the build) and logs every CSR value read; :func:`run_native` replays that log through the same
   :class:`~pycde_accel.host.Driver`, so results and error messages are the cocotb run's.
 
 Both give the same DRAM image and the same per-layer counters (the wrapper and the memory
