@@ -3,7 +3,7 @@
 ``python -m pycde_accel dse [MODEL] --target NAME [--top N] [--confirm N] [--synth]``
 
 1. *Space* (:func:`space`): array shape rows x cols (cols a multiple of the AXI beat in bytes,
-   accel_spec.md), AXI data width (32/64/128), operand scratchpad depth (A and B together) and
+   docs/accelerator-contract.md), AXI data width (32/64/128), operand scratchpad depth (A and B) and
    the C-side depth (``spad_c_depth``: parameter records, X buffer). Each point is a full
    :class:`~pycde_accel.config.AccelConfig` with ``target`` set to the device.
 2. *Budget*: ``fpga.fit.check_fit`` (DSP, block RAM, LUT of the device preset); a config that
@@ -165,7 +165,7 @@ def space(base: AccelConfig | None = None, *, rows: Iterable[int] = DEFAULT_ROWS
           target: str | None = None) -> list[AccelConfig]:
     """Every buildable config of the cross product (cols a multiple of the AXI beat in bytes;
     ``spad`` sets spad_a_depth and spad_b_depth alike)."""
-    from .rtl_lib.accel import check_config
+    from .contract import check_config
     from .errors import ConfigError
 
     base = base or AccelConfig()

@@ -17,8 +17,9 @@ anything else that can reach the CSRs:
 * ``await io.read_csr(offset) -> int``
 * ``await io.wait_irq()`` (returns when ``irq`` is high; may raise on a timeout)
 
-Register offsets come from the same :class:`~pycde_accel.rtl_lib.axil_csr.CsrMap` that generated
-the RTL (``design.json`` carries it).
+Register offsets come from the same :class:`~pycde_accel.contract.CsrMap` that generated the
+RTL (``design.json`` carries it); the counters, error bits and field positions are the
+contract's (:mod:`pycde_accel.contract`, docs/accelerator-contract.md).
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
-PERF = ("perf_cycles", "perf_core_busy", "perf_stall", "perf_dma_rd_bytes", "perf_dma_wr_bytes",
-        "perf_cmds")
+from . import contract
+from .contract import describe_error
+
+PERF = contract.PERF_COUNTERS
 
 
 class AcceleratorError(RuntimeError):
@@ -36,7 +39,8 @@ class AcceleratorError(RuntimeError):
 
 @dataclass
 class LayerRun:
-    """What one layer's run measured (the CSR performance counters after ``done``)."""
+    """What one layer's run measured (the CSR performance counters after ``done``: one field
+    per :data:`~pycde_accel.contract.PERF_COUNTERS` entry, named without ``perf_``)."""
 
     name: str
     cmd_count: int
@@ -52,14 +56,6 @@ class LayerRun:
         return asdict(self)
 
 
-ERR_BITS = {1: "AXI read error response", 2: "AXI write error response",
-            4: "systolic core: a_last/b_last mismatch", 16: "unknown command opcode"}
-
-
-def describe_error(code: int) -> str:
-    return ", ".join(msg for bit, msg in ERR_BITS.items() if code & bit) or f"code {code:#x}"
-
-
 class Driver:
     """The layer-by-layer driver over a CSR transport ``io`` (see the module docstring)."""
 
@@ -72,7 +68,7 @@ class Driver:
     async def check_hw(self) -> None:
         """Refuse to run a program compiled for another array or bus width (``hw_info``)."""
         info = await self.io.read_csr(self.off["hw_info"])
-        got = (info & 0xFF, info >> 8 & 0xFF, info >> 16 & 0xFF)
+        got = contract.decode_hw_info(info)
         for want, have, what in zip(self.expect, got, ("rows", "cols", "AXI bytes")):
             if want is not None and want != have:
                 raise AcceleratorError(f"the program was compiled for {what}={want}, the "
@@ -82,17 +78,16 @@ class Driver:
         io, off = self.io, self.off
         await io.write_csr(off["cmd_base"], cmd_addr)
         await io.write_csr(off["cmd_count"], cmd_count)
-        await io.write_csr(off["ctrl"], 1)
+        await io.write_csr(off["ctrl"], contract.CTRL_START)
         await io.wait_irq()
         events = await io.read_csr(off["events"])
         status = await io.read_csr(off["status"])
         vals = {n: await io.read_csr(off[n]) for n in PERF}
         await io.write_csr(off["events"], events)
-        err = status >> 8 & 0xFF
-        run = LayerRun(name, cmd_count, vals["perf_cycles"], vals["perf_core_busy"],
-                       vals["perf_stall"], vals["perf_dma_rd_bytes"], vals["perf_dma_wr_bytes"],
-                       vals["perf_cmds"], err)
-        if err or events & 2:
+        err = contract.STATUS_ERR_CODE.get(status)
+        run = LayerRun(name, cmd_count, err_code=err,
+                       **{n.removeprefix("perf_"): vals[n] for n in PERF})
+        if err or events & contract.EVENTS_ERROR:
             raise AcceleratorError(f"layer {name}: the accelerator reported "
                                    f"{describe_error(err)}")
         if run.cmds != cmd_count:

@@ -2,12 +2,13 @@
 them into ``DIR/host/``).
 
 * ``accel_csr.h``: the CSR map (offsets, access kinds, field positions), from the
-  :class:`~pycde_accel.rtl_lib.axil_csr.CsrMap` that generated the RTL (``CsrMap.c_header``).
+  :class:`~pycde_accel.contract.CsrMap` that generated the RTL (``CsrMap.c_header``).
 * ``accel_program.h``: the hardware parameters the program was compiled for (``ACCEL_HW_INFO``
-  is what the ``hw_info`` register reads), the command encoding (accel_spec.md "Command
-  encoding": opcodes, destinations, flags, word layout), the DRAM image (``dram.bin``: size,
-  where the commands start), every model input/output buffer (address, size, int8 scale) and the
-  layer table (``accel_layers[]``: name, ``cmd_addr``, ``cmd_count`` per layer, in run order).
+  is what the ``hw_info`` register reads), the command encoding (:mod:`pycde_accel.contract`,
+  docs/accelerator-contract.md: opcodes, destinations, flags, word layout), the DRAM image
+  (``dram.bin``: size, where the commands start), every model input/output buffer (address,
+  size, int8 scale) and the layer table (``accel_layers[]``: name, ``cmd_addr``, ``cmd_count``
+  per layer, in run order).
 * ``accel_driver.py``: a standalone Python driver (numpy only, no pycde_accel import) for a
   board or any other CSR/memory transport: ``Accelerator(write_csr, read_csr, write_mem,
   read_mem)`` loads ``dram.bin``, quantizes and packs the inputs (``io.npz``: the byte offset of
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .backend import commands as C
+from . import contract
 from .config import AccelConfig
 
 HEADER_CSR = "accel_csr.h"
@@ -38,7 +39,41 @@ IO_NPZ = "io.npz"
 
 def hw_info(config: AccelConfig) -> int:
     """The value the ``hw_info`` register reads for ``config`` (rows | cols << 8 | AB << 16)."""
-    return config.rows | config.cols << 8 | (config.axi_data_width // 8) << 16
+    return contract.hw_info(config)
+
+
+def _command_defines() -> list[str]:
+    """The command encoding's ``#define`` lines: word 0, opcodes (with their fields' words),
+    destinations, flags."""
+    w0f, w0d = contract.W0_FLAGS[0], contract.W0_DST[0]
+    L = [f"#define ACCEL_CMD_WORDS {contract.CMD_WORDS}u",
+         f"#define ACCEL_CMD_BYTES {contract.CMD_BYTES}u",
+         f"#define ACCEL_CMD_W0(op, flags, dst) ((uint32_t)(op) | (uint32_t)(flags) << {w0f} | "
+         f"(uint32_t)(dst) << {w0d})"]
+    cmds = sorted(contract.COMMANDS, key=lambda c: c.op)
+    col = max(len(f"#define ACCEL_OP_{c.kind.upper()} {c.op}u") for c in cmds) + 1
+    for c in cmds:
+        words = ", ".join(f"w{f.word} {f.name}" for f in c.fields)
+        L.append(f"#define ACCEL_OP_{c.kind.upper()} {c.op}u".ljust(col) + f"/* {words} */")
+    for d in sorted(contract.DESTINATIONS, key=lambda d: d.value):
+        L.append(f"#define ACCEL_DST_{d.name} {d.value}u")
+    for c in cmds:
+        for f in sorted(c.flags, key=lambda f: f.value):
+            L.append(f"#define ACCEL_{c.kind.upper()}_{f.name.upper()} {f.value}u")
+    return L
+
+
+def _py_literal(name: str, items: list[str], open_: str, close: str, width: int = 100) -> str:
+    """``name = (a, b, ...)`` wrapped at ``width`` columns, continuation lines aligned."""
+    head = f"{name} = {open_}"
+    lines, cur = [], head
+    for i, it in enumerate(items):
+        tok = it + ("," if i < len(items) - 1 else close)
+        if cur not in (head, " " * len(head)) and len(cur) + 1 + len(tok) > width:
+            lines.append(cur)
+            cur = " " * len(head)
+        cur += ("" if cur in (head, " " * len(head)) else " ") + tok
+    return "\n".join(lines + [cur])
 
 
 def _io_entries(compiled, scales: dict) -> tuple[list[dict], list[dict]]:
@@ -60,19 +95,8 @@ def program_header(config: AccelConfig, compiled, scales: dict) -> str:
          f"#define ACCEL_AXI_BYTES {config.axi_data_width // 8}u",
          f"#define ACCEL_HW_INFO 0x{hw_info(config):08x}u /* rows | cols << 8 | AXI bytes << 16 */",
          f"#define ACCEL_SPAD_C_DEPTH {config.spad_c_depth}u",
-         "", "/* ---- command encoding: 8 little-endian 32-bit words per command ---- */",
-         f"#define ACCEL_CMD_WORDS {C.CMD_WORDS}u", f"#define ACCEL_CMD_BYTES {C.CMD_BYTES}u",
-         "#define ACCEL_CMD_W0(op, flags, dst) ((uint32_t)(op) | (uint32_t)(flags) << 8 | (uint32_t)(dst) << 16)",
-         f"#define ACCEL_OP_LOAD {C.OP_LOAD}u  /* w1 addr, w2 beats, w3 rows, w4 stride, w5 index, w6 word */",
-         f"#define ACCEL_OP_EXEC {C.OP_EXEC}u  /* w1 K, w2 a_word, w3 b_word */",
-         f"#define ACCEL_OP_STORE {C.OP_STORE}u /* w1 addr, w2 valid_rows, w3 stride, w4 p_index */",
-         f"#define ACCEL_OP_VEC {C.OP_VEC}u   /* w1 n, w2 x_off, w3 dst, w4 ma, w5 mb, w6 shift */"]
-    for v, n in sorted(C.DST_NAMES.items()):
-        L.append(f"#define ACCEL_DST_{n} {v}u")
-    for op, flags in sorted(C._FLAG_NAMES.items()):
-        opn = {C.OP_LOAD: "LOAD", C.OP_EXEC: "EXEC", C.OP_STORE: "STORE", C.OP_VEC: "VEC"}[op]
-        for bit, n in sorted(flags.items()):
-            L.append(f"#define ACCEL_{opn}_{n.upper()} {bit}u")
+         "", f"/* ---- command encoding: {contract.CMD_WORDS} little-endian 32-bit words per "
+         f"command ---- */"] + _command_defines()
     L += ["", "/* ---- DRAM image (dram.bin): load it at byte address 0 of the accelerator's memory ---- */",
           f"#define ACCEL_IMAGE_BYTES {len(compiled.image)}u",
           f"#define ACCEL_COMMANDS_ADDR 0x{compiled.symbols['commands'].addr:08x}u", "",
@@ -124,10 +148,8 @@ HW_INFO = {hw_info:#010x}
 INPUTS = json.loads({inputs!r})
 OUTPUTS = json.loads({outputs!r})
 LAYERS = json.loads({layers!r})
-PERF = ("perf_cycles", "perf_core_busy", "perf_stall", "perf_dma_rd_bytes", "perf_dma_wr_bytes",
-        "perf_cmds")
-ERRORS = {{1: "AXI read error response", 2: "AXI write error response",
-          4: "systolic core: a_last/b_last mismatch", 16: "unknown command opcode"}}
+{perf}
+{errors}
 
 
 class AcceleratorError(RuntimeError):
@@ -190,20 +212,20 @@ class Accelerator:
     def run_layer(self, layer):
         self.write_csr(CSR["cmd_base"], layer["cmd_addr"])
         self.write_csr(CSR["cmd_count"], layer["cmd_count"])
-        self.write_csr(CSR["ctrl"], 1)
+        self.write_csr(CSR["ctrl"], {start})
         if self.wait_done is not None:
             self.wait_done()
         for _ in range(self.max_polls):
             events = self.read_csr(CSR["events"])
-            if events & 3:
+            if events & {done_or_error}:
                 break
         else:
             raise AcceleratorError(f"layer {{layer['name']}}: no done after {{self.max_polls}} polls")
         status = self.read_csr(CSR["status"])
         perf = {{n: self.read_csr(CSR[n]) for n in PERF}}
         self.write_csr(CSR["events"], events)
-        err = status >> 8 & 0xFF
-        if err or events & 2:
+        err = status >> {err_lsb} & {err_mask}
+        if err or events & {error}:
             why = ", ".join(m for b, m in ERRORS.items() if err & b) or f"code {{err:#x}}"
             raise AcceleratorError(f"layer {{layer['name']}}: the accelerator reported {{why}}")
         if perf["perf_cmds"] != layer["cmd_count"]:
@@ -226,7 +248,14 @@ def driver_source(config: AccelConfig, compiled, scales: dict, csr_map, model: s
     return _DRIVER.format(
         model=model, array=config.array, in0_shape=ins[0]["shape"] if ins else [],
         config=dumps(config.to_dict()), csr=dumps({r.name: r.offset for r in csr_map.regs}),
-        hw_info=hw_info(config), inputs=dumps(ins), outputs=dumps(outs), layers=dumps(layers))
+        hw_info=hw_info(config), inputs=dumps(ins), outputs=dumps(outs), layers=dumps(layers),
+        perf=_py_literal("PERF", [f'"{n}"' for n in contract.PERF_COUNTERS], "(", ")"),
+        errors=_py_literal("ERRORS", [f'{e.value}: "{e.message}"' for e in contract.ERRORS],
+                           "{", "}"),
+        start=contract.CTRL_START, done_or_error=contract.EVENTS_DONE | contract.EVENTS_ERROR,
+        err_lsb=contract.STATUS_ERR_CODE.lsb,
+        err_mask=f"0x{(1 << contract.STATUS_ERR_CODE.width) - 1:X}",
+        error=contract.EVENTS_ERROR)
 
 
 def io_npz(compiled) -> bytes:

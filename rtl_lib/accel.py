@@ -58,37 +58,22 @@ from pycde.seq import FIFO
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
+from .. import contract
 from ..config import AccelConfig
-from ..errors import ConfigError
+# the command encoding and the structure the software relies on: the contract's
+from ..contract import (CMD_BITS, CMD_FIFO_DEPTH, DST_A, DST_B, DST_CMD, DST_P, DST_S, DST_X,
+                        ENGINE_FIFO_DEPTH, FETCH_CHUNK, MAX_BURST, MAX_OUTSTANDING, OP_EXEC,
+                        OP_LOAD, OP_STORE, OP_VEC, PERF_COUNTERS, ROUTE_FIFO_DEPTH, hw_info)
 from .axi_dma import make_axi_dma
 from .axil_csr import default_csr_map, make_axil_csr
 from .common import NamedReg, name_module, register_slice
 from .scratchpad import make_width_adapter
 
-CMD_BITS = 256
-FETCH_CHUNK = 4
-CMD_FIFO_DEPTH = 8
-ENGINE_FIFO_DEPTH = 4
-ROUTE_FIFO_DEPTH = 8
-MAX_OUTSTANDING = 4
-
-OP_LOAD, OP_EXEC, OP_STORE, OP_VEC = 1, 2, 3, 4
-DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD = 0, 1, 2, 3, 4, 7
-F_LANES, F_COMMIT, F_ZERO = 1, 2, 4
-ERR_DMA_RD, ERR_DMA_WR, ERR_CORE, ERR_BAD_OP = 1, 2, 4, 16
-
 
 def check_config(config: AccelConfig) -> None:
-    """Refuse a config the accelerator top cannot be built for (ConfigError)."""
-    ab = config.axi_data_width // 8
-    if config.axi_data_width > CMD_BITS:
-        raise ConfigError(f"accelerator: axi_data_width must be <= {CMD_BITS} (one command per "
-                          f"beat at most), got {config.axi_data_width}")
-    if config.cols % ab:
-        raise ConfigError(f"accelerator: cols ({config.cols}) must be a multiple of the AXI "
-                          f"data width in bytes ({ab}), so that a C-tile row is whole beats")
-    if config.rows > 255 or config.cols > 255:
-        raise ConfigError("accelerator: rows and cols must be <= 255")
+    """Refuse a config the accelerator top cannot be built for (ConfigError): the contract's
+    rules (:func:`pycde_accel.contract.check_config`)."""
+    contract.check_config(config, "accelerator")
 
 
 def _u(sig, w):
@@ -147,7 +132,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel) -> ty
     CMD_BEATS = CMD_BITS // W
     csr_map = default_csr_map(AW, config.axil_data_width)
     Csr = make_axil_csr(csr_map, "accel_csr")
-    Dma = make_axi_dma(W, AW, 256, MAX_OUTSTANDING, 16, 16)
+    Dma = make_axi_dma(W, AW, MAX_BURST, MAX_OUTSTANDING, 16, 16)
     Mm = make_matmul_unit(config)
     St = make_store_engine(config, requant)
     Vec = make_vector_engine(config, add_kernel, max_kernel)
@@ -170,8 +155,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel) -> ty
         # ---------------------------------------------------------------- CSRs
         csr_in = {}
         w = {n: Wire(Bits(32 if n != "status" else 16), n) for n in
-             ("status", "hw_info", "perf_cycles", "perf_core_busy", "perf_stall",
-              "perf_dma_rd_bytes", "perf_dma_wr_bytes", "perf_cmds")}
+             ("status", "hw_info") + PERF_COUNTERS}
         events_set = Wire(Bits(2), "events_set")
         for port in Csr._builder.inputs:
             if port.name.startswith("s_axil"):
@@ -183,7 +167,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel) -> ty
                 setattr(p, port.name, getattr(csr, port.name))
         start = csr.ctrl[0]
         p.irq = csr.events != Bits(2)(0)
-        w["hw_info"].assign(Bits(32)(config.rows | config.cols << 8 | AB << 16))
+        w["hw_info"].assign(Bits(32)(hw_info(config)))
 
         running = NamedReg(1, clk, rst, 0, name="running")
 

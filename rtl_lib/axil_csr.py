@@ -1,8 +1,9 @@
 """AXI4-Lite slave CSR block generated from a data description of its registers.
 
-The register map is data (:class:`CsrReg` / :class:`CsrMap`), so the same object that generates
-the RTL also goes into ``design.json`` (``CsrMap.to_dict()``) and into host headers
-(``CsrMap.c_header()``), Gemmini style. :func:`default_csr_map` is the accelerator's map.
+The register map is data (:class:`CsrReg` / :class:`CsrMap`, defined in
+:mod:`pycde_accel.contract`), so the same object that generates the RTL also goes into
+``design.json`` (``CsrMap.to_dict()``) and into host headers (``CsrMap.c_header()``), Gemmini
+style. :func:`default_csr_map` is the accelerator's map (the contract's).
 
 Registers (each at a word-aligned byte offset, ``width <= data_width`` bits, LSB-aligned)
 ----------------------------------------------------------------------------------------
@@ -37,142 +38,24 @@ Protocol and latency
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-
 from pycde import Clock, Input, Module, Output, Reset, generator
 from pycde.constructs import Mux
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
-from ..errors import ConfigError
+from ..contract import CSR_ACCESS as ACCESS, CsrField, CsrMap, CsrReg, csr_map
 from .common import NamedReg, name_module
 
-ACCESS = ("rw", "ro", "w1c", "pulse")
+__all__ = ["ACCESS", "CsrField", "CsrMap", "CsrReg", "default_csr_map", "make_axil_csr"]
+
 OKAY, SLVERR, DECERR = 0, 2, 3
 
 
-@dataclass(frozen=True)
-class CsrField:
-    """A named bit field of a register (documentation and host headers only)."""
-
-    name: str
-    lsb: int
-    width: int = 1
-    doc: str = ""
-
-
-@dataclass(frozen=True)
-class CsrReg:
-    """One register: name (also its port name), byte offset, access, width, reset value."""
-
-    name: str
-    offset: int
-    access: str
-    width: int = 32
-    reset: int = 0
-    doc: str = ""
-    fields: tuple[CsrField, ...] = ()
-
-
-@dataclass(frozen=True)
-class CsrMap:
-    """An ordered register map; ``validate(data_width, addr_width)`` refuses a bad one."""
-
-    regs: tuple[CsrReg, ...]
-    data_width: int = 32
-    addr_width: int = 12
-
-    def validate(self) -> "CsrMap":
-        if self.data_width not in (32, 64):
-            raise ConfigError(f"csr map: data_width must be 32 or 64, got {self.data_width}")
-        nbytes = self.data_width // 8
-        names, offsets = set(), set()
-        for r in self.regs:
-            if r.access not in ACCESS:
-                raise ConfigError(f"csr {r.name}: access {r.access!r} is not one of {ACCESS}")
-            if not r.name.isidentifier() or r.name.startswith("s_axil") or r.name in ("clk", "rst"):
-                raise ConfigError(f"csr {r.name!r}: not a usable port name")
-            if r.name in names:
-                raise ConfigError(f"csr {r.name}: duplicate name")
-            if r.offset % nbytes or r.offset < 0 or r.offset >= (1 << self.addr_width):
-                raise ConfigError(f"csr {r.name}: offset {r.offset:#x} is not a word offset "
-                                  f"inside the {1 << self.addr_width}-byte space")
-            if r.offset in offsets:
-                raise ConfigError(f"csr {r.name}: offset {r.offset:#x} used twice")
-            if not 1 <= r.width <= self.data_width:
-                raise ConfigError(f"csr {r.name}: width {r.width} not in 1..{self.data_width}")
-            if r.reset >> r.width or r.reset < 0:
-                raise ConfigError(f"csr {r.name}: reset {r.reset:#x} does not fit {r.width} bits")
-            names.add(r.name)
-            offsets.add(r.offset)
-        return self
-
-    def by_name(self, name: str) -> CsrReg:
-        for r in self.regs:
-            if r.name == name:
-                return r
-        raise KeyError(name)
-
-    def to_dict(self) -> dict:
-        return {"data_width": self.data_width, "addr_width": self.addr_width,
-                "regs": [asdict(r) for r in self.regs]}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "CsrMap":
-        regs = tuple(CsrReg(**{**r, "fields": tuple(CsrField(**f) for f in r.get("fields", ()))})
-                     for r in d["regs"])
-        return cls(regs, d.get("data_width", 32), d.get("addr_width", 12))
-
-    def c_header(self, prefix: str = "ACCEL") -> str:
-        """A C header of offsets, access kinds and field positions (deterministic text)."""
-        lines = [f"/* Generated from the pycde-accel CSR map; do not edit. */",
-                 f"#ifndef {prefix}_CSR_H", f"#define {prefix}_CSR_H", ""]
-        for r in self.regs:
-            n = f"{prefix}_{r.name.upper()}"
-            lines.append(f"#define {n}_OFFSET 0x{r.offset:03x}u /* {r.access}, {r.width} bits"
-                         f"{': ' + r.doc if r.doc else ''} */")
-            for f in r.fields:
-                lines.append(f"#define {n}_{f.name.upper()}_LSB {f.lsb}u")
-                lines.append(f"#define {n}_{f.name.upper()}_WIDTH {f.width}u")
-        lines += ["", f"#endif /* {prefix}_CSR_H */", ""]
-        return "\n".join(lines)
-
-
 def default_csr_map(addr_width: int = 32, data_width: int = 32) -> CsrMap:
-    """The accelerator's CSR map (``cmd_base`` is ``addr_width`` bits, i.e. config.axi_addr_width).
-
-    The host runs one layer per start: it writes ``cmd_base`` (DRAM byte address of the
-    layer's first command) and ``cmd_count``, writes 1 to ``ctrl``, and waits for ``events.done``
-    (or polls ``status.busy``). The performance counters are cleared by ``start`` and count
-    while the layer runs, so after ``done`` they hold that layer's figures.
-
-    0x00 ``ctrl`` pulse: bit 0 start.  0x04 ``status`` ro: busy, error bits.
-    0x08 ``events`` w1c: bit 0 done, bit 1 error (sticky, host clears).
-    0x0C ``hw_info`` ro: rows | cols << 8 | AXI bytes << 16 (the host checks it against its
-    program). 0x10 ``cmd_base``, 0x14 ``cmd_count``. 0x40.. performance counters.
-    """
-    aw = addr_width
-    regs = (
-        CsrReg("ctrl", 0x00, "pulse", 1, doc="write 1 to start the commands at cmd_base",
-               fields=(CsrField("start", 0),)),
-        CsrReg("status", 0x04, "ro", 16, doc="live status",
-               fields=(CsrField("busy", 0), CsrField("err_code", 8, 8))),
-        CsrReg("events", 0x08, "w1c", 2, doc="sticky events; write 1 to clear",
-               fields=(CsrField("done", 0), CsrField("error", 1))),
-        CsrReg("hw_info", 0x0C, "ro", 32, doc="rows | cols << 8 | AXI data bytes << 16",
-               fields=(CsrField("rows", 0, 8), CsrField("cols", 8, 8),
-                       CsrField("axi_bytes", 16, 8))),
-        CsrReg("cmd_base", 0x10, "rw", aw, doc="DRAM byte address of the first command"),
-        CsrReg("cmd_count", 0x14, "rw", 32, doc="number of commands to run"),
-        CsrReg("perf_cycles", 0x40, "ro", 32, doc="cycles from start to done"),
-        CsrReg("perf_core_busy", 0x44, "ro", 32, doc="cycles the systolic core took a beat"),
-        CsrReg("perf_stall", 0x48, "ro", 32,
-               doc="cycles an EXEC was active but the core took no beat"),
-        CsrReg("perf_dma_rd_bytes", 0x4C, "ro", 32, doc="bytes the DMA read"),
-        CsrReg("perf_dma_wr_bytes", 0x50, "ro", 32, doc="bytes the DMA wrote"),
-        CsrReg("perf_cmds", 0x54, "ro", 32, doc="commands dispatched"),
-    )
-    return CsrMap(regs, data_width, 12).validate()
+    """The accelerator's CSR map: :func:`pycde_accel.contract.csr_map` (``cmd_base`` is
+    ``addr_width`` bits, i.e. config.axi_addr_width; the registers and what they hold are in
+    docs/accelerator-contract.md)."""
+    return csr_map(addr_width, data_width)
 
 
 def make_axil_csr(csr_map: CsrMap, name: str = "axil_csr") -> type[Module]:

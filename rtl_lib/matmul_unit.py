@@ -3,7 +3,7 @@
 ``make_matmul_unit(config)`` -> module ``matmul_unit_{R}x{C}``
 --------------------------------------------------------------
 R = config.rows, C = config.cols, W = config.axi_data_width, AB = W/8, ACC = config.acc_width.
-Refused (ConfigError) unless C % AB == 0 (accel_spec.md) and the config validates.
+Refused (ConfigError) unless C % AB == 0 (docs/accelerator-contract.md) and the config validates.
 
 Inside: an A operand scratchpad (``operand_spad.make_operand_spad(R, W, spad_a_depth // AB)``:
 R lanes of ``spad_a_depth`` int8 elements each), a B one (C lanes, ``spad_b_depth // AB``
@@ -28,8 +28,8 @@ Ports (valid/ready: a transfer on a rising edge where both are high)
 * ``core_fire`` (out): a beat enters the core on this cycle's edge. ``stall`` (out):
   ``busy & ~core_fire``. ``err`` (out): the core's sticky ``err``.
 
-EXEC semantics (accel_spec.md): a command waits until the consumer side owns a committed bank of
-both A and B (``rd_avail`` of both scratchpads), then issues reads k = 0..K-1, one per cycle: A
+EXEC semantics (docs/accelerator-contract.md): a command waits until the consumer owns a committed bank
+of both A and B (``rd_avail`` of both scratchpads), then issues reads k = 0..K-1, one per cycle: A
 beat k = byte k%AB of word ``a_word + k//AB`` of every A lane (word addresses wrap at the bank
 depth), B beat k likewise from ``b_word``; ``last`` with k = K-1. The A bank is released on the
 edge the last read is issued if REL_A, the B bank if REL_B (the read still returns the released
@@ -66,6 +66,7 @@ from pycde.constructs import Mux, Wire
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
+from .. import contract
 from ..config import AccelConfig
 from ..errors import ConfigError
 from .common import NamedReg, name_module
@@ -73,12 +74,12 @@ from .operand_spad import LANE_WIDTH, RD_LATENCY, make_operand_spad
 from .scratchpad import _log2
 from .systolic import make_systolic_core
 
-#: entries of the operand FIFO in front of the core (= read credits)
-FIFO_DEPTH = 4
+#: entries of the operand FIFO in front of the core (= read credits; the contract's)
+FIFO_DEPTH = contract.EXEC_CREDITS
 #: edges from a read issued to the earliest edge its beat enters the core
 ISSUE_TO_CORE = 1 + RD_LATENCY
-#: width of the command's K and word fields
-CMD_WIDTH = 16
+#: width of the command's K and word fields (the contract's EXEC fields)
+CMD_WIDTH = contract.EXEC.field("K").bits
 
 
 def spad_words(config: AccelConfig) -> tuple[int, int]:
@@ -95,9 +96,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
     AB = W // 8
     if DW != 8:
         raise ConfigError(f"matmul unit: data_width must be 8 (int8 operands), got {DW}")
-    if C % AB:
-        raise ConfigError(f"matmul unit: cols={C} must be a multiple of the {AB} bytes of an "
-                          f"AXI beat (axi_data_width={W})")
+    contract.check_beat_alignment(config, "matmul unit")
     a_words, b_words = spad_words(config)
     for name, n in (("spad_a_depth", a_words), ("spad_b_depth", b_words)):
         if n < 2:

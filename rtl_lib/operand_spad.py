@@ -2,7 +2,7 @@
 
 ``make_operand_spad(lanes, width, depth_words)`` -> module ``operand_spad_l{lanes}_w{width}_d{depth_words}``
 ------------------------------------------------------------------------------------------------------
-The A (or B) operand store of the matmul unit (accel_spec.md, LOAD dst 0/1 and EXEC). Two banks;
+The A (or B) operand store of the matmul unit (docs/accelerator-contract.md: LOAD, EXEC). Two banks;
 each bank holds ``lanes`` memories ("lanes") of ``depth_words`` words of ``width`` bits (the AXI
 data width W; ``AB = width/8`` int8 elements per word). Element k of a lane is byte ``k % AB``
 (bits ``[8*(k%AB), 8*(k%AB)+8)``) of word ``k // AB``.

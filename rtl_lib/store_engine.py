@@ -98,12 +98,13 @@ from pycde.seq import FIFO
 from pycde.signals import BitsSignal, _FromCirctValue
 from pycde.types import Bits
 
+from .. import contract
 from ..config import AccelConfig
 from ..errors import ConfigError
 from .common import NamedReg, name_module, register_slice
 
-#: commands queued inside the engine (each of the three command queues)
-QUEUE = 4
+#: commands queued inside the engine (each of the three command queues; the contract's)
+QUEUE = contract.STORE_QUEUE
 #: the kernel's element width
 XW = 32
 
@@ -145,11 +146,7 @@ def _mem(clk, rst, name, width, depth, waddr, wdata, wen, raddr):
 
 def check_config(config: AccelConfig) -> None:
     config.validate()
-    ab = config.axi_data_width // 8
-    if config.cols % ab:
-        raise ConfigError(f"config: cols={config.cols} is not a multiple of the AXI beat "
-                          f"({ab} bytes at axi_data_width={config.axi_data_width}): a row of "
-                          f"the C tile must be whole beats")
+    contract.check_beat_alignment(config, "config")
     if config.data_width != 8:
         raise ConfigError(f"store engine: int8 outputs only, data_width={config.data_width}")
 

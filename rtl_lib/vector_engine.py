@@ -70,7 +70,7 @@ Ports (valid/ready: a beat moves on a rising edge where both are high)
 * ``busy`` (out): high from the edge after a command is taken until every result beat has been
   written into X (TO_X) or taken on ``wd`` and the ``wc`` command was taken.
 
-Semantics (accel_spec.md, VEC): for beat i in 0..n-1 and byte e: a = int8 X[x_off+i] byte e,
+Semantics (docs/accelerator-contract.md, VEC): for beat i in 0..n-1 and byte e: a = X[x_off+i] byte e,
 b = int8 S_i byte e; ADD: y = residual_add(a, b, ma, mb, shift) (sat8(RDBPOT(a*ma + b*mb,
 shift))), then max(y, 0) if RELU; MAX: y = max(a, b) (RELU ignored). Result beat i goes to
 DRAM at dst + i*AB or, with TO_X, to X[dst + i].
@@ -99,13 +99,15 @@ from pycde.seq import FIFO
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
+from .. import contract
 from ..config import AccelConfig
 from ..errors import ConfigError
 from .common import NamedReg, name_module, register_slice
 from .scratchpad import _bank
 
 #: beat pairs {X beat, S beat} buffered between the X read and the element serializer
-PAIR_FIFO_DEPTH = 4
+#: (the contract's)
+PAIR_FIFO_DEPTH = contract.VEC_PAIR_FIFO_DEPTH
 #: run length of the maxpool kernel: it has no scalars, so its runs need not line up with
 #: commands; a start token is always offered and MAX elements of successive commands simply
 #: continue the current run (one restart bubble per MAX_RUN elements)

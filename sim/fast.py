@@ -21,8 +21,9 @@ Two engines run that wrapper:
   host driver talks to the CSRs through cocotbext-axi's ``AxiLiteMaster`` (idle between
   accesses), and Python sleeps until ``irq`` or ``wd_trip`` rises (or a timer);
 * ``native`` (``sim/native/main.cpp``): a C++ main on the same Verilated wrapper (built without
-  VPI), which runs the host driver's exact CSR sequence (:func:`native_script`) and logs every
-  CSR value read; :func:`run_native` replays that log through the same
+  VPI), which runs the host driver's exact CSR sequence (:func:`native_script`; the CSR
+  offsets, counters and error bits come from ``accel_contract.h``, generated from
+  :mod:`pycde_accel.contract` into the build) and logs every CSR value read; :func:`run_native` replays that log through the same
   :class:`~pycde_accel.host.Driver`, so results and error messages are the cocotb run's.
 
 Both give the same DRAM image and the same per-layer counters (the wrapper and the memory
@@ -59,6 +60,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import proc
+from .. import contract
+from ..contract import CsrMap
 from ..errors import UserError
 from ..toolchain import setup_verilator_env
 from . import runner
@@ -296,10 +299,22 @@ def build_native(sim: runner.SimBuild, cache_root: os.PathLike | str | None = No
     assertions (:data:`NATIVE_BUILD_ARGS`)."""
     root = Path(cache_root) if cache_root else sim.build_dir.parent
     sources = runner.read_filelist(_sources(sim, root))
-    args = list(runner.DEFAULT_BUILD_ARGS) + list(FAST_BUILD_ARGS) + list(NATIVE_BUILD_ARGS)
+    args = (list(runner.DEFAULT_BUILD_ARGS) + list(FAST_BUILD_ARGS) + list(NATIVE_BUILD_ARGS)
+            + ["-CFLAGS", f"-I{_contract_include(root)}"])
     b = _verilate(root, "native", sources, HERE / "native" / "main.cpp", args,
                   exe="accel_native", verbose=verbose)
     return NativeBuild(b.build_dir / "accel_native")
+
+
+def _contract_include(root: Path) -> Path:
+    """A folder holding ``accel_contract.h`` (:func:`pycde_accel.contract.harness_header`) for
+    the native harness, named by its content (so the build's hash follows the contract)."""
+    text = contract.harness_header()
+    d = Path(root) / f"contract-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    d.mkdir(parents=True, exist_ok=True)
+    if not (d / "accel_contract.h").exists() or (d / "accel_contract.h").read_text() != text:
+        (d / "accel_contract.h").write_text(text)
+    return d
 
 
 def _verilate(root: Path, kind: str, sources: list[Path], main: Path, args: list[str], *,
@@ -332,32 +347,19 @@ def _verilate(root: Path, kind: str, sources: list[Path], main: Path, args: list
     return runner.SimBuild(bdir, TOP, tuple(sources), waves, tuple(args))
 
 
-class PlanCsrMap:
-    """The CSR map of a plan (``CsrMap.to_dict()``) as :class:`~pycde_accel.host.Driver` reads
-    it (``regs`` with ``name`` and ``offset``), without importing pycde (~1.6 s per start)."""
-
-    class _Reg:
-        def __init__(self, name: str, offset: int):
-            self.name, self.offset = name, offset
-
-    def __init__(self, d: dict):
-        self.regs = [self._Reg(r["name"], int(r["offset"])) for r in d["regs"]]
-
-
 # ----------------------------------------------------------------------------- native run
 
-CSR_ORDER = ("cmd_base", "cmd_count", "ctrl", "events", "status", "hw_info", "perf_cycles",
-             "perf_core_busy", "perf_stall", "perf_dma_rd_bytes", "perf_dma_wr_bytes",
-             "perf_cmds")
-
-
 def native_script(plan: dict) -> str:
-    """The harness's input: CSR offsets, limits, expected hw, layers, the dump range."""
-    off = {r.name: r.offset for r in PlanCsrMap(plan["csr_map"]).regs}
+    """The harness's input: limits, expected hw, layers, the dump range. The CSR offsets are
+    the contract's, compiled into the harness (:func:`pycde_accel.contract.harness_header`):
+    a plan whose CSR map has other offsets is refused."""
+    got = CsrMap.from_dict(plan["csr_map"]).offsets()
+    if got != contract.csr_map().offsets():
+        raise UserError("the plan's CSR map is not the accelerator contract's: the native "
+                        "harness knows only the contract's offsets")
     hw = plan["hw"]
     stall = int(plan.get("stall_cycles", 20000))
-    lines = ["offsets " + " ".join(str(off[n]) for n in CSR_ORDER),
-             f"limits {stall} {stall} {int(plan.get('layer_timeout_cycles', 10_000_000))}",
+    lines = [f"limits {stall} {stall} {int(plan.get('layer_timeout_cycles', 10_000_000))}",
              f"hw {hw['rows']} {hw['cols']} {hw['axi_bytes']}"]
     for layer in plan["layers"]:
         lines.append(f"layer {int(layer['cmd_addr'])} {int(layer['cmd_count'])}")
@@ -455,7 +457,7 @@ def run_native(exe: NativeBuild | Path, plan_path: os.PathLike | str) -> dict:
     text = log.read_text()
     events, info = _parse_log(text)
     hw = plan["hw"]
-    driver = Driver(_Replay(events), PlanCsrMap(plan["csr_map"]), rows=hw["rows"],
+    driver = Driver(_Replay(events), CsrMap.from_dict(plan["csr_map"]), rows=hw["rows"],
                     cols=hw["cols"], axi_bytes=hw["axi_bytes"])
     out = {"layers": [], "reads": {}}
 

@@ -19,10 +19,11 @@ import cocotb
 from cocotb.triggers import First, RisingEdge, Timer
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
+from pycde_accel.contract import CsrMap
 from pycde_accel.host import AcceleratorError, Driver
 
 from . import tb
-from .fast import STREAMS, PlanCsrMap, dump_range, trip_message
+from .fast import STREAMS, dump_range, trip_message
 from .watchdog import StallError
 
 
@@ -75,7 +76,7 @@ async def run_plan(dut):
     await RisingEdge(dut.clk)
     hw = plan["hw"]
     driver = Driver(FastCsr(dut, master, plan.get("layer_timeout_cycles", 10_000_000)),
-                    PlanCsrMap(plan["csr_map"]), rows=hw["rows"], cols=hw["cols"],
+                    CsrMap.from_dict(plan["csr_map"]), rows=hw["rows"], cols=hw["cols"],
                     axi_bytes=hw["axi_bytes"])
     result_path = Path(plan["result"])
     out = {"layers": [], "reads": {}}

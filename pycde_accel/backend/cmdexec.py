@@ -1,4 +1,4 @@
-"""Golden model of the accelerator executing command lists (accel_spec.md), on a DRAM image.
+"""Golden model of the accelerator running command lists (docs/accelerator-contract.md) on DRAM.
 
 :func:`run_layer` fetches ``cmd_count`` commands at ``cmd_base`` from the image and executes them in
 program order with the hardware's state: the A and B operand scratchpads (2 banks each, R resp. C

@@ -1,14 +1,7 @@
-"""Accelerator commands (accel_spec.md "Command encoding") and the compiler from layer
-descriptors to command lists.
+"""The compiler from layer descriptors to accelerator command lists (the schedules).
 
-Encoding: 8 little-endian 32-bit words per command; word 0 = op | flags << 8 | dst << 16.
-
-* :class:`Load`  (op 1): w1 addr, w2 beats, w3 rows, w4 stride, w5 index, w6 word;
-  dst A/B/P/X/S (:data:`DST_A` ...), flags LANES, COMMIT, ZERO.
-* :class:`Exec`  (op 2): w1 K, w2 a_word, w3 b_word; flags REL_A, REL_B.
-* :class:`Store` (op 3): w1 addr, w2 valid_rows, w3 stride, w4 p_index; flags RELU, PER_TENSOR.
-* :class:`Vec`   (op 4): w1 n, w2 x_off, w3 dst, w4 ma, w5 mb, w6 shift (ma, mb signed);
-  flags MAX, RELU, TO_X.
+The commands and their encoding are :mod:`.encoding` (from :mod:`pycde_accel.contract`; the
+command set is described in docs/accelerator-contract.md); their names are re-exported here.
 
 :func:`compile_layer` turns one descriptor of the layer program into its command list; the
 descriptor alone (addresses, strides, tiling fields) determines the commands.
@@ -50,164 +43,21 @@ bytes within a beat (the compiler transposes on the array instead, see compile.p
 from __future__ import annotations
 
 import dataclasses
-import struct
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 
+from .. import contract
 from ..config import AccelConfig
 from ..errors import UserError
 from . import program as P
+# the encoding (re-exported: the command values are used under these names throughout)
+from .encoding import (CMD_BYTES, CMD_WORDS, COMMANDS, COMMIT, DST_A, DST_B,  # noqa: F401
+                       DST_NAMES, DST_P, DST_S, DST_X, LANES, OP_EXEC, OP_LOAD, OP_STORE,
+                       OP_VEC, REL_A, REL_B, S_PER_TENSOR, S_RELU, V_MAX, V_RELU, V_TO_X, ZERO,
+                       _FLAG_NAMES, Command, Exec, Load, Store, Vec, decode, decode_bytes,
+                       encode_list)
 from .tiling import ceil_div
-
-CMD_WORDS = 8
-CMD_BYTES = 4 * CMD_WORDS
-OP_LOAD, OP_EXEC, OP_STORE, OP_VEC = 1, 2, 3, 4
-DST_A, DST_B, DST_P, DST_X, DST_S = 0, 1, 2, 3, 4
-DST_NAMES = {DST_A: "A", DST_B: "B", DST_P: "P", DST_X: "X", DST_S: "S"}
-# LOAD flags
-LANES, COMMIT, ZERO = 1, 2, 4
-# EXEC flags
-REL_A, REL_B = 1, 2
-# STORE flags
-S_RELU, S_PER_TENSOR = 1, 2
-# VEC flags
-V_MAX, V_RELU, V_TO_X = 1, 2, 4
-
-_FLAG_NAMES = {
-    OP_LOAD: {LANES: "lanes", COMMIT: "commit", ZERO: "zero"},
-    OP_EXEC: {REL_A: "rel_a", REL_B: "rel_b"},
-    OP_STORE: {S_RELU: "relu", S_PER_TENSOR: "per_tensor"},
-    OP_VEC: {V_MAX: "max", V_RELU: "relu", V_TO_X: "to_x"},
-}
-
-
-@dataclass(frozen=True)
-class Command:
-    OP: ClassVar[int] = 0
-    KIND: ClassVar[str] = "?"
-    SIGNED: ClassVar[tuple] = ()
-
-    def _fields(self) -> list:
-        return [f.name for f in dataclasses.fields(self) if f.name not in ("flags", "dst")]
-
-    def words(self) -> list[int]:
-        w0 = self.OP | (self.flags & 0xFF) << 8 | (getattr(self, "dst", 0) & 0xFF) << 16
-        ws = [w0]
-        for name in self._fields():
-            v = int(getattr(self, name))
-            lo, hi = (-(1 << 31), (1 << 31) - 1) if name in self.SIGNED else (0, (1 << 32) - 1)
-            if not lo <= v <= hi:
-                raise ValueError(f"{self.KIND}: field {name}={v} does not fit 32 bits")
-            ws.append(v & 0xFFFFFFFF)
-        return ws + [0] * (CMD_WORDS - len(ws))
-
-    def encode(self) -> bytes:
-        return struct.pack("<8I", *self.words())
-
-    def to_json(self) -> dict:
-        d = {"op": self.KIND}
-        if hasattr(self, "dst"):
-            d["dst"] = DST_NAMES[self.dst]
-        d["flags"] = [n for b, n in _FLAG_NAMES[self.OP].items() if self.flags & b]
-        for name in self._fields():
-            d[name] = getattr(self, name)
-        return d
-
-
-@dataclass(frozen=True)
-class Load(Command):
-    dst: int = DST_A
-    addr: int = 0
-    beats: int = 1
-    rows: int = 1
-    stride: int = 0
-    index: int = 0
-    word: int = 0
-    flags: int = 0
-    OP: ClassVar[int] = OP_LOAD
-    KIND: ClassVar[str] = "load"
-
-
-@dataclass(frozen=True)
-class Exec(Command):
-    K: int = 1
-    a_word: int = 0
-    b_word: int = 0
-    flags: int = 0
-    OP: ClassVar[int] = OP_EXEC
-    KIND: ClassVar[str] = "exec"
-
-
-@dataclass(frozen=True)
-class Store(Command):
-    addr: int = 0
-    valid_rows: int = 1
-    stride: int = 0
-    p_index: int = 0
-    flags: int = 0
-    OP: ClassVar[int] = OP_STORE
-    KIND: ClassVar[str] = "store"
-
-
-@dataclass(frozen=True)
-class Vec(Command):
-    n: int = 1
-    x_off: int = 0
-    dst: int = 0          # not the routing byte: a DRAM address (or X index with TO_X), word 3
-    ma: int = 0
-    mb: int = 0
-    shift: int = 0
-    flags: int = 0
-    OP: ClassVar[int] = OP_VEC
-    KIND: ClassVar[str] = "vec"
-    SIGNED: ClassVar[tuple] = ("ma", "mb")
-
-    def _fields(self) -> list:
-        return ["n", "x_off", "dst", "ma", "mb", "shift"]
-
-    def words(self) -> list[int]:
-        ws = Command.words(dataclasses.replace(self, dst=0))   # word 0 has no dst byte
-        ws[3] = int(self.dst) & 0xFFFFFFFF
-        return ws
-
-    def to_json(self) -> dict:
-        d = {"op": self.KIND, "flags": [n for b, n in _FLAG_NAMES[OP_VEC].items() if self.flags & b]}
-        for name in self._fields():
-            d[name] = getattr(self, name)
-        return d
-
-
-COMMANDS = {c.OP: c for c in (Load, Exec, Store, Vec)}
-
-
-def decode(words) -> Command:
-    """8 words -> the command (ValueError for an unknown op)."""
-    ws = [int(w) & 0xFFFFFFFF for w in words]
-    op, flags, dst = ws[0] & 0xFF, (ws[0] >> 8) & 0xFF, (ws[0] >> 16) & 0xFF
-    if op not in COMMANDS:
-        raise ValueError(f"unknown command op {op}")
-    cls = COMMANDS[op]
-    names = cls()._fields()
-    kw = {"flags": flags}
-    for i, name in enumerate(names):
-        v = ws[1 + i]
-        if name in cls.SIGNED and v >= 1 << 31:
-            v -= 1 << 32
-        kw[name] = v
-    if cls is Load:
-        kw["dst"] = dst
-    return cls(**kw)
-
-
-def encode_list(cmds) -> bytes:
-    return b"".join(c.encode() for c in cmds)
-
-
-def decode_bytes(data: bytes) -> list[Command]:
-    n = len(data) // CMD_BYTES
-    return [decode(struct.unpack_from("<8I", data, CMD_BYTES * i)) for i in range(n)]
 
 
 # ------------------------------------------------------------------------------------------
@@ -243,11 +93,6 @@ class LayerCommands:
             sum(c.n * axi for c in self.commands if isinstance(c, Vec) and not c.flags & V_TO_X)
 
 
-#: fields the engines decode as 16 bits (rtl_lib.accel); addresses and strides are full width
-_FIELDS16 = {Load: ("beats", "rows", "index", "word"), Exec: ("K", "a_word", "b_word"),
-             Store: ("valid_rows", "p_index"), Vec: ("n", "x_off")}
-
-
 class _Ctx:
     def __init__(self, cfg: AccelConfig):
         self.R, self.C = cfg.rows, cfg.cols
@@ -263,11 +108,10 @@ def compile_layer(d: P.Descriptor, cfg: AccelConfig) -> LayerCommands:
         raise _refuse(d, "a strided COPY cannot be expressed in accelerator commands (LOAD/VEC move "
                          "whole beats, nothing reorders bytes within a beat)")
     cmds, macs = sched(d, x)
-    for c in cmds:
-        for f in _FIELDS16.get(type(c), ()):
-            if not 0 <= getattr(c, f) < 1 << 16:
-                raise _refuse(d, f"{c.KIND} field {f}={getattr(c, f)} does not fit the engines' "
-                                 f"16-bit field (split the layer)")
+    for c in cmds:      # the fields the engines decode narrower than a word (the contract's)
+        for f, v, bits in contract.fields_out_of_range(c.SPEC, vars(c)):
+            raise _refuse(d, f"{c.KIND} field {f}={v} does not fit the engines' "
+                             f"{bits}-bit field (split the layer)")
     lc = LayerCommands(d.index, d.name, d.KIND, cmds, macs=macs)
     lc.count(x.AB, x.C)
     return lc

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import contract
 from ..config import AccelConfig
 from ..errors import ConfigError, UserError
 from . import commands as CMD
@@ -309,9 +310,4 @@ def compile_program(frontend_result, config: AccelConfig) -> CompiledProgram:
 
 
 def check_config(config: AccelConfig) -> None:
-    ab = config.axi_data_width // 8
-    if config.cols % ab:
-        raise ConfigError(f"config: cols={config.cols} is not a multiple of the AXI beat "
-                          f"({ab} bytes = axi_data_width {config.axi_data_width} / 8): the accelerator "
-                          f"requires cols % (axi_data_width/8) == 0 so that a C-tile row of int8 is "
-                          f"whole beats")
+    contract.check_beat_alignment(config, "config")

@@ -1,6 +1,6 @@
 """The DRAM image: where everything lives, how weights are packed, tensor placements.
 
-Layout rules (accel_spec.md "DRAM layout conventions"; R/C = config rows/cols, AB = AXI bytes):
+Layout rules (docs/accelerator-contract.md "DRAM layout"; R/C = config rows/cols, AB = AXI bytes):
 
 Regions, in address order, every buffer starting at a multiple of :data:`ALIGN` = 64 bytes (a
 deterministic bump allocator in the order the compiler visits the graph):

@@ -5,7 +5,7 @@ JSON form); the accelerator itself runs each layer's *commands* (:mod:`.commands
 compiler derives from the descriptor alone. :mod:`pycde_accel.backend.executor` is the golden
 model of the descriptor semantics, :mod:`.cmdexec` that of the commands.
 
-Version 2: the padded channels-last layout of accel_spec.md (activations' innermost dim padded to
+Version 2: the padded channels-last layout (docs/accelerator-contract.md; innermost dim padded to
 a multiple of ``cols``; B packed as B^T lanes; im2col over the padded channel pitch).
 
 Binary encoding (all words little-endian 32 bit)
@@ -77,6 +77,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from .. import contract
+
 MAGIC = 0x43434150          # b"PACC" little-endian
 VERSION = 2
 HEADER_WORDS = 8
@@ -89,7 +91,7 @@ FLAG_NAMES = {RELU: "relu", BIAS: "bias", B_PACKED: "b_packed", IM2COL: "im2col"
               B_STAT: "b_stationary"}
 
 A_STATIONARY, B_STATIONARY = 0, 1
-PARAM_RECORD_BYTES = 16
+PARAM_RECORD_BYTES = contract.PARAM_RECORD_BYTES
 
 
 class ProgramError(ValueError):

@@ -15,7 +15,7 @@ into ``m_tiles = ceil(M / rows)``, ``n_tiles = ceil(N / cols)``. The last tile o
 *partial*: the LOAD moves only the valid rows of A (columns of B); the other scratchpad lanes
 keep stale data, the core computes a full tile (its cost does not depend on how many lanes are
 valid), and the STORE writes only the valid rows (its columns past N land in the output's padding).
-Activations follow accel_spec.md's layout: channels-last, the innermost dim padded to a multiple
+Activations follow docs/accelerator-contract.md: channels-last, the innermost dim padded to a multiple
 of ``cols`` (so a C-tile row is whole AXI beats and every row starts on a beat); weights are packed
 per N-panel as ``cols`` lanes (rows of B^T) of ``round_up(K, AB)`` bytes, zero past N and K, so
 one panel is one 2-D LOAD (:mod:`pycde_accel.backend.layout`). A Linear reading a padded row has K

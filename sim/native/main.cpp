@@ -1,10 +1,12 @@
 // Verilator-native harness for accel_sim_top (pycde_accel.sim.fast): the clock, the AXI4-Lite
 // CSR accesses and the host driver's sequence in C++, the DRAM and the watchdog in the RTL.
 //
+// The CSR offsets and fields, the performance counters (in the host driver's read order) and
+// the error/event bits come from accel_contract.h, generated from pycde_accel.contract at build
+// time (contract.harness_header; fast.build_native puts it on the include path).
+//
 // usage: accel_native SCRIPT +DRAM_IN=<file> +DRAM_OUT=<file>   (sim/axi_mem.sv: binary)
 // SCRIPT (written by fast.native_script), one command a line:
-//   offsets <cmd_base> <cmd_count> <ctrl> <events> <status> <hw_info> <perf_cycles>
-//           <perf_core_busy> <perf_stall> <perf_dma_rd_bytes> <perf_dma_wr_bytes> <perf_cmds>
 //   limits <stall_cycles> <idle_cycles> <layer_timeout_cycles>
 //   hw <rows> <cols> <axi_bytes>        read hw_info; stop when it differs
 //   layer <cmd_addr> <cmd_count>        host.Driver.run_layer's CSR sequence; stop on error
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "Vtop.h"
+#include "accel_contract.h"
 #include "verilated.h"
 
 static Vtop *top;
@@ -29,9 +32,8 @@ static uint64_t cycles = 0;
 static uint64_t main_time = 0;
 double sc_time_stamp() { return (double)main_time; }
 
-enum { CMD_BASE, CMD_COUNT, CTRL, EVENTS, STATUS, HW_INFO, PERF0 };
-static uint32_t off[12];
-static const int NPERF = 6;
+#define ACCEL_FIELD(v, F) ((v) >> ACCEL_##F##_LSB & ((1u << ACCEL_##F##_WIDTH) - 1u))
+static const uint32_t perf_off[ACCEL_NUM_PERF] = ACCEL_PERF_OFFSETS;
 static const unsigned AXIL_BYTES = sizeof(top->s_axil_wdata) >= 8 ? 8 : 4;
 
 // One rising edge: inputs were set (and evaluated) while clk was low.
@@ -151,9 +153,7 @@ int main(int argc, char **argv) {
         std::istringstream ss(line);
         std::string cmd;
         if (!(ss >> cmd)) continue;
-        if (cmd == "offsets") {
-            for (int i = 0; i < 12; ++i) ss >> off[i];
-        } else if (cmd == "limits") {
+        if (cmd == "limits") {
             uint32_t stall, idle;
             ss >> stall >> idle >> timeout;
             top->wd_stall_limit = stall;
@@ -162,24 +162,25 @@ int main(int argc, char **argv) {
         } else if (cmd == "hw") {
             unsigned rows, cols, ab;
             ss >> rows >> cols >> ab;
-            uint32_t info = read_csr(off[HW_INFO]);
-            if ((info & 0xFF) != rows || (info >> 8 & 0xFF) != cols || (info >> 16 & 0xFF) != ab)
+            uint32_t info = read_csr(ACCEL_HW_INFO_OFFSET);
+            if (ACCEL_FIELD(info, HW_INFO_ROWS) != rows || ACCEL_FIELD(info, HW_INFO_COLS) != cols ||
+                ACCEL_FIELD(info, HW_INFO_AXI_BYTES) != ab)
                 rc = 3;
         } else if (cmd == "layer") {
             uint32_t addr, count;
             ss >> addr >> count;
-            write_csr(off[CMD_BASE], addr);
-            write_csr(off[CMD_COUNT], count);
-            write_csr(off[CTRL], 1);
+            write_csr(ACCEL_CMD_BASE_OFFSET, addr);
+            write_csr(ACCEL_CMD_COUNT_OFFSET, count);
+            write_csr(ACCEL_CTRL_OFFSET, ACCEL_CTRL_START);
             int w = wait_irq(timeout);
             if (w) { rc = 4; break; }
-            uint32_t events = read_csr(off[EVENTS]);
-            uint32_t status = read_csr(off[STATUS]);
-            uint32_t perf[NPERF];
-            for (int i = 0; i < NPERF; ++i) perf[i] = read_csr(off[PERF0 + i]);
-            write_csr(off[EVENTS], events);
-            uint32_t err = status >> 8 & 0xFF;
-            if (err || (events & 2) || perf[NPERF - 1] != count) rc = 5;
+            uint32_t events = read_csr(ACCEL_EVENTS_OFFSET);
+            uint32_t status = read_csr(ACCEL_STATUS_OFFSET);
+            uint32_t perf[ACCEL_NUM_PERF];
+            for (int i = 0; i < ACCEL_NUM_PERF; ++i) perf[i] = read_csr(perf_off[i]);
+            write_csr(ACCEL_EVENTS_OFFSET, events);
+            uint32_t err = ACCEL_FIELD(status, STATUS_ERR_CODE);
+            if (err || (events & ACCEL_EVENTS_ERROR) || perf[ACCEL_PERF_CMDS_INDEX] != count) rc = 5;
         } else if (cmd == "dump") {
             uint32_t lo, hi;
             ss >> lo >> hi;

@@ -1,4 +1,4 @@
-"""Command encoding: the word layout of accel_spec.md, binary and JSON round trips."""
+"""Command encoding: the word layout of docs/accelerator-contract.md, binary and JSON round trip."""
 
 import struct
 

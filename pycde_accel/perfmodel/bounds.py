@@ -1,0 +1,31 @@
+"""Closed-form lower bounds of one layer: each engine alone at its full rate."""
+
+from __future__ import annotations
+
+from ..config import AccelConfig
+from ..contract import CMD_BITS, DST_P, OP_EXEC, OP_LOAD, OP_STORE, OP_VEC, VEC_MAX, VEC_TO_X
+from .timing import timing
+
+
+def bounds(commands, config: AccelConfig) -> dict:
+    """Cycles of the read DMA, write DMA, core, store engine and vector engine, each alone."""
+    ab = config.axi_data_width // 8
+    tm = timing(config)
+    cmd_beats = CMD_BITS // config.axi_data_width
+    rd = cmd_beats * len(commands)
+    wr = exec_ = store = vec = 0
+    for c in commands:
+        op = c.OP
+        if op == OP_LOAD:
+            n = c.beats * c.rows
+            rd += n * (config.axi_data_width // 32 if c.dst == DST_P else 1)
+        elif op == OP_EXEC:
+            exec_ += max(c.K, config.rows)
+        elif op == OP_STORE:
+            store += config.rows * config.cols
+            wr += c.valid_rows * (config.cols // ab)
+        elif op == OP_VEC:
+            vec += c.n * (ab if c.flags & VEC_MAX else ab + tm["add_bubble"]) + tm["vec_startup"]
+            if not c.flags & VEC_TO_X:
+                wr += c.n
+    return {"read": rd, "write": wr, "core": exec_, "store": store, "vector": vec}

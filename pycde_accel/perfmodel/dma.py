@@ -1,0 +1,129 @@
+"""The DMA engines of the model: the burst splitter, the read side (bursts in flight, R beats in
+order) and the write side (AW, W beats, B responses), as ``rtl_lib.axi_dma`` runs them.
+
+* :func:`bursts`: the burst lengths of one 2-D transfer (<= ``MAX_BURST`` beats, never across a
+  ``BURST_BOUNDARY``).
+* :class:`ReadDma`: the splitter issues one burst per cycle while fewer than ``MAX_OUTSTANDING``
+  are in flight; it takes the next command the cycle after the last burst of the current one;
+  a burst's first beat comes ``read_latency`` cycles after it is issued. The router takes the
+  beats (:mod:`.load`).
+* :class:`WriteDma`: one AW per cycle (``MAX_OUTSTANDING`` bursts until their B response), one
+  W beat per cycle as the engines offer them, B ``write_latency`` after a burst's last beat.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..contract import BURST_BOUNDARY, MAX_BURST, MAX_OUTSTANDING
+from .timing import INF
+
+
+def bursts(addr: int, beats: int, rows: int, stride: int, ab: int) -> list[int]:
+    """Burst lengths (beats) of a 2-D DMA transfer, as rtl_lib.axi_dma's splitter cuts it."""
+    page = BURST_BOUNDARY // ab
+    maxb = min(MAX_BURST, page)
+    out = []
+    for r in range(rows):
+        a = (addr + r * stride) // ab
+        left = beats
+        while left:
+            n = min(left, maxb, page - a % page)
+            out.append(n)
+            a += n
+            left -= n
+    return out
+
+
+class ReadDma:
+    __slots__ = ("rl", "split_q", "split_free", "inflight", "rq")
+
+    def __init__(self, read_latency: int):
+        self.rl = read_latency
+        self.split_q = deque()    # bursts still to issue for the active command: lengths
+        self.split_free = 0       # time the splitter can take a new command
+        self.inflight = 0
+        self.rq = deque()         # [available time, beats left] bursts in flight, in order
+
+    def ready(self, t) -> bool:
+        """The read command port takes a command this cycle."""
+        return not self.split_q and t >= self.split_free
+
+    def issue(self, lengths) -> None:
+        """A command of bursts ``lengths`` taken (the port is busy until they are issued)."""
+        self.split_q.extend(lengths)
+        self.split_free = INF
+
+    def step(self, t) -> bool:
+        """The splitter: one burst per cycle."""
+        if self.split_q and self.inflight < MAX_OUTSTANDING:
+            self.rq.append([t + self.rl, self.split_q.popleft()])
+            self.inflight += 1
+            if not self.split_q:
+                self.split_free = t + 1
+            return True
+        return False
+
+    def beat_ready(self, t) -> bool:
+        return bool(self.rq) and self.rq[0][0] <= t
+
+    def take_beat(self) -> None:
+        head = self.rq[0]
+        head[1] -= 1
+        if head[1] == 0:
+            self.rq.popleft()
+            self.inflight -= 1
+
+    def idle(self) -> bool:
+        return not self.split_q and self.inflight == 0
+
+    def wakes(self, t, out: list, routing: bool) -> None:
+        if routing and self.rq:
+            out.append(self.rq[0][0])
+        out.append(self.split_free)
+
+
+class WriteDma:
+    __slots__ = ("wl", "beats", "aw", "inflight", "b", "lens")
+
+    def __init__(self, write_latency: int):
+        self.wl = write_latency
+        self.beats = deque()      # W beats offered by the engines: ready times
+        self.aw = deque()         # bursts waiting for AW: lengths
+        self.inflight = 0
+        self.b = deque()          # B response times
+        self.lens = deque()       # beats left of bursts whose AW was issued, W not complete
+
+    def retire(self, t) -> bool:
+        """B responses due by ``t`` taken."""
+        moved = False
+        while self.b and self.b[0] <= t:
+            self.b.popleft()
+            self.inflight -= 1
+            moved = True
+        return moved
+
+    def step(self, t) -> bool:
+        """AW (one per cycle, outstanding limit), W one beat per cycle."""
+        moved = False
+        if self.aw and self.inflight < MAX_OUTSTANDING:
+            self.inflight += 1
+            self.lens.append(self.aw.popleft())
+            moved = True
+        if self.beats and self.beats[0] <= t and self.lens:
+            self.beats.popleft()
+            self.lens[0] -= 1
+            moved = True
+            if self.lens[0] == 0:
+                self.lens.popleft()
+                self.b.append(t + self.wl)
+        return moved
+
+    def idle(self) -> bool:
+        return not self.beats and not self.aw and self.inflight == 0
+
+    def wakes(self, out: list) -> None:
+        if self.beats:
+            out.append(self.beats[0])
+        if self.b:
+            out.append(self.b[0])

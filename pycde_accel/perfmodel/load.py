@@ -1,0 +1,96 @@
+"""The load engine and the router (``rtl_lib.accel`` steps 3 and 4).
+
+* The read command port: a pending fetch request goes first (:class:`~.fetch.Fetch`); else the
+  head LOAD of the load engine's FIFO, as one 2-D read (ZERO loads: no read, but a route entry),
+  when the route FIFO (``ROUTE_FIFO_DEPTH`` plus its head's 2-entry slice) has room. A route
+  entry reaches the router 2 cycles after it is pushed.
+* The router: one beat per cycle from the head route entry, in order, when its destination takes
+  it: A/B (a bank must be free: double-buffered banks, COMMIT after the last beat), P (32 bits
+  per cycle), S (into the vector engine's 2-entry input slice), X, or the command FIFO's packer;
+  ZERO loads write one beat per cycle with no DMA.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..contract import (DST_A, DST_B, DST_CMD, DST_P, DST_S, LOAD_COMMIT, LOAD_ZERO,
+                        ROUTE_FIFO_DEPTH)
+from .dma import bursts
+from .timing import SLICE
+
+
+class LoadEngine:
+    __slots__ = ("cmds", "ab", "p_rate", "route", "p_next", "dma", "fetch", "dispatch", "spad",
+                 "vec")
+
+    def __init__(self, cmds, ab: int, p_rate: int, dma, fetch, dispatch, spad: dict, vec):
+        self.cmds, self.ab, self.p_rate = cmds, ab, p_rate
+        self.route = deque()      # [dst, beats left, flags, cmd index, zero, time at the head]
+        self.p_next = 0           # the parameter memory takes its next beat at this time
+        self.dma, self.fetch, self.dispatch, self.spad, self.vec = dma, fetch, dispatch, spad, vec
+
+    def route_step(self, t) -> bool:
+        """The router: one beat per cycle from the head route entry."""
+        route = self.route
+        if not route:
+            return False
+        e = route[0]
+        dst, _, flags, _, zero, e_t = e
+        if not (e_t <= t and (zero or self.dma.beat_ready(t))):
+            return False
+        if dst == DST_A or dst == DST_B:
+            ok = self.spad[dst].full < 2
+        elif dst == DST_P:
+            ok = t >= self.p_next
+        elif dst == DST_S:
+            ok = self.vec.s_room()
+        else:
+            ok = True
+        if not ok:
+            return False
+        if dst == DST_P:
+            self.p_next = t + self.p_rate
+        elif dst == DST_S:
+            self.vec.s_beat(t)
+        elif dst == DST_CMD:
+            self.fetch.beat(t)
+        if not zero:
+            self.dma.take_beat()
+        e[1] -= 1
+        if e[1] == 0:
+            route.popleft()
+            if flags & LOAD_COMMIT and (dst == DST_A or dst == DST_B):
+                self.spad[dst].pending.append((t + 1, 1))
+        return True
+
+    def port_step(self, t) -> bool:
+        """Fetch and the load engine share the read command port (fetch first)."""
+        rd_ready = self.dma.ready(t)
+        room = len(self.route) < ROUTE_FIFO_DEPTH + SLICE
+        if self.fetch.wants():
+            if room and rd_ready:
+                nb = self.fetch.request(self.dma)
+                self.route.append([DST_CMD, nb, 0, -1, False, t + 2])
+                return True
+            return False
+        q = self.dispatch.engq[0]
+        if q and q[0][0] <= t and room:
+            c = self.cmds[q[0][1]]
+            zero = bool(c.flags & LOAD_ZERO)
+            if zero or rd_ready:
+                q.popleft()
+                if not zero:
+                    self.dma.issue(bursts(c.addr, c.beats, c.rows, c.stride, self.ab))
+                self.route.append([c.dst, c.beats * c.rows, c.flags, 0, zero, t + 2])
+                return True
+        return False
+
+    def idle(self) -> bool:
+        return not self.route
+
+    def wakes(self, out: list) -> None:
+        if self.route:
+            out.append(self.route[0][5])
+            if self.route[0][0] == DST_P:
+                out.append(self.p_next)

@@ -1,0 +1,94 @@
+"""The vector engine: one VEC at a time, a per-command start-up; S beats wait in a 2-entry input
+slice (ahead of their command if need be), leave it one per cycle as the command needs them and
+the ``VEC_PAIR_FIFO_DEPTH`` pair FIFO has room; each beat takes AB cycles (MAX) or AB + the
+route's bubble (ADD), 3 cycles after its S beat left the slice at the earliest; the result beats
+go to the write DMA (one burst command per VEC) or back into X (TO_X) after the kernel's drain."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..contract import VEC_MAX, VEC_PAIR_FIFO_DEPTH, VEC_TO_X
+from .dma import bursts
+from .timing import SLICE, VEC_S_TO_START
+
+
+class _Active:
+    __slots__ = ("n", "s_taken", "done", "s_times", "next", "per", "drain", "to_x")
+
+    def __init__(self, n, start, per, drain, to_x):
+        self.n, self.s_taken, self.done, self.s_times = n, 0, 0, deque()
+        self.next, self.per, self.drain, self.to_x = start, per, drain, to_x
+
+
+class VecEngine:
+    __slots__ = ("cmds", "ab", "startup", "add_bubble", "add_drain", "max_drain", "q", "wdma",
+                 "active", "busy_until", "s_pre")
+
+    def __init__(self, cmds, ab: int, timing: dict, queue: deque, wdma):
+        self.cmds, self.ab = cmds, ab
+        self.startup, self.add_bubble = timing["vec_startup"], timing["add_bubble"]
+        self.add_drain, self.max_drain = timing["add_drain"], timing["max_drain"]
+        self.q, self.wdma = queue, wdma        # queue: Dispatch.engq[3]
+        self.active = None
+        self.busy_until = -1
+        self.s_pre = deque()      # S beats in the input slice: times taken
+
+    # ---- the router's side
+    def s_room(self) -> bool:
+        return len(self.s_pre) < SLICE
+
+    def s_beat(self, t) -> None:
+        self.s_pre.append(t)
+
+    def idle_for_x(self, t) -> bool:
+        """A LOAD X may be dispatched (every earlier VEC done; its idle is a register)."""
+        return self.active is None and t > self.busy_until + 1
+
+    def step(self, t) -> bool:
+        moved = False
+        q = self.q
+        if self.active is None and q and q[0][0] <= t and t > self.busy_until:
+            c = self.cmds[q.popleft()[1]]
+            mx = bool(c.flags & VEC_MAX)
+            per = self.ab if mx else self.ab + self.add_bubble
+            self.active = _Active(c.n, t + self.startup, per,
+                                  self.max_drain if mx else self.add_drain,
+                                  bool(c.flags & VEC_TO_X))
+            if not c.flags & VEC_TO_X:
+                self.wdma.aw.extend(bursts(c.dst, c.n, 1, self.ab, self.ab))
+            moved = True
+        va = self.active
+        # an S beat leaves the input slice (X read issued) one per cycle, as the command
+        # needs it and the pair FIFO has room
+        if va is not None and self.s_pre and self.s_pre[0] < t and va.s_taken < va.n and \
+                va.s_taken - va.done < VEC_PAIR_FIFO_DEPTH:
+            self.s_pre.popleft()
+            va.s_times.append(t)
+            va.s_taken += 1
+            moved = True
+        if va is not None and va.s_times:
+            start = max(va.s_times[0] + VEC_S_TO_START, va.next)
+            if start <= t:
+                va.s_times.popleft()
+                fin = start + va.per
+                va.next = fin
+                va.done += 1
+                moved = True
+                if not va.to_x:
+                    self.wdma.beats.append(fin + va.drain)
+                if va.done == va.n:
+                    self.busy_until = fin + va.drain
+                    self.active = None
+        return moved
+
+    def idle(self, t) -> bool:
+        return self.active is None and t > self.busy_until
+
+    def wakes(self, out: list) -> None:
+        va = self.active
+        if va is not None and va.s_times:
+            out.append(max(va.s_times[0] + VEC_S_TO_START, va.next))
+        if va is not None and self.s_pre:
+            out.append(self.s_pre[0] + 1)
+        out.append(self.busy_until + 2)
