@@ -77,11 +77,6 @@ def memories(config: AccelConfig) -> list[tuple[str, int, int]]:
             [("X", c.spad_c_depth, w)])
 
 
-def scratchpads(config: AccelConfig) -> list[tuple[str, int, int]]:
-    """Kept for callers of the core-only estimate: the same as :func:`memories`."""
-    return memories(config)
-
-
 def estimate(config: AccelConfig, device: Device) -> FitEstimate:
     pes = config.rows * config.cols
     mems = memories(config)

@@ -67,11 +67,8 @@ class Design:
         return [dict(e) for e in self.compiled.layers]
 
     def predict(self):
-        """The analytic cycle model's prediction (``pycde_accel.perfmodel``), or None if absent."""
-        try:
-            from . import perfmodel  # type: ignore[attr-defined]
-        except ImportError:
-            return None
+        """The performance model's prediction (:func:`pycde_accel.perfmodel.predict`)."""
+        from . import perfmodel
         return perfmodel.predict(self.compiled, self.config)
 
     def __repr__(self) -> str:

@@ -166,11 +166,6 @@ STORE_RELU, STORE_PER_TENSOR = STORE.flag("relu"), STORE.flag("per_tensor")
 VEC_MAX, VEC_RELU, VEC_TO_X = (VEC.flag(n) for n in ("max", "relu", "to_x"))
 
 
-def field_bits(f: Field, config: AccelConfig) -> int:
-    """The bits the engines decode of field ``f`` for ``config``."""
-    return config.axi_addr_width if f.bits == ADDR else f.bits
-
-
 def fields_out_of_range(spec: CommandSpec, values: dict, config: AccelConfig | None = None):
     """(name, value, bits) of every field of ``values`` that the engines cannot decode: the
     16-bit fields always, address fields when ``config`` is given."""

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import contract
 from ..config import AccelConfig
-from ..errors import ConfigError, UserError
+from ..errors import UserError
 from . import commands as CMD
 from . import program as P
 from .layout import (ALIGN, ConstSpec, Layout, Placement, View, as_view, build_image, merge_loops,

@@ -83,9 +83,6 @@ class View:
         return View(self.buffer, tuple(self.shape[p] for p in perm),
                     tuple(self.strides[p] for p in perm), self.offset)
 
-    def is_contiguous(self) -> bool:
-        return self == View.contiguous(self.buffer, self.shape, self.offset)
-
     def offsets(self) -> np.ndarray:
         """Byte offset (within the buffer) of every element, shaped like the tensor."""
         off = np.full(self.shape, self.offset, dtype=np.int64)
@@ -258,13 +255,6 @@ class Layout:
         self.requests[region].append((name, int(size), kind, node))
         return name
 
-    def size_of(self, name: str) -> int:
-        for reqs in self.requests.values():
-            for n, size, _, _ in reqs:
-                if n == name:
-                    return size
-        raise KeyError(name)
-
     def finalize(self) -> None:
         addr = 0
         for region in REGIONS:
@@ -354,20 +344,3 @@ def build_image(program: Program, quantized_model, layout: Layout, commands: byt
         c = layout.symbols["commands"]
         img[c.addr:c.addr + len(commands)] = commands
     return bytes(img), dict(layout.symbols)
-
-
-def write_tensor(image: bytearray, sym: Symbol, values: np.ndarray) -> None:
-    """Host side: store int8 ``values`` (the tensor's shape) through the symbol's view."""
-    view = View("", tuple(sym.shape), tuple(sym.strides))
-    values = np.asarray(values)
-    if values.shape != view.shape:
-        raise ValueError(f"{sym.name}: shape {values.shape}, expected {view.shape}")
-    buf = np.frombuffer(image, dtype=np.int8)
-    buf[sym.addr + view.offsets()] = values.astype(np.int8)
-
-
-def read_tensor(image, sym: Symbol) -> np.ndarray:
-    """Host side: the int8 tensor behind a symbol, as int64 in its shape."""
-    view = View("", tuple(sym.shape), tuple(sym.strides))
-    buf = np.frombuffer(bytes(image), dtype=np.int8)
-    return buf[sym.addr + view.offsets()].astype(np.int64)
