@@ -91,17 +91,31 @@ _SV = Stage(
 
 _SCF_WHILE = Stage("scf_while", "torch", "scf-for-to-while",
                    "scf.for as scf.while (calyx.repeat is not FSM-compilable in this CIRCT)")
-_CALYX = Stage("calyx", "circt", "lower-scf-to-calyx,canonicalize", "CIRCT calyx from scf")
+_CALYX = Stage("calyx", "circt",
+               "lower-scf-to-calyx,canonicalize,pycde-accel-calyx-drop-ref-wrapper",
+               "CIRCT calyx from scf; the kernel's component is the top (no by-reference wrapper)")
+_CALYX_OPT = Stage(
+    "calyx_opt", "circt",
+    "pycde-accel-calyx-inline-comb-groups,pycde-accel-calyx-mem-ports,"
+    "pycde-accel-calyx-wire-clk-reset",
+    "what the unregistered CIRCT calyx passes would do (lowering/passes): comb groups inlined, "
+    "memories as component ports, every cell's clk/reset wired")
 _CALYX_HW = Stage(
-    "calyx_hw", "circt",
+    "hw", "circt",
     "calyx.component(lower-calyx-to-fsm),calyx.component(materialize-calyx-to-fsm),"
-    "calyx.component(calyx-remove-groups-fsm),lower-calyx-to-hw",
-    "calyx -> hw (stops at calyx.seq_mem in this CIRCT build)")
+    "calyx.component(calyx-remove-groups-fsm),lower-calyx-to-hw,convert-fsm-to-core,"
+    "pycde-accel-drop-reset-initial,canonicalize",
+    "calyx -> fsm -> hw + seq (the control FSM as plain registers and muxes): the file "
+    "System.import_mlir reads")
 
 _CALYX_PER_TOP = Stage("calyx", "circt", f"pycde-accel-per-top({_CALYX.pipeline})",
-                       "CIRCT calyx from scf, one kernel at a time (lower-scf-to-calyx takes one top)")
-_CALYX_HW_PER_TOP = Stage("calyx_hw", "circt", f"pycde-accel-per-top({_CALYX_HW.pipeline})",
-                          _CALYX_HW.doc + ", one kernel at a time")
+                       _CALYX.doc + ", one kernel at a time (lower-scf-to-calyx takes one top)")
+_CALYX_OPT_PER_TOP = Stage("calyx_opt", "circt", f"pycde-accel-per-top({_CALYX_OPT.pipeline})",
+                           _CALYX_OPT.doc + ", one kernel at a time")
+_CALYX_HW_PER_TOP = Stage(
+    "hw", "circt",
+    f"pycde-accel-per-top(pycde-accel-calyx-drop-ref-wrapper,{_CALYX_HW.pipeline})",
+    _CALYX_HW.doc + ", one kernel at a time")
 _PIPELINE = Stage(
     "pipeline", "circt", "pycde-accel-scf-to-pipeline",
     "the scf.for body as a pipeline.scheduled in an hw.module: one op level per stage, II=1, "
@@ -118,7 +132,7 @@ ROUTES: dict[str, tuple[Stage, ...]] = {
     "dynamic": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE, _HANDSHAKE_OPT, _HW, _SV),
     "dynamic-stock": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE_STOCK, _HANDSHAKE_BUF, _HW, _SV),
     "static": (_BUFFERIZE, _SCF, _PIPELINE, _PIPELINE_HW, _SV),
-    "static-calyx": (_BUFFERIZE, _SCF, _SCF_WHILE, _CALYX, _CALYX_HW),
+    "static-calyx": (_BUFFERIZE, _SCF, _SCF_WHILE, _CALYX, _CALYX_OPT, _CALYX_HW, _SV),
 }
 #: A model's routes: stage 00 is the frontend's whole integer model; 01 extracts its post-op
 #: kernels (:mod:`.postops`), which continue down the kernel route (hw one kernel at a time).
@@ -126,7 +140,7 @@ MODEL_ROUTES: dict[str, tuple[Stage, ...]] = {
     "model-dynamic": (_POSTOPS, _BUFFERIZE, _SCF, _CF, _HANDSHAKE, _HANDSHAKE_OPT, _HW_PER_TOP, _SV),
     "model-static": (_POSTOPS, _BUFFERIZE, _SCF, _PIPELINE, _PIPELINE_HW, _SV),
     "model-static-calyx": (_POSTOPS, _BUFFERIZE, _SCF, _SCF_WHILE, _CALYX_PER_TOP,
-                           _CALYX_HW_PER_TOP),
+                           _CALYX_OPT_PER_TOP, _CALYX_HW_PER_TOP, _SV),
 }
 ROUTES.update(MODEL_ROUTES)
 SCHEDULES = {"dynamic": "dynamic", "static": "static", "calyx": "static-calyx"}
