@@ -142,6 +142,7 @@ MODEL_ROUTES: dict[str, tuple[Stage, ...]] = {
     "model-static-calyx": (_POSTOPS, _BUFFERIZE, _SCF, _SCF_WHILE, _CALYX_PER_TOP,
                            _CALYX_OPT_PER_TOP, _CALYX_HW_PER_TOP, _SV),
 }
+ROUTES["calyx"] = ROUTES["static-calyx"]  # the --schedule name, as the accelerator builds it
 ROUTES.update(MODEL_ROUTES)
 SCHEDULES = {"dynamic": "dynamic", "static": "static", "calyx": "static-calyx"}
 MODEL_SCHEDULES = {"dynamic": "model-dynamic", "static": "model-static",
