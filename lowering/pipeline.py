@@ -97,9 +97,11 @@ _CALYX = Stage("calyx", "circt",
 _CALYX_OPT = Stage(
     "calyx_opt", "circt",
     "pycde-accel-calyx-inline-comb-groups,pycde-accel-calyx-mem-ports,"
-    "pycde-accel-calyx-wire-clk-reset",
+    "pycde-accel-calyx-wire-clk-reset,pycde-accel-calyx-merge-groups,pycde-accel-calyx-fold-latch",
     "what the unregistered CIRCT calyx passes would do (lowering/passes): comb groups inlined, "
-    "memories as component ports, every cell's clk/reset wired")
+    "memories as component ports, every cell's clk/reset wired; then the throughput passes: "
+    "independent reads (multiplies) merged into one group, the loop increment folded into the "
+    "body's last group")
 _CALYX_HW = Stage(
     "hw", "circt",
     "calyx.component(lower-calyx-to-fsm),calyx.component(materialize-calyx-to-fsm),"

@@ -29,7 +29,7 @@ from ..errors import UserError
 
 LOWERING_OPTIONS = "disallowLocalVariables,locationInfoStyle=none,omitVersionComment"
 #: config.schedule values ``emit_accelerator`` can build (the kernel route, see KERNEL_ROUTE).
-ACCEL_SCHEDULES = ("dynamic", "static")
+ACCEL_SCHEDULES = ("dynamic", "static", "calyx")
 
 
 @dataclass(frozen=True)
