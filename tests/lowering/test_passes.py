@@ -404,3 +404,108 @@ def test_drop_reset_initial(circt_ctx):
       }""", "pycde-accel-drop-reset-initial")
     assert "initial" not in out
     assert re.search(r"seq.compreg %d, %clk reset %rst, %c0(_i3)? : i3", out), out
+
+
+_CALYX_BODY = """module attributes {calyx.entrypoint = "k"} {
+  calyx.component @k(%clk: i1 {clk}, %reset: i1 {reset}, %go: i1 {go}, %arg_mem_0_read_data: i8, %arg_mem_0_done: i1, %arg_mem_1_read_data: i8, %arg_mem_1_done: i1, %arg_mem_2_done: i1) -> (%done: i1 {done}, %arg_mem_0_addr0: i2, %arg_mem_0_content_en: i1, %arg_mem_0_write_en: i1, %arg_mem_1_addr0: i2, %arg_mem_1_content_en: i1, %arg_mem_1_write_en: i1, %arg_mem_2_addr0: i2, %arg_mem_2_content_en: i1, %arg_mem_2_write_en: i1, %arg_mem_2_write_data: i8) {
+    %true = hw.constant true
+    %false = hw.constant false
+    %c1_i32 = hw.constant 1 : i32
+    %c4_i32 = hw.constant 4 : i32
+    %sa.in, %sa.out = calyx.std_slice @sa : i32, i2
+    %sb.in, %sb.out = calyx.std_slice @sb : i32, i2
+    %so.in, %so.out = calyx.std_slice @so : i32, i2
+    %mx.left, %mx.right, %mx.out = calyx.std_add @mx : i8, i8, i8
+    %std_add_0.left, %std_add_0.right, %std_add_0.out = calyx.std_add @std_add_0 : i32, i32, i32
+    %std_slt_0.left, %std_slt_0.right, %std_slt_0.out = calyx.std_slt @std_slt_0 : i32, i32, i1
+    %i.in, %i.write_en, %i.clk, %i.reset, %i.out, %i.done = calyx.register @i : i32, i1, i1, i1, i32, i1
+    calyx.wires {
+      calyx.assign %i.clk = %clk : i1
+      calyx.assign %i.reset = %reset : i1
+      calyx.assign %std_slt_0.left = %i.out : i32
+      calyx.assign %std_slt_0.right = %c4_i32 : i32
+      calyx.group @ra {
+        calyx.assign %sa.in = %i.out : i32
+        calyx.assign %arg_mem_0_addr0 = %sa.out : i2
+        calyx.assign %arg_mem_0_content_en = %true : i1
+        calyx.assign %arg_mem_0_write_en = %false : i1
+        calyx.group_done %arg_mem_0_done : i1
+      }
+      calyx.group @rb {
+        calyx.assign %sb.in = %i.out : i32
+        calyx.assign %arg_mem_1_addr0 = %sb.out : i2
+        calyx.assign %arg_mem_1_content_en = %true : i1
+        calyx.assign %arg_mem_1_write_en = %false : i1
+        calyx.group_done %arg_mem_1_done : i1
+      }
+      calyx.group @w {
+        calyx.assign %so.in = %i.out : i32
+        calyx.assign %arg_mem_2_addr0 = %so.out : i2
+        calyx.assign %mx.left = %arg_mem_0_read_data : i8
+        calyx.assign %mx.right = %arg_mem_1_read_data : i8
+        calyx.assign %arg_mem_2_write_data = %mx.out : i8
+        calyx.assign %arg_mem_2_write_en = %true : i1
+        calyx.assign %arg_mem_2_content_en = %true : i1
+        calyx.group_done %arg_mem_2_done : i1
+      }
+      calyx.group @latch {
+        calyx.assign %i.in = %std_add_0.out : i32
+        calyx.assign %i.write_en = %true : i1
+        calyx.assign %std_add_0.left = %i.out : i32
+        calyx.assign %std_add_0.right = %c1_i32 : i32
+        calyx.group_done %i.done : i1
+      }
+    }
+    calyx.control {
+      calyx.seq {
+        calyx.while %std_slt_0.out {
+          calyx.seq {
+            calyx.enable @ra
+            calyx.enable @rb
+            calyx.enable @w
+            calyx.enable @latch
+          }
+        }
+      }
+    }
+  } {toplevel}
+}
+"""
+
+
+def _enables(text):
+    return re.findall(r"calyx.enable @(\w+)", text)
+
+
+def test_calyx_merge_groups(circt_ctx):
+    out = _run(circt_ctx, "circt", _CALYX_BODY, "pycde-accel-calyx-merge-groups")
+    assert _enables(out) == ["ra", "w", "latch"]  # the two reads run as one group
+    ra = out[out.index("calyx.group @ra"):out.index("calyx.group @w")]
+    assert "%arg_mem_1_content_en = %true" in ra and "%arg_mem_0_content_en = %true" in ra
+    assert "calyx.assign %merge_and_0.left = %arg_mem_0_done : i1" in ra
+    assert "calyx.assign %merge_and_0.right = %arg_mem_1_done : i1" in ra
+    assert "calyx.group_done %merge_and_0.out : i1" in ra
+    assert "calyx.std_and @merge_and_0" in out and "calyx.group @rb" not in out
+    # w reads what the reads produce (read_data): it is not merged with them
+    assert "%arg_mem_2_content_en = %true" not in ra
+    # a read whose address comes through a cell the other read drives: not independent
+    dep = _CALYX_BODY.replace("calyx.assign %arg_mem_1_addr0 = %sb.out",
+                              "calyx.assign %arg_mem_1_addr0 = %sa.out")
+    assert _enables(_run(circt_ctx, "circt", dep, "pycde-accel-calyx-merge-groups")) == \
+        ["ra", "rb", "w", "latch"]
+
+
+def test_calyx_fold_latch(circt_ctx):
+    out = _run(circt_ctx, "circt", _CALYX_BODY, "pycde-accel-calyx-fold-latch")
+    assert _enables(out) == ["ra", "rb", "w"] and "calyx.group @latch" not in out
+    w = out[out.index("calyx.group @w"):out.index("calyx.control")]
+    assert "calyx.assign %i.write_en = %arg_mem_2_done ? %true : i1" in w  # on the write's last edge
+    assert "calyx.assign %i.in = %std_add_0.out : i32" in w
+    assert "calyx.group_done %arg_mem_2_done : i1" in w
+    # a body whose last group drives the latch's adder: left alone
+    clash = _CALYX_BODY.replace(
+        "        calyx.group_done %arg_mem_2_done : i1\n",
+        "        calyx.assign %std_add_0.left = %i.out : i32\n"
+        "        calyx.assign %std_add_0.right = %c1_i32 : i32\n"
+        "        calyx.group_done %arg_mem_2_done : i1\n")
+    assert "calyx.group @latch" in _run(circt_ctx, "circt", clash, "pycde-accel-calyx-fold-latch")
