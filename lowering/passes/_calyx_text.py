@@ -75,8 +75,6 @@ def tokenize(text: str) -> list[Tok]:
         if kind == "ws":
             ws += m.group()
             continue
-        if kind == "id" and text.startswith("//", m.start()):  # pragma: no cover
-            raise ParseError("comments are not expected in printed IR")
         out.append(Tok(kind, m.group(), ws))
         ws = ""
     out.append(Tok("eof", "", ws))
@@ -177,6 +175,15 @@ class Region:
     def walk_ops(self):
         for op in self.ops:
             yield from op.walk()
+
+    def remove(self, victim: Op) -> None:
+        """Remove ``victim`` from this region or any region nested in it."""
+        if victim in self.ops:
+            self.ops.remove(victim)
+            return
+        for op in self.ops:
+            for r in op.regions:
+                r.remove(victim)
 
 
 class _Parser:
@@ -429,6 +436,3 @@ def replace_module(module, text: str) -> None:
     for k, v in attrs_of(new.operation).items():
         module.operation.attributes[k] = v
 
-
-def module_text(module) -> str:
-    return str(module)

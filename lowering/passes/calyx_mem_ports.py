@@ -62,12 +62,7 @@ def rewrite(text: str) -> str:
         comp.outputs += outs
         for op in list(comp.wires.walk_ops()):
             if op.name == "calyx.assign" and C.parse_assign(op).dst in dropped:
-                for r in comp.wires.walk_ops():
-                    for reg in r.regions:
-                        if op in reg.ops:
-                            reg.ops.remove(op)
-                if op in comp.wires.ops:
-                    comp.wires.ops.remove(op)
+                comp.wires.remove(op)
         comp_op.rename(mapping)
         # a port nothing uses is left out (no floating outputs, no unused inputs in the SV)
         driven = {C.parse_assign(o).dst for o in comp.wires.walk_ops() if o.name == "calyx.assign"}
