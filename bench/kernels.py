@@ -3,7 +3,9 @@
 For every kernel in ``pycde_accel.lowering.kernels.KERNELS`` and every route (``dynamic-stock``:
 CIRCT's handshake lowering with handshake-insert-buffers; ``dynamic``: with the project's
 handshake passes, the default; ``static``: scf -> pipeline.scheduled -> hw, a fixed-latency
-II=1 pipeline fed by element streams) this lowers the kernel for ``--n`` elements, runs it in
+II=1 pipeline fed by element streams; ``calyx``: scf -> calyx with the project's calyx passes ->
+fsm -> hw, measured behind its streaming wrapper ``lowering.stream``, streams always valid and
+ready, then also placed with nextpnr for Fmax) this lowers the kernel for ``--n`` elements, runs it in
 Verilator with memories that answer after ``--latency`` cycles (static: streams always valid
 and ready) and no back-pressure, and measures the steady-state rate (elements per cycle between the first and
 the last store), then synthesizes it with Yosys (synth_ecp5) for LUT4 and FF counts. A route
@@ -13,7 +15,7 @@ Usage: python bench/kernels.py [--n 256] [--latency 1] [--kernels a,b] [--routes
                                [--no-synth] [--work DIR]
 The last stdout line is one JSON object: ``min_elements_per_cycle`` (the slowest kernel under
 the default route) and ``kernels``: kernel -> route -> {elements_per_cycle, cycles_per_element,
-lut, ff} or {error}.
+lut, ff[, fmax_mhz]} or {error}.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from pycde_accel.lowering import build_kernel, kernels
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "lowering"))
 from kernel_sim import simulate, simulate_static  # noqa: E402
 
-ROUTES = ("dynamic-stock", "dynamic", "static")
+ROUTES = ("dynamic-stock", "dynamic", "static", "calyx")
+#: Routes placed with nextpnr too (Fmax): the calyx column's figures.
+PLACED = ("calyx",)
 DEFAULT_ROUTE = "dynamic"
 
 
@@ -57,19 +61,44 @@ def measure(name: str, route: str, n: int, latency: int, work: Path, synth: bool
         return {"error": f"route {route} produced no SV"}
     ins, sc = _inputs(k, np.random.default_rng(0))
     with contextlib.redirect_stdout(io.StringIO()):  # the Verilator build is chatty
-        if route == "static":
+        if route == "calyx":
+            eps = _calyx_rate(k, lowered, out / "sim", ins, sc)
+        elif route == "static":
             res = simulate_static(k, lowered.sv, out / "sim", ins, sc, backpressure=0.0)
         else:
             res = simulate(k, lowered.sv, out / "sim", ins, sc, latency=latency,
                            backpressure=0.0, max_cycles=200 * n + 2000)
-    eps = res.elements_per_cycle
+        if route != "calyx":
+            eps = res.elements_per_cycle
     fig = {"elements_per_cycle": round(eps, 4),
            "cycles_per_element": round(1 / eps, 3) if eps else None}
     if synth:
         from pycde_accel.fpga.synth import synthesize
-        rep = synthesize([lowered.sv], k.name, "ecp5-85f", out / "synth", place=False)
+        rep = synthesize([lowered.sv], k.name, "ecp5-85f", out / "synth",
+                         place=route in PLACED)
         fig.update(lut=rep.lut, ff=rep.ff, dsp=rep.dsp, carry=rep.carry)
+        if rep.placed:
+            fig["fmax_mhz"] = round(min(c["achieved_mhz"] for c in rep.clocks.values()), 1)
     return fig
+
+
+def _calyx_rate(k, lowered, work: Path, ins: dict, sc: dict) -> float:
+    """Elements per cycle between the first and the last result of ``<name>_stream``."""
+    from pycde_accel.lowering.stream import emit_stream
+    from pycde_accel.sim import runner
+
+    tb_dir = Path(__file__).resolve().parents[1] / "tests" / "lowering"  # stream_tb.py
+    filelist = emit_stream(k, lowered, work / "sv")
+    sim = runner.build(filelist, f"{k.name}_stream", cache_root=work / "build")
+    cfg = {"inputs": {nm: [int(v) for v in vs] for nm, vs in ins.items()},
+           "scalars": {nm: int(v) for nm, v in sc.items()}, "n": k.n, "p_valid": 1.0,
+           "p_ready": 1.0, "seed": 0}
+    cfg_path, res = work / "run.json", work / "run.result.json"
+    cfg_path.write_text(json.dumps(cfg))
+    runner.run(sim, "stream_tb", work / "run", module_dirs=[tb_dir],
+               extra_env={"STREAM_TB_CONFIG": str(cfg_path), "STREAM_TB_RESULT": str(res)})
+    edges = json.loads(res.read_text())["edges"]
+    return (len(edges) - 1) / (edges[-1] - edges[0])
 
 
 def main(argv=None) -> int:
@@ -95,6 +124,8 @@ def main(argv=None) -> int:
                     print(f"{name:16s} {route:14s} no SV: {fig['error']}")
                 else:
                     size = f"  LUT4 {fig['lut']:6d}  FF {fig['ff']:6d}" if "lut" in fig else ""
+                    if "fmax_mhz" in fig:
+                        size += f"  Fmax {fig['fmax_mhz']:6.1f} MHz"
                     print(f"{name:16s} {route:14s} {fig['elements_per_cycle']:.4f} elements/cycle "
                           f"({fig['cycles_per_element']} cycles/element){size}", flush=True)
     default = [f[DEFAULT_ROUTE]["elements_per_cycle"] for f in figures.values()

@@ -1,5 +1,5 @@
 """lowering: torch-mlir linalg -> scf -> cf -> CIRCT handshake (dynamic) | scf -> CIRCT pipeline
-(static) -> hw -> SV; the calyx route is kept up to where this CIRCT stops.
+(static) | scf -> CIRCT calyx with the project's calyx passes (calyx) -> hw -> SV.
 
 Public API:
 
@@ -14,7 +14,8 @@ Public API:
   and return its module class for rtl_lib to instantiate.
 * :func:`stream.stream_module` / :func:`stream.emit_stream`: a kernel as a streaming PyCDE
   module ``<name>_stream`` (element streams in/out, ``done`` pulse): what rtl_lib instantiates.
-* :mod:`.passes`: the project's passes (handshake rewrites, scf -> pipeline.scheduled).
+* :mod:`.passes`: the project's passes (handshake rewrites, scf -> pipeline.scheduled, the
+  calyx passes that stand in for CIRCT's missing ones and make the calyx FSM shorter).
 
 Verilator runs of one lowered kernel (the dynamic protocol below, the static route's element
 streams) are test code: ``tests/lowering/kernel_sim.py`` and its testbenches.

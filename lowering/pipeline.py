@@ -16,10 +16,13 @@ Routes (``schedule`` chooses: dynamic, static, calyx):
 * ``static``: scf -> ``pipeline.scheduled`` (project pass ``pycde-accel-scf-to-pipeline``: one
   stage per op level, II=1, fixed latency, stall on back-pressure) -> hw (lower-pipeline-to-hw)
   -> SV; the kernel's ports are element streams (``inK``, ``in_valid``/``in_ready``, ``out0``).
-* ``static-calyx``: scf -> calyx -> hw, kept with its stages on disk up to where this CIRCT build
-  stops (:data:`STATIC_LIMIT`).
+* ``calyx`` (= ``static-calyx``): scf -> calyx -> the project's calyx passes -> fsm -> hw -> SV
+  (:data:`STATIC_LIMIT` says which passes stand in for the ones this CIRCT lacks, and the cost);
+  the kernel's ports are ``go``/``done``, scalars and each memory as seq_mem ports, which
+  :mod:`.stream` answers from element streams.
 
-A model's routes (:data:`MODEL_ROUTES`, ``model-dynamic`` / ``model-static``) start from the
+A model's routes (:data:`MODEL_ROUTES`, ``model-dynamic`` / ``model-static`` /
+``model-static-calyx``) start from the
 frontend's whole integer model (00) and add a ``01_postops`` stage that extracts the model's
 post-op kernels from its quantized graph (:mod:`.postops`; the matmuls stay on the systolic
 core); the kernel stages follow, with the passes that take one top function only run once per
@@ -92,17 +95,33 @@ _SV = Stage(
 
 _SCF_WHILE = Stage("scf_while", "torch", "scf-for-to-while",
                    "scf.for as scf.while (calyx.repeat is not FSM-compilable in this CIRCT)")
-_CALYX = Stage("calyx", "circt", "lower-scf-to-calyx,canonicalize", "CIRCT calyx from scf")
+_CALYX = Stage("calyx", "circt",
+               "lower-scf-to-calyx,canonicalize,pycde-accel-calyx-drop-ref-wrapper",
+               "CIRCT calyx from scf; the kernel's component is the top (no by-reference wrapper)")
+_CALYX_OPT = Stage(
+    "calyx_opt", "circt",
+    "pycde-accel-calyx-inline-comb-groups,pycde-accel-calyx-mem-ports,"
+    "pycde-accel-calyx-wire-clk-reset,pycde-accel-calyx-merge-groups,pycde-accel-calyx-fold-latch",
+    "what the unregistered CIRCT calyx passes would do (lowering/passes): comb groups inlined, "
+    "memories as component ports, every cell's clk/reset wired; then the throughput passes: "
+    "independent reads (multiplies) merged into one group, the loop increment folded into the "
+    "body's last group")
 _CALYX_HW = Stage(
-    "calyx_hw", "circt",
+    "hw", "circt",
     "calyx.component(lower-calyx-to-fsm),calyx.component(materialize-calyx-to-fsm),"
-    "calyx.component(calyx-remove-groups-fsm),lower-calyx-to-hw",
-    "calyx -> hw (stops at calyx.seq_mem in this CIRCT build)")
+    "calyx.component(calyx-remove-groups-fsm),lower-calyx-to-hw,convert-fsm-to-core,"
+    "pycde-accel-drop-reset-initial,canonicalize",
+    "calyx -> fsm -> hw + seq (the control FSM as plain registers and muxes): the file "
+    "System.import_mlir reads")
 
 _CALYX_PER_TOP = Stage("calyx", "circt", f"pycde-accel-per-top({_CALYX.pipeline})",
-                       "CIRCT calyx from scf, one kernel at a time (lower-scf-to-calyx takes one top)")
-_CALYX_HW_PER_TOP = Stage("calyx_hw", "circt", f"pycde-accel-per-top({_CALYX_HW.pipeline})",
-                          _CALYX_HW.doc + ", one kernel at a time")
+                       _CALYX.doc + ", one kernel at a time (lower-scf-to-calyx takes one top)")
+_CALYX_OPT_PER_TOP = Stage("calyx_opt", "circt", f"pycde-accel-per-top({_CALYX_OPT.pipeline})",
+                           _CALYX_OPT.doc + ", one kernel at a time")
+_CALYX_HW_PER_TOP = Stage(
+    "hw", "circt",
+    f"pycde-accel-per-top(pycde-accel-calyx-drop-ref-wrapper,{_CALYX_HW.pipeline})",
+    _CALYX_HW.doc + ", one kernel at a time")
 _PIPELINE = Stage(
     "pipeline", "circt", "pycde-accel-scf-to-pipeline",
     "the scf.for body as a pipeline.scheduled in an hw.module: one op level per stage, II=1, "
@@ -119,7 +138,7 @@ ROUTES: dict[str, tuple[Stage, ...]] = {
     "dynamic": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE, _HANDSHAKE_OPT, _HW, _SV),
     "dynamic-stock": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE_STOCK, _HANDSHAKE_BUF, _HW, _SV),
     "static": (_BUFFERIZE, _SCF, _PIPELINE, _PIPELINE_HW, _SV),
-    "static-calyx": (_BUFFERIZE, _SCF, _SCF_WHILE, _CALYX, _CALYX_HW),
+    "static-calyx": (_BUFFERIZE, _SCF, _SCF_WHILE, _CALYX, _CALYX_OPT, _CALYX_HW, _SV),
 }
 #: A model's routes: stage 00 is the frontend's whole integer model; 01 extracts its post-op
 #: kernels (:mod:`.postops`), which continue down the kernel route (hw one kernel at a time).
@@ -127,8 +146,9 @@ MODEL_ROUTES: dict[str, tuple[Stage, ...]] = {
     "model-dynamic": (_POSTOPS, _BUFFERIZE, _SCF, _CF, _HANDSHAKE, _HANDSHAKE_OPT, _HW_PER_TOP, _SV),
     "model-static": (_POSTOPS, _BUFFERIZE, _SCF, _PIPELINE, _PIPELINE_HW, _SV),
     "model-static-calyx": (_POSTOPS, _BUFFERIZE, _SCF, _SCF_WHILE, _CALYX_PER_TOP,
-                           _CALYX_HW_PER_TOP),
+                           _CALYX_OPT_PER_TOP, _CALYX_HW_PER_TOP, _SV),
 }
+ROUTES["calyx"] = ROUTES["static-calyx"]  # the --schedule name, as the accelerator builds it
 ROUTES.update(MODEL_ROUTES)
 SCHEDULES = {"dynamic": "dynamic", "static": "static", "calyx": "static-calyx"}
 MODEL_SCHEDULES = {"dynamic": "model-dynamic", "static": "model-static",
@@ -143,24 +163,30 @@ def _extract_postops(model) -> str:
 #: Builders of "model" stages: name -> f(quantized model) -> MLIR text (torch-mlir syntax).
 MODEL_STEPS = {"extract-postops": _extract_postops}
 
-#: Where the calyx route (static-calyx) stops on this toolchain (pycde 0.12.1's CIRCT), and why;
-#: the static schedule goes through the pipeline dialect instead (route ``static``).
+#: What the calyx route (``calyx`` = ``static-calyx``) needs on this toolchain (pycde 0.12.1's
+#: CIRCT) to reach SV, and what it costs; the name is kept from when the route stopped at hw.
 STATIC_LIMIT = """\
-The calyx route (static-calyx) writes 01_bufferize .. 04_calyx and stops in 05_calyx_hw:
-* lower-scf-to-calyx puts each scf.while condition in a calyx.comb_group used as
-  `calyx.while %cond with @group`; lower-calyx-to-fsm rejects that ("comb_group ... is unused in
-  the control execution schedule") and calyx-remove-comb-groups, the pass that would turn the
-  group into a register write, is not registered in this CIRCT build. Tried: moving the comb
-  group's assignments into the continuous wires (its cells are private to it) gets through
-  lower-calyx-to-fsm, but materialize-calyx-to-fsm then fails with "'fsm.output' op using value
-  defined outside the region" (the while condition port is not threaded into the machine).
-* past that, lower-calyx-to-hw cannot convert calyx.seq_mem ("couldn't convert to core
-  primitive", DESIGN.md), and every kernel's memrefs become seq_mems.
-Getting past both needs two project passes over calyx (comb-group removal; seq_mem -> component
-ports or hw/seq memories); not done. The static schedule is taken through CIRCT's pipeline
-dialect instead (route static): this CIRCT has no scf-to-pipeline pass, so the project's
-pycde-accel-scf-to-pipeline turns the element loop's body into a pipeline.scheduled (one stage
-per op level, II=1), and pipeline-explicit-regs + lower-pipeline-to-hw take it to hw."""
+The calyx route (calyx, static-calyx) reaches SV through project passes where this CIRCT
+build lacks the upstream ones (no calyx Python bindings: the calyx passes rewrite the custom
+form with a small parser, lowering/passes/_calyx_text.py):
+* 05_calyx: lower-scf-to-calyx, then pycde-accel-calyx-drop-ref-wrapper (the @main component
+  that passes memories by reference goes; lower-calyx-to-hw lowers no calyx.instance);
+* 06_calyx_opt: pycde-accel-calyx-inline-comb-groups (for calyx-remove-comb-groups: the while
+  condition's comb group as continuous assignments), -calyx-mem-ports (each seq_mem, which
+  lower-calyx-to-hw cannot convert, as component ports that the streaming wrapper answers),
+  -calyx-wire-clk-reset (for calyx-clk/reset-insertion; without it registers are clocked by
+  1'bz), then the throughput passes -calyx-merge-groups and -calyx-fold-latch;
+* 07_hw: lower-calyx-to-fsm, materialize-calyx-to-fsm, calyx-remove-groups-fsm,
+  lower-calyx-to-hw, convert-fsm-to-core (integer state, no enum typedefs; convert-fsm-to-sv's
+  always_comb case has an empty default, a latch in Yosys and IR that does not parse back:
+  pycde-accel-fsm-next-state-default fixes that path), pycde-accel-drop-reset-initial.
+Limits: lower-calyx-to-fsm handles seq/enable/if/while only (no par, no repeat: scf-for-to-while
+first); every FSM state costs a cycle, so an element takes 4 cycles (0.25/cycle) without a
+multiply (while header, while entry, the merged reads, the write with the loop increment folded
+in) and 7 with one (std_mult_pipe plus its result register); the FSM stays in its exit state
+after done, so the streaming wrapper resets the kernel between runs. The static schedule at
+II=1 goes through CIRCT's pipeline dialect instead (route static, project pass
+pycde-accel-scf-to-pipeline)."""
 
 #: Seconds one stage may take before it is killed and reported.
 STAGE_TIMEOUT = 300.0

@@ -32,6 +32,24 @@ care which route its kernel took. The wrapper then:
   occupancy register only, never of ``y_ready``; full rate is kept (1 element/cycle).
 
 A result therefore leaves L + 1 cycles after its element went in at the earliest.
+
+And for a kernel lowered by the **calyx** route (``lowered.route`` in :data:`CALYX_ROUTES`: a
+component with ``go``/``done``, scalars as ``in<K>`` inputs, and each memory ``arg_mem_<M>`` as
+seq_mem ports, pycde-accel-calyx-mem-ports; tensor inputs are memories 0.., the output the
+last), :func:`calyx_stream_module` keeps the same contract:
+
+* the start beat is taken with all scalar beats when no run is open; the scalars are latched
+  and drive ``in<K>``; ``go`` is held until the kernel's ``done``;
+* a read of input memory M (``content_en`` high, ``write_en`` low) is answered by a beat of its
+  stream: ``M_done`` is high in the cycle the beat moves and ``M_read_data`` is the beat held in
+  a register from the next cycle on (seq_mem timing). Reads that are requested in the same
+  cycle are answered together or not at all (so a group that reads several memories at once
+  takes its beats in one cycle). The addresses are 0..n-1 in order, so they are not looked at;
+* a write of the output memory is the ``y`` beat: ``y_valid`` is the write request,
+  ``M_done = y_ready``;
+* after ``done`` the kernel is held in reset for one cycle: the FSM lower-calyx-to-fsm builds
+  stays in its exit state (it has no transition back to the entry), so every run starts from
+  reset.
 """
 
 from __future__ import annotations
@@ -45,9 +63,15 @@ def _w(ty: str) -> int:
     return int(ty[1:])
 
 
+#: Route names whose kernels have the calyx port contract (:func:`calyx_stream_module`).
+CALYX_ROUTES = ("calyx", "static-calyx")
+
+
 def stream_module(system, kernel, lowered):
     if getattr(lowered, "route", None) == "static":
         return static_stream_module(system, kernel, lowered)
+    if getattr(lowered, "route", None) in CALYX_ROUTES:
+        return calyx_stream_module(system, kernel, lowered)
     core = system.import_mlir(file=lowered.hw)[kernel.name]
     ports = kernel.ports()
     n = kernel.n
@@ -191,6 +215,92 @@ def static_stream_module(system, kernel, lowered):
         oc.assign(oc_next.reg(clk, rst, rst_value=0, name="out_count_r"))
         p.done = pop & o_last
         _ = zero
+
+    attrs["build"] = generator(build)
+    return type(f"{kernel.name}_stream", (Module,), attrs)
+
+
+def calyx_stream_module(system, kernel, lowered):
+    """``<name>_stream`` around a calyx-route kernel (see the module docstring)."""
+    core = system.import_mlir(file=lowered.hw)[kernel.name]
+    tensors, scalars = kernel.arg_ports()
+    n = kernel.n
+    cw = max(1, n.bit_length())
+    attrs = _ports(kernel)
+    have = {p.name for p in core._builder.inputs} | {p.name for p in core._builder.outputs}
+    mems = {nm: f"arg_mem_{i}" for i, (nm, _) in enumerate(kernel.inputs)}
+    out_mem = f"arg_mem_{len(kernel.inputs)}"
+
+    def build(p):
+        clk, rst = p.clk, p.rst
+        one, zero = Bits(1)(1), Bits(1)(0)
+        # -- run control: idle -> running (go) -> one cycle of kernel reset -> idle
+        running = Wire(Bits(1), "run_active")
+        k_done = Wire(Bits(1), "kernel_done")
+        all_s = one
+        for nm, _ in kernel.scalars:
+            all_s = all_s & getattr(p, f"{nm}_valid")
+        take = ~running & p.start_valid & all_s
+        p.start_ready = ~running & all_s
+        for nm, _ in kernel.scalars:
+            others = ~running & p.start_valid
+            for o, _ in kernel.scalars:
+                if o != nm:
+                    others = others & getattr(p, f"{o}_valid")
+            setattr(p, f"{nm}_ready", others)
+        finish = running & k_done
+        running.assign(Mux(take, Mux(finish, running, zero), one).reg(
+            clk, rst, rst_value=0, name="run_active_r"))
+        k_reset = rst | finish.reg(clk, rst, rst_value=0, name="kernel_reset_r")
+        args = {"clk": clk.to_bit(), "reset": k_reset, "go": running & ~k_done}
+        for nm, port in scalars.items():
+            args[port] = getattr(p, nm).reg(clk, ce=take, name=f"scalar_{nm}")
+        # -- reads: every requesting input memory is answered in the same cycle, or none is
+        req = {}
+        for nm, mem in mems.items():
+            if f"{mem}_content_en" not in have:
+                continue
+            we = Wire(Bits(1), f"{mem}_we")
+            en = Wire(Bits(1), f"{mem}_en")
+            req[nm] = (en, we)
+        ok = one
+        for nm, (en, we) in req.items():
+            ok = ok & (~(en & ~we) | getattr(p, f"{nm}_valid"))
+        any_req = zero
+        for en, we in req.values():
+            any_req = any_req | (en & ~we)
+        fire_r = ok & any_req
+        for nm, mem in mems.items():
+            if nm not in req:
+                setattr(p, f"{nm}_ready", zero)
+                continue
+            en, we = req[nm]
+            rd = en & ~we & fire_r
+            setattr(p, f"{nm}_ready", rd)
+            if f"{mem}_done" in have:
+                args[f"{mem}_done"] = rd
+            if f"{mem}_read_data" in have:
+                args[f"{mem}_read_data"] = getattr(p, nm).reg(clk, ce=rd, name=f"{mem}_rdata")
+        # -- the write of the output memory is the y beat
+        y_req = Wire(Bits(1), "y_request")
+        args[f"{out_mem}_done"] = y_req & p.y_ready
+        inst = core(**args)
+        for nm, mem in mems.items():
+            if nm in req:
+                en, we = req[nm]
+                en.assign(getattr(inst, f"{mem}_content_en"))
+                we.assign(getattr(inst, f"{mem}_write_en") if f"{mem}_write_en" in have
+                          else zero)
+        k_done.assign(inst.done)
+        y_req.assign(getattr(inst, f"{out_mem}_content_en") & getattr(inst, f"{out_mem}_write_en"))
+        p.y = getattr(inst, f"{out_mem}_write_data")
+        p.y_valid = y_req
+        fire = y_req & p.y_ready
+        oc = Wire(Bits(cw), "out_count")
+        o_last = oc == Bits(cw)(n - 1)
+        oc_next = Mux(fire, oc, Mux(o_last, (oc.as_uint() + 1).as_bits(cw), Bits(cw)(0)))
+        oc.assign(oc_next.reg(clk, rst, rst_value=0, name="out_count_r"))
+        p.done = fire & o_last
 
     attrs["build"] = generator(build)
     return type(f"{kernel.name}_stream", (Module,), attrs)

@@ -75,7 +75,7 @@ def run(mlir: str, pipeline: str, src: Path, dst: Path, generic_out: Path | None
 
 
 PER_TOP = "pycde-accel-per-top"
-_TOPS = ("func.func", "handshake.func")
+_TOPS = ("func.func", "handshake.func", "calyx.component")
 
 
 def _run_passes(ir, pm, ctx, module, passes: list[str], sv: Path | None):

@@ -29,7 +29,7 @@ from .rtl_lib.emit import EmittedSV, emit_module
 from .rtl_lib.vector_engine import MAX_RUN
 
 #: config.schedule values ``emit_accelerator`` can build (the kernel route, see KERNEL_ROUTE).
-ACCEL_SCHEDULES = ("dynamic", "static")
+ACCEL_SCHEDULES = ("dynamic", "static", "calyx")
 
 #: The lowering route of the accelerator's post-op kernels: the static schedule (a fixed-latency
 #: II=1 pipeline, ``lowering.stream`` wraps it into the engines' stream contract) with the wide

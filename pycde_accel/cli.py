@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--stage", default=None, metavar="NAME", help="print this stage's IR, e.g. 06_hw or hw")
     i.add_argument("--schedule", default="dynamic", choices=("dynamic", "static", "calyx"),
                    help="dynamic (handshake, default), static (pipeline dialect), or calyx "
-                        "(the calyx route, which stops inside this CIRCT)")
+                        "(CIRCT calyx with the project's passes)")
     i.add_argument("--kernel", default=None, metavar="NAME",
                    help="a post-op kernel (requantize, residual_add, maxpool, clamp ...) instead of the model")
     r = sub.add_parser("report", help="simulate, then write report.md/.html/.json (cycles, roofline, resources)",

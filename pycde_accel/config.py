@@ -18,7 +18,7 @@ from .errors import ConfigError
 #: Dataflows the systolic core implements.
 DATAFLOWS = ("output_stationary",)
 #: How the post-op kernels are scheduled (``--schedule``): the CIRCT lowering route they take.
-SCHEDULES = ("dynamic", "static")
+SCHEDULES = ("dynamic", "static", "calyx")
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,8 @@ class AccelConfig:
     target:          default FPGA target name for synthesis (see ``pycde_accel.fpga``).
     clock_mhz:       clock the design is constrained to in vendor scripts.
     schedule:        lowering route of the post-op kernels (``--schedule``): ``static`` (CIRCT
-                     pipeline, the default: ``assemble.KERNEL_ROUTE``) or ``dynamic``
-                     (CIRCT handshake).
+                     pipeline, the default: ``assemble.KERNEL_ROUTE``), ``dynamic``
+                     (CIRCT handshake) or ``calyx`` (CIRCT calyx with the project's passes).
     """
 
     rows: int = 8

@@ -67,9 +67,9 @@ def test_bad_input(tmp_path, capsys, command, case):
 
 def test_unknown_schedule_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as e:
-        cli.main(["gen", "--schedule", "calyx"])
+        cli.main(["gen", "--schedule", "systolic"])
     assert e.value.code == 2
-    assert "invalid choice: 'calyx'" in capsys.readouterr().err
+    assert "invalid choice: 'systolic'" in capsys.readouterr().err
 
 
 def test_help_of_every_subcommand_has_examples(capsys):

@@ -205,3 +205,307 @@ def test_scf_to_pipeline_refuses_what_it_cannot_schedule(circt_ctx):
     shifted = _SCF_KERNEL.replace("%x = memref.load %a[%i]", "%x = memref.load %a[%c0]")
     with pytest.raises(ValueError, match="not arg\\[i\\]"):
         _run(circt_ctx, "circt", shifted, "pycde-accel-scf-to-pipeline")
+
+
+# ---- the calyx passes (custom-form text through lowering/passes/_calyx_text.py) -------------
+
+_CALYX = """module attributes {calyx.entrypoint = "main"} {
+  calyx.component @main(%clk: i1 {clk}, %reset: i1 {reset}, %go: i1 {go}) -> (%done: i1 {done}) {
+    %mem_0.addr0, %mem_0.clk, %mem_0.reset, %mem_0.content_en, %mem_0.write_en, %mem_0.write_data, %mem_0.read_data, %mem_0.done = calyx.seq_mem @mem_0 <[4] x 8> [2] {external = true} : i2, i1, i1, i1, i1, i8, i8, i1
+    %k_instance.clk, %k_instance.reset, %k_instance.go, %k_instance.done = calyx.instance @k_instance of @k : i1, i1, i1, i1
+    calyx.wires {
+    }
+    calyx.control {
+      calyx.seq {
+        calyx.invoke @k_instance[arg_mem_0 = mem_0]() -> ()
+      }
+    }
+  } {toplevel}
+  calyx.component @k(%clk: i1 {clk}, %reset: i1 {reset}, %go: i1 {go}) -> (%done: i1 {done}) {
+    %true = hw.constant true
+    %c1_i32 = hw.constant 1 : i32
+    %c4_i32 = hw.constant 4 : i32
+    %c0_i32 = hw.constant 0 : i32
+    %std_slice_0.in, %std_slice_0.out = calyx.std_slice @std_slice_0 : i32, i2
+    %std_add_0.left, %std_add_0.right, %std_add_0.out = calyx.std_add @std_add_0 : i32, i32, i32
+    %std_slt_0.left, %std_slt_0.right, %std_slt_0.out = calyx.std_slt @std_slt_0 : i32, i32, i1
+    %i.in, %i.write_en, %i.clk, %i.reset, %i.out, %i.done = calyx.register @i : i32, i1, i1, i1, i32, i1
+    %arg_mem_0.addr0, %arg_mem_0.clk, %arg_mem_0.reset, %arg_mem_0.content_en, %arg_mem_0.write_en, %arg_mem_0.write_data, %arg_mem_0.read_data, %arg_mem_0.done = calyx.seq_mem @arg_mem_0 <[4] x 8> [2] : i2, i1, i1, i1, i1, i8, i8, i1
+    calyx.wires {
+      calyx.group @init {
+        calyx.assign %i.in = %c0_i32 : i32
+        calyx.assign %i.write_en = %true : i1
+        calyx.group_done %i.done : i1
+      }
+      calyx.comb_group @cond {
+        calyx.assign %std_slt_0.left = %i.out : i32
+        calyx.assign %std_slt_0.right = %c4_i32 : i32
+      }
+      calyx.group @store {
+        calyx.assign %std_slice_0.in = %i.out : i32
+        calyx.assign %arg_mem_0.addr0 = %std_slice_0.out : i2
+        calyx.assign %arg_mem_0.write_data = %std_slice_0.out : i2
+        calyx.assign %arg_mem_0.write_en = %true : i1
+        calyx.assign %arg_mem_0.content_en = %true : i1
+        calyx.group_done %arg_mem_0.done : i1
+      }
+      calyx.group @incr {
+        calyx.assign %i.in = %std_add_0.out : i32
+        calyx.assign %i.write_en = %true : i1
+        calyx.assign %std_add_0.left = %i.out : i32
+        calyx.assign %std_add_0.right = %c1_i32 : i32
+        calyx.group_done %i.done : i1
+      }
+    }
+    calyx.control {
+      calyx.seq {
+        calyx.enable @init
+        calyx.while %std_slt_0.out with @cond {
+          calyx.seq {
+            calyx.enable @store
+            calyx.enable @incr
+          }
+        }
+      }
+    }
+  }
+}
+""".replace("%arg_mem_0.write_data = %std_slice_0.out : i2", "%arg_mem_0.write_data = %w : i8") \
+   .replace("    %true = hw.constant true\n", "    %true = hw.constant true\n    %w = hw.constant 7 : i8\n")
+
+
+def test_calyx_text_parser_round_trips_and_sees_structure():
+    from pycde_accel.lowering.passes import _calyx_text as C
+    top = C.parse(_CALYX)
+    assert C.print_module(top) == _CALYX  # untouched ops print back byte for byte
+    comps = [C.component(op) for op in top.walk_ops() if op.name == "calyx.component"]
+    assert [c.name for c in comps] == ["main", "k"]
+    k = comps[1]
+    assert [p.name for p in k.inputs] == ["clk", "reset", "go"] and k.outputs[0].attrs == "{done}"
+    reg = next(c for c in k.cells() if c.sym == "i")
+    assert C.cell_ports(reg)["write_en"] == "%i.write_en"
+    assert C.cell_types(reg) == ["i32", "i1", "i1", "i1", "i32", "i1"]
+    a = C.parse_assign(k.wires.find("calyx.group")[0].regions[0].ops[0])
+    assert (a.dst, a.src, a.ty, a.guard) == ("%i.in", "%c0_i32", "i32", [])
+    g = C.parse_ops("      calyx.assign %a.x = %b.y ? %c : i1\n")[0]
+    assert C.parse_assign(g).src == "%c" and [t.text for t in C.parse_assign(g).guard] == ["%b.y"]
+    with pytest.raises(C.ParseError):
+        C.parse("calyx.wires {\n  calyx.assign %a = %b : i1\n")  # unclosed region
+
+
+def _calyx_chain(ctx, names):
+    out = _CALYX
+    for nm in names:
+        out = _run(ctx, "circt", out, nm)
+    return out
+
+
+def test_calyx_drop_ref_wrapper(circt_ctx):
+    out = _run(circt_ctx, "circt", _CALYX, "pycde-accel-calyx-drop-ref-wrapper")
+    assert "@main" not in out and "calyx.invoke" not in out and "external" not in out
+    assert 'calyx.entrypoint = "k"' in out
+    assert re.search(r"calyx.component @k\(.*\n(.*\n)*  \} \{toplevel\}", out)
+    assert "calyx.seq_mem @arg_mem_0" in out  # the kernel's own memory cell stays
+
+
+def test_calyx_inline_comb_groups(circt_ctx):
+    out = _calyx_chain(circt_ctx, ["pycde-accel-calyx-drop-ref-wrapper",
+                                   "pycde-accel-calyx-inline-comb-groups"])
+    assert "comb_group" not in out and "with @cond" not in out
+    assert "calyx.while %std_slt_0.out {" in out
+    wires = out[out.index("calyx.wires {"):out.index("calyx.group @init")]
+    assert "calyx.assign %std_slt_0.left = %i.out : i32" in wires  # now continuous
+    assert "calyx.assign %std_slt_0.right = %c4_i32 : i32" in wires
+    # a comb-group destination that a group also drives would get two drivers: refused
+    from pycde_accel.lowering.passes import calyx_inline_comb_groups as P
+    bad = _CALYX.replace("calyx.assign %std_add_0.left = %i.out", "calyx.assign %std_slt_0.left = %i.out")
+    with pytest.raises(ValueError, match="another driver"):
+        P.rewrite(bad)
+
+
+def test_calyx_mem_ports(circt_ctx):
+    out = _calyx_chain(circt_ctx, ["pycde-accel-calyx-drop-ref-wrapper",
+                                   "pycde-accel-calyx-inline-comb-groups",
+                                   "pycde-accel-calyx-mem-ports"])
+    assert "seq_mem" not in out and "%arg_mem_0." not in out
+    head = next(ln for ln in out.splitlines() if "calyx.component @k(" in ln)
+    ins, outs = head.split("->")
+    assert "%arg_mem_0_done: i1" in ins
+    assert "read_data" not in head  # written only: no read port
+    for p in ("%arg_mem_0_addr0: i2", "%arg_mem_0_content_en: i1", "%arg_mem_0_write_en: i1",
+              "%arg_mem_0_write_data: i8"):
+        assert p in outs, p
+    assert "calyx.assign %arg_mem_0_addr0 = %std_slice_0.out : i2" in out
+    assert "calyx.group_done %arg_mem_0_done : i1" in out
+
+
+def test_calyx_wire_clk_reset(circt_ctx):
+    out = _calyx_chain(circt_ctx, ["pycde-accel-calyx-drop-ref-wrapper",
+                                   "pycde-accel-calyx-inline-comb-groups",
+                                   "pycde-accel-calyx-mem-ports",
+                                   "pycde-accel-calyx-wire-clk-reset"])
+    assert "calyx.assign %i.clk = %clk : i1" in out
+    assert "calyx.assign %i.reset = %reset : i1" in out
+    assert out.count(".clk = %clk") == 1  # the register only: combinational cells have no clk
+    again = _run(circt_ctx, "circt", out, "pycde-accel-calyx-wire-clk-reset")
+    assert again.count(".clk = %clk") == 1  # already driven: not added twice
+
+
+_FSM = """
+  fsm.machine @ctl(%go: i1) -> (i1) attributes {initialState = "idle"} {
+    %true = hw.constant true
+    %false = hw.constant false
+    fsm.state @idle output {
+      fsm.output %false : i1
+    } transitions {
+      fsm.transition @busy guard {
+        fsm.return %go
+      }
+    }
+    fsm.state @busy output {
+      fsm.output %true : i1
+    } transitions {
+      fsm.transition @idle
+    }
+  }
+  hw.module @top(in %clk : !seq.clock, in %rst : i1, in %go : i1, out o : i1) {
+    %0 = fsm.hw_instance "c" @ctl(%go), clock %clk, reset %rst : (i1) -> (i1)
+    hw.output %0 : i1
+  }"""
+
+
+def test_fsm_next_state_default(circt_ctx):
+    ir, pm, _ = bridge.bindings("circt")
+    m = ir.Module.parse(_FSM, circt_ctx)
+    pm.PassManager.parse("builtin.module(convert-fsm-to-sv)", circt_ctx).run(m.operation)
+    with pytest.raises(Exception, match="region with 1 blocks"):
+        ir.Module.parse(str(m), circt_ctx)  # the empty default block does not parse back
+    REGISTRY["pycde-accel-fsm-next-state-default"].run(m, "pycde-accel-fsm-next-state-default")
+    m.operation.verify()
+    out = str(m)
+    default = out[out.index("default:"):]
+    default = default[:default.index("}")]
+    assert re.search(r"sv.bpassign %state_next, %state_reg", default), default
+    assert "sv.bpassign" in default and default.count("sv.bpassign") == 2  # next state + output
+    ir.Module.parse(out, circt_ctx)  # the printed form parses back (an empty default did not)
+
+
+def test_drop_reset_initial(circt_ctx):
+    out = _run(circt_ctx, "circt", """
+      hw.module @m(in %clk : !seq.clock, in %rst : i1, in %d : i3, out q : i3) {
+        %c0 = hw.constant 0 : i3
+        %0 = seq.initial() {
+          %c = hw.constant 0 : i3
+          seq.yield %c : i3
+        } : () -> !seq.immutable<i3>
+        %r = seq.compreg %d, %clk reset %rst, %c0 initial %0 : i3
+        %k = seq.compreg %d, %clk : i3
+        hw.output %r : i3
+      }""", "pycde-accel-drop-reset-initial")
+    assert "initial" not in out
+    assert re.search(r"seq.compreg %d, %clk reset %rst, %c0(_i3)? : i3", out), out
+
+
+_CALYX_BODY = """module attributes {calyx.entrypoint = "k"} {
+  calyx.component @k(%clk: i1 {clk}, %reset: i1 {reset}, %go: i1 {go}, %arg_mem_0_read_data: i8, %arg_mem_0_done: i1, %arg_mem_1_read_data: i8, %arg_mem_1_done: i1, %arg_mem_2_done: i1) -> (%done: i1 {done}, %arg_mem_0_addr0: i2, %arg_mem_0_content_en: i1, %arg_mem_0_write_en: i1, %arg_mem_1_addr0: i2, %arg_mem_1_content_en: i1, %arg_mem_1_write_en: i1, %arg_mem_2_addr0: i2, %arg_mem_2_content_en: i1, %arg_mem_2_write_en: i1, %arg_mem_2_write_data: i8) {
+    %true = hw.constant true
+    %false = hw.constant false
+    %c1_i32 = hw.constant 1 : i32
+    %c4_i32 = hw.constant 4 : i32
+    %sa.in, %sa.out = calyx.std_slice @sa : i32, i2
+    %sb.in, %sb.out = calyx.std_slice @sb : i32, i2
+    %so.in, %so.out = calyx.std_slice @so : i32, i2
+    %mx.left, %mx.right, %mx.out = calyx.std_add @mx : i8, i8, i8
+    %std_add_0.left, %std_add_0.right, %std_add_0.out = calyx.std_add @std_add_0 : i32, i32, i32
+    %std_slt_0.left, %std_slt_0.right, %std_slt_0.out = calyx.std_slt @std_slt_0 : i32, i32, i1
+    %i.in, %i.write_en, %i.clk, %i.reset, %i.out, %i.done = calyx.register @i : i32, i1, i1, i1, i32, i1
+    calyx.wires {
+      calyx.assign %i.clk = %clk : i1
+      calyx.assign %i.reset = %reset : i1
+      calyx.assign %std_slt_0.left = %i.out : i32
+      calyx.assign %std_slt_0.right = %c4_i32 : i32
+      calyx.group @ra {
+        calyx.assign %sa.in = %i.out : i32
+        calyx.assign %arg_mem_0_addr0 = %sa.out : i2
+        calyx.assign %arg_mem_0_content_en = %true : i1
+        calyx.assign %arg_mem_0_write_en = %false : i1
+        calyx.group_done %arg_mem_0_done : i1
+      }
+      calyx.group @rb {
+        calyx.assign %sb.in = %i.out : i32
+        calyx.assign %arg_mem_1_addr0 = %sb.out : i2
+        calyx.assign %arg_mem_1_content_en = %true : i1
+        calyx.assign %arg_mem_1_write_en = %false : i1
+        calyx.group_done %arg_mem_1_done : i1
+      }
+      calyx.group @w {
+        calyx.assign %so.in = %i.out : i32
+        calyx.assign %arg_mem_2_addr0 = %so.out : i2
+        calyx.assign %mx.left = %arg_mem_0_read_data : i8
+        calyx.assign %mx.right = %arg_mem_1_read_data : i8
+        calyx.assign %arg_mem_2_write_data = %mx.out : i8
+        calyx.assign %arg_mem_2_write_en = %true : i1
+        calyx.assign %arg_mem_2_content_en = %true : i1
+        calyx.group_done %arg_mem_2_done : i1
+      }
+      calyx.group @latch {
+        calyx.assign %i.in = %std_add_0.out : i32
+        calyx.assign %i.write_en = %true : i1
+        calyx.assign %std_add_0.left = %i.out : i32
+        calyx.assign %std_add_0.right = %c1_i32 : i32
+        calyx.group_done %i.done : i1
+      }
+    }
+    calyx.control {
+      calyx.seq {
+        calyx.while %std_slt_0.out {
+          calyx.seq {
+            calyx.enable @ra
+            calyx.enable @rb
+            calyx.enable @w
+            calyx.enable @latch
+          }
+        }
+      }
+    }
+  } {toplevel}
+}
+"""
+
+
+def _enables(text):
+    return re.findall(r"calyx.enable @(\w+)", text)
+
+
+def test_calyx_merge_groups(circt_ctx):
+    out = _run(circt_ctx, "circt", _CALYX_BODY, "pycde-accel-calyx-merge-groups")
+    assert _enables(out) == ["ra", "w", "latch"]  # the two reads run as one group
+    ra = out[out.index("calyx.group @ra"):out.index("calyx.group @w")]
+    assert "%arg_mem_1_content_en = %true" in ra and "%arg_mem_0_content_en = %true" in ra
+    assert "calyx.assign %merge_and_0.left = %arg_mem_0_done : i1" in ra
+    assert "calyx.assign %merge_and_0.right = %arg_mem_1_done : i1" in ra
+    assert "calyx.group_done %merge_and_0.out : i1" in ra
+    assert "calyx.std_and @merge_and_0" in out and "calyx.group @rb" not in out
+    # w reads what the reads produce (read_data): it is not merged with them
+    assert "%arg_mem_2_content_en = %true" not in ra
+    # a read whose address comes through a cell the other read drives: not independent
+    dep = _CALYX_BODY.replace("calyx.assign %arg_mem_1_addr0 = %sb.out",
+                              "calyx.assign %arg_mem_1_addr0 = %sa.out")
+    assert _enables(_run(circt_ctx, "circt", dep, "pycde-accel-calyx-merge-groups")) == \
+        ["ra", "rb", "w", "latch"]
+
+
+def test_calyx_fold_latch(circt_ctx):
+    out = _run(circt_ctx, "circt", _CALYX_BODY, "pycde-accel-calyx-fold-latch")
+    assert _enables(out) == ["ra", "rb", "w"] and "calyx.group @latch" not in out
+    w = out[out.index("calyx.group @w"):out.index("calyx.control")]
+    assert "calyx.assign %i.write_en = %arg_mem_2_done ? %true : i1" in w  # on the write's last edge
+    assert "calyx.assign %i.in = %std_add_0.out : i32" in w
+    assert "calyx.group_done %arg_mem_2_done : i1" in w
+    # a body whose last group drives the latch's adder: left alone
+    clash = _CALYX_BODY.replace(
+        "        calyx.group_done %arg_mem_2_done : i1\n",
+        "        calyx.assign %std_add_0.left = %i.out : i32\n"
+        "        calyx.assign %std_add_0.right = %c1_i32 : i32\n"
+        "        calyx.group_done %arg_mem_2_done : i1\n")
+    assert "calyx.group @latch" in _run(circt_ctx, "circt", clash, "pycde-accel-calyx-fold-latch")
