@@ -82,6 +82,14 @@ def _ax_stream(AW) -> Stream:
     return Stream(id=1, addr=AW, len=8, size=3, burst=2, lock=1, cache=4, prot=3)
 
 
+def _engine_ports(cmd: Stream, AW: int, ax: str, data: dict, counter: str) -> dict:
+    """An engine's ports: its command, its address channel ``ax``, its ``data`` ports (AXI
+    and user side), ``done``/``busy``/``err`` and its byte counter."""
+    return {"clk": Clock(), "rst": Reset(), **cmd.sink("cmd"), **_ax_stream(AW).source(ax, sep=""),
+            **data, **{n: Output(Bits(1)) for n in ("done", "busy", "err")},
+            counter: Output(Bits(COUNTER_WIDTH))}
+
+
 def _check(data_width, addr_width, max_burst, max_outstanding, beat_width, row_width):
     if data_width not in (32, 64, 128, 256, 512):
         raise ConfigError(f"axi dma: data_width must be 32..512 (power of two), got {data_width}")
@@ -236,12 +244,9 @@ def make_dma_read(data_width: int = 64, addr_width: int = 32, max_burst: int = 2
     lsb = log2(DW // 8)
     Split = make_burst_splitter(DW, AW, max_burst, beat_width, row_width)
     cmd = command_stream(AW, beat_width, row_width)
-    io = {"clk": Clock(), "rst": Reset(), **cmd.sink("cmd"),
-          **_ax_stream(AW).source("m_axi_ar", sep=""),
-          **Stream(id=1, data=DW, resp=2, last=1).sink("m_axi_r", sep=""),
-          **Stream(data=DW, last=1, row_last=1).source("out"),
-          **{n: Output(Bits(1)) for n in ("done", "busy", "err")},
-          "bytes_read": Output(Bits(COUNTER_WIDTH))}
+    io = _engine_ports(cmd, AW, "m_axi_ar", {
+        **Stream(id=1, data=DW, resp=2, last=1).sink("m_axi_r", sep=""),
+        **Stream(data=DW, last=1, row_last=1).source("out")}, "bytes_read")
 
     def build(p):
         clk, rst = p.clk, p.rst
@@ -279,12 +284,10 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
     lsb = log2(nb)
     Split = make_burst_splitter(DW, AW, max_burst, beat_width, row_width)
     cmd = command_stream(AW, beat_width, row_width)
-    io = {"clk": Clock(), "rst": Reset(), **cmd.sink("cmd"),
-          **_ax_stream(AW).source("m_axi_aw", sep=""),
-          **Stream(data=DW, strb=nb, last=1).source("m_axi_w", sep=""),
-          **Stream(id=1, resp=2).sink("m_axi_b", sep=""), **Stream(data=DW).sink("in"),
-          **{n: Output(Bits(1)) for n in ("done", "busy", "err")},
-          "bytes_written": Output(Bits(COUNTER_WIDTH))}
+    io = _engine_ports(cmd, AW, "m_axi_aw", {
+        **Stream(data=DW, strb=nb, last=1).source("m_axi_w", sep=""),
+        **Stream(id=1, resp=2).sink("m_axi_b", sep=""), **Stream(data=DW).sink("in")},
+        "bytes_written")
 
     def build(p):
         clk, rst = p.clk, p.rst
