@@ -5,7 +5,7 @@ port order, plus the handshake ``valid`` and ``ready`` (1 bit each). They stand 
 payload unless the signature names them where they stand (``Stream(valid=1, index=32,
 data=32, ready=1)``). Protocol (AXI-Stream style, every stream in rtl_lib): a beat moves on a
 rising edge where ``valid`` and ``ready`` are both high; a sender holds the beat (payload and
-``valid``) until it is taken; ``ready`` may depend on ``valid``, never the other way round.
+``valid``) until it is taken. ``layout``: the ``(name, width)`` of every port, in order.
 
 Ports of a stream called ``prefix`` are ``{prefix}_{field}`` (AXI's are ``{prefix}{field}``:
 ``sep=""``):
@@ -41,7 +41,6 @@ class Stream:
             if fields.setdefault(name, 1) != 1:
                 raise ValueError(f"stream: {name} is one bit")
         self.layout = tuple(fields.items())
-        self.payload = tuple(n for n in fields if n not in HANDSHAKE)
 
     def _group(self, prefix: str, receiver: bool, sep: str) -> dict:
         ports = {}

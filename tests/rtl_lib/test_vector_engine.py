@@ -13,7 +13,7 @@ import pytest
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import ConfigError
 from pycde_accel.frontend import quantize as q
-from pycde_accel.sim import build, pytest_cache_root, run
+from pycde_accel.sim import run
 
 TB = "pycde_accel.sim.tb_vector_engine"
 DEPTH = 64  # X capacity (config.spad_c_depth) of the test configs
@@ -26,21 +26,10 @@ def _config(w: int) -> AccelConfig:
     return AccelConfig(axi_data_width=w, spad_c_depth=DEPTH)
 
 
-@pytest.fixture(scope="session")
-def cache_root(tmp_path_factory):
-    return pytest_cache_root(tmp_path_factory)
-
-
-_SIMS: dict = {}
-
-
-def _sim(cache_root, tmp_path_factory, w):
-    if w not in _SIMS:
-        from pycde_accel.rtl_lib.vector_engine import emit_vector_engine
-        sv = emit_vector_engine(_config(w), tmp_path_factory.mktemp(f"vec{w}") / "sv",
-                                max_run=MAX_RUN)
-        _SIMS[w] = build(sv.filelist, sv.top, cache_root=cache_root)
-    return _SIMS[w]
+def _sim(block_sim, w):
+    from pycde_accel.rtl_lib.vector_engine import emit_vector_engine
+    return block_sim(f"vec{w}", lambda sv_dir: emit_vector_engine(_config(w), sv_dir,
+                                                                  max_run=MAX_RUN))
 
 
 # ---- reference model -----------------------------------------------------------------------
@@ -125,10 +114,10 @@ GATES = {"p_s": 0.6, "p_x": 0.7, "p_wc": 0.5, "p_wd": 0.4}
 
 
 @pytest.mark.parametrize("w", [32, 64])
-def test_add_max_relu_to_x(cache_root, tmp_path_factory, tmp_path, w):
+def test_add_max_relu_to_x(block_sim, tmp_path, w):
     """ADD (RELU off/on, frontend multipliers and raw extremes), MAX, n = 1, n = capacity,
     TO_X in place and to another region, then X read back; random gaps everywhere."""
-    sim = _sim(cache_root, tmp_path_factory, w)
+    sim = _sim(block_sim, w)
     ab = w // 8
     rng = np.random.default_rng(w)
     m = Model(ab)
@@ -151,10 +140,10 @@ def test_add_max_relu_to_x(cache_root, tmp_path_factory, tmp_path, w):
 
 
 @pytest.mark.parametrize("w", [32, 64])
-def test_maxpool_chain(cache_root, tmp_path_factory, tmp_path, w):
+def test_maxpool_chain(block_sim, tmp_path, w):
     """A 2x2 maxpool as the compiler runs it: LOAD X (tap 0), VEC MAX TO_X (tap 1), VEC MAX
     TO_X (tap 2), VEC MAX to DRAM (tap 3), twice (n = capacity, then a short one)."""
-    sim = _sim(cache_root, tmp_path_factory, w)
+    sim = _sim(block_sim, w)
     ab = w // 8
     rng = np.random.default_rng(100 + w)
     m = Model(ab)
@@ -170,11 +159,11 @@ def test_maxpool_chain(cache_root, tmp_path_factory, tmp_path, w):
 
 
 @pytest.mark.parametrize("w", [32, 64])
-def test_rate(cache_root, tmp_path_factory, tmp_path, w):
+def test_rate(block_sim, tmp_path, w):
     """No back-pressure, n = capacity beats: ADD takes n * AB cycles plus its pipeline fill
     (the static kernel's runs follow each other with no bubble, one run per beat), MAX (to
     DRAM or TO_X) n * AB plus a few (its runs span commands)."""
-    sim = _sim(cache_root, tmp_path_factory, w)
+    sim = _sim(block_sim, w)
     ab = w // 8
     rng = np.random.default_rng(3)
     m = Model(ab)
@@ -218,11 +207,11 @@ def test_refuses_wrong_kernels():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("w", [32, 64])
-def test_random_programs(cache_root, tmp_path_factory, tmp_path, w):
+def test_random_programs(block_sim, tmp_path, w):
     """Random programs: LOAD X runs, ADD/MAX with random n, RELU, frontend multipliers, TO_X
     with every kind of overlap of [dst, dst+n) with [x_off, x_off+n) (the in-order reading),
     X read back at the end; heavier random gaps."""
-    sim = _sim(cache_root, tmp_path_factory, w)
+    sim = _sim(block_sim, w)
     ab = w // 8
     rng = np.random.default_rng(1000 + w)
     m = Model(ab)
