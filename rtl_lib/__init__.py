@@ -10,10 +10,15 @@
   (``default_csr_map()``, ``make_axil_csr(map)``, C header from the same map).
 * :mod:`.axi_dma`: AXI4 master DMA (2-D beat-aligned commands, INCR bursts within 4 KiB).
 * :mod:`.scratchpad`: double-buffered scratchpad (bank handoff) and width adapters.
-* :mod:`.accel`: the accelerator top ``pycde_accel_top``: command fetch and in-order dispatch,
-  the read-data router, the write arbiter, CSRs and performance counters
-  (``make_accelerator``; ``pycde_accel.assemble.emit_accelerator(config, sv_dir)``, above
-  rtl_lib, lowers the post-op kernels and emits it with them).
+* :mod:`.accel`: the accelerator top ``pycde_accel_top`` (``make_accelerator``;
+  ``pycde_accel.assemble.emit_accelerator(config, sv_dir)``, above rtl_lib, lowers the post-op
+  kernels and emits it with them), composed
+  of :mod:`.fetch` (command fetch), :mod:`.dispatch` (in-order dispatch), :mod:`.load_engine`,
+  :mod:`.read_router` (the read-data router), :mod:`.write_arbiter` and :mod:`.counters`
+  (status and performance counters).
+* :mod:`.stream`: valid/ready streams as one type (``Stream``: port groups of a signature) and
+  ``module(name, ports, build)``; :mod:`.bits`: widths and fixed-width arithmetic;
+  :mod:`.common`: named registers, register slices, the dual-port memory.
 * :mod:`.matmul_unit` + :mod:`.operand_spad`: EXEC engine, lane-addressed double-buffered
   operand scratchpads and the systolic core.
 * :mod:`.store_engine`: STORE: C tiles -> bias -> the lowered requantize kernel -> int8 rows by DMA.

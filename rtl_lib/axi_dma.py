@@ -52,28 +52,42 @@ whatever state it was: reset the slave with it).
 
 from __future__ import annotations
 
-from pycde import Clock, Input, Module, Output, Reset, generator
+from pycde import Clock, Input, Module, Output, Reset
 from pycde.constructs import Mux, Wire
 from pycde.seq import FIFO
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from ..errors import ConfigError
-from .common import NamedReg, name_module
+from .bits import add, log2, sub
+from .common import NamedReg
+from .stream import Stream, module
 
 COUNTER_WIDTH = 32
 
 
-def _log2(n: int) -> int:
-    return (n - 1).bit_length()
+def command_stream(addr_width: int, beat_width: int = 16, row_width: int = 16) -> Stream:
+    """The command form of both engines (and of the burst splitter)."""
+    return Stream(addr=addr_width, beats=beat_width, rows=row_width, stride=addr_width)
 
 
-def _add(a, b, w):
-    return (a.as_uint(w) + b.as_uint(w)).as_bits(w)
+def write_ports(addr_width: int, data_width: int) -> dict:
+    """The ports of a module that writes to DRAM through the write engine: its write command
+    ``wc_*`` (:func:`command_stream`) and data ``wd_*`` (``data_width`` bits) out."""
+    return {**command_stream(addr_width).source("wc"), **Stream(data=data_width).source("wd")}
 
 
-def _sub(a, b, w):
-    return (a.as_uint(w) - b.as_uint(w)).as_bits(w)
+def _ax_stream(AW) -> Stream:
+    """An AXI4 address channel (AR or AW) as this DMA drives it."""
+    return Stream(id=1, addr=AW, len=8, size=3, burst=2, lock=1, cache=4, prot=3)
+
+
+def _engine_ports(cmd: Stream, AW: int, ax: str, data: dict, counter: str) -> dict:
+    """An engine's ports: its command, its address channel ``ax``, its ``data`` ports (AXI
+    and user side), ``done``/``busy``/``err`` and its byte counter."""
+    return {"clk": Clock(), "rst": Reset(), **cmd.sink("cmd"), **_ax_stream(AW).source(ax, sep=""),
+            **data, **{n: Output(Bits(1)) for n in ("done", "busy", "err")},
+            counter: Output(Bits(COUNTER_WIDTH))}
 
 
 def _check(data_width, addr_width, max_burst, max_outstanding, beat_width, row_width):
@@ -96,148 +110,129 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
     burst is offered the cycle after the command is taken, then one per cycle while taken."""
     _check(data_width, addr_width, max_burst, 1, beat_width, row_width)
     AW, LW, RW = addr_width, beat_width, row_width
-    lsb = _log2(data_width // 8)
+    lsb = log2(data_width // 8)
     page_beats = 4096 >> lsb            # beats in a 4 KiB page
     maxb = min(max_burst, page_beats)
-    BW = max(LW, _log2(page_beats + 1), _log2(maxb + 1))  # width of burst-length arithmetic
+    BW = max(LW, log2(page_beats + 1), log2(maxb + 1))  # width of burst-length arithmetic
+    io = {"clk": Clock(), "rst": Reset(), **command_stream(AW, LW, RW).sink("cmd"),
+          **Stream(addr=AW, len=8, row_last=1, last=1).source("burst"),
+          "active": Output(Bits(1))}
 
-    class BurstSplitter(Module):
-        clk = Clock()
-        rst = Reset()
-        cmd_addr = Input(Bits(AW))
-        cmd_beats = Input(Bits(LW))
-        cmd_rows = Input(Bits(RW))
-        cmd_stride = Input(Bits(AW))
-        cmd_valid = Input(Bits(1))
-        cmd_ready = Output(Bits(1))
-        burst_addr = Output(Bits(AW))
-        burst_len = Output(Bits(8))
-        burst_row_last = Output(Bits(1))
-        burst_last = Output(Bits(1))
-        burst_valid = Output(Bits(1))
-        burst_ready = Input(Bits(1))
-        active = Output(Bits(1))
+    def build(p):
+        clk, rst = p.clk, p.rst
+        zero = Bits(1)(0)
+        active = NamedReg(1, clk, rst, 0, name="active")
+        cmd_fire = p.cmd_valid & ~active.q
+        addr = NamedReg(AW, clk, None, None, name="cur_addr")
+        row_addr = NamedReg(AW, clk, None, None, name="row_addr")
+        row_left = NamedReg(LW, clk, None, None, name="row_left")
+        rows_left = NamedReg(RW, clk, None, None, name="rows_left")
+        row_beats = NamedReg(LW, clk, None, None, ce=cmd_fire, name="row_beats")
+        stride = NamedReg(AW, clk, None, None, ce=cmd_fire, name="stride")
+        row_beats.next(p.cmd_beats)
+        stride.next(p.cmd_stride)
+        b_valid = NamedReg(1, clk, rst, 0, name="burst_valid_q")
+        issue = active.q & (~b_valid.q | p.burst_ready)
 
-        @generator
-        def build(p):
-            clk, rst = p.clk, p.rst
-            zero = Bits(1)(0)
-            active = NamedReg(1, clk, rst, 0, name="active")
-            cmd_fire = p.cmd_valid & ~active.q
-            addr = NamedReg(AW, clk, None, None, name="cur_addr")
-            row_addr = NamedReg(AW, clk, None, None, name="row_addr")
-            row_left = NamedReg(LW, clk, None, None, name="row_left")
-            rows_left = NamedReg(RW, clk, None, None, name="rows_left")
-            row_beats = NamedReg(LW, clk, None, None, ce=cmd_fire, name="row_beats")
-            stride = NamedReg(AW, clk, None, None, ce=cmd_fire, name="stride")
-            row_beats.next(p.cmd_beats)
-            stride.next(p.cmd_stride)
-            b_valid = NamedReg(1, clk, rst, 0, name="burst_valid_q")
-            issue = active.q & (~b_valid.q | p.burst_ready)
+        # beats to the next 4 KiB boundary: page_beats - (addr within the page, in beats).
+        # Timing: every quantity below comes from registers through one carry chain at
+        # most (the burst cap, whether the row ends, the next address and the beats left
+        # are each chosen between values computed in parallel), not a chain of chains.
+        in_page = addr.q[lsb:12].as_uint(BW)
+        to_page = sub(Bits(BW)(page_beats), in_page.as_bits(BW), BW)
+        left = row_left.q.as_uint(BW).as_bits(BW)
+        page_cap = in_page > page_beats - maxb        # == to_page < maxb: the page caps
+        cap = Mux(page_cap, Bits(BW)(maxb), to_page)  # min(to_page, maxb)
+        fits_max = left.as_uint() <= maxb
+        left_in = (left.as_uint(BW + 1) + in_page.as_uint(BW + 1)).as_bits(BW + 1)
+        fits_page = left_in.as_uint() <= page_beats   # left <= to_page
+        row_done = Mux(page_cap, fits_max, fits_page)  # left <= cap
+        cap_m1 = Mux(page_cap, Bits(BW)(maxb - 1), sub(to_page, Bits(BW)(1), BW))
+        blen_m1 = Mux(row_done, cap_m1, sub(left, Bits(BW)(1), BW))  # burst beats - 1
+        last_row = rows_left.q == Bits(RW)(1)
+        cmd_last = row_done & last_row
 
-            # beats to the next 4 KiB boundary: page_beats - (addr within the page, in beats).
-            # Timing: every quantity below comes from registers through one carry chain at
-            # most (the burst cap, whether the row ends, the next address and the beats left
-            # are each chosen between values computed in parallel), not a chain of chains.
-            in_page = addr.q[lsb:12].as_uint(BW)
-            to_page = _sub(Bits(BW)(page_beats), in_page.as_bits(BW), BW)
-            left = row_left.q.as_uint(BW).as_bits(BW)
-            page_cap = in_page > page_beats - maxb        # == to_page < maxb: the page caps
-            cap = Mux(page_cap, Bits(BW)(maxb), to_page)  # min(to_page, maxb)
-            fits_max = left.as_uint() <= maxb
-            left_in = (left.as_uint(BW + 1) + in_page.as_uint(BW + 1)).as_bits(BW + 1)
-            fits_page = left_in.as_uint() <= page_beats   # left <= to_page
-            row_done = Mux(page_cap, fits_max, fits_page)  # left <= cap
-            cap_m1 = Mux(page_cap, Bits(BW)(maxb - 1), _sub(to_page, Bits(BW)(1), BW))
-            blen_m1 = Mux(row_done, cap_m1, _sub(left, Bits(BW)(1), BW))  # burst beats - 1
-            last_row = rows_left.q == Bits(RW)(1)
-            cmd_last = row_done & last_row
+        # address after a burst that does not end the row: + maxb beats, or the next page
+        plus_max = add(addr.q, Bits(AW)(maxb << lsb), AW)
+        next_page = BitsSignal.concat([add(addr.q[12:AW], Bits(AW - 12)(1), AW - 12),
+                                       Bits(12)(0)])
+        after_cap = Mux(page_cap, plus_max, next_page)
+        left_after = Mux(page_cap, sub(left, Bits(BW)(maxb), BW),
+                         sub(left_in[0:BW], Bits(BW)(page_beats), BW))  # left - cap
+        next_row = add(row_addr.q, stride.q, AW)
+        go_row = issue & row_done & ~last_row
+        addr.next(Mux(cmd_fire, Mux(issue, addr.q, Mux(row_done, after_cap, next_row)),
+                      p.cmd_addr))
+        row_addr.next(Mux(cmd_fire, Mux(go_row, row_addr.q, next_row), p.cmd_addr))
+        row_left.next(Mux(cmd_fire, Mux(issue, row_left.q,
+                                        Mux(row_done, left_after[0:LW], row_beats.q)),
+                          p.cmd_beats))
+        rows_left.next(Mux(cmd_fire, Mux(go_row, rows_left.q,
+                                         sub(rows_left.q, Bits(RW)(1), RW)), p.cmd_rows))
+        active.next(Mux(cmd_fire, active.q & ~(issue & cmd_last), Bits(1)(1)))
 
-            # address after a burst that does not end the row: + maxb beats, or the next page
-            plus_max = _add(addr.q, Bits(AW)(maxb << lsb), AW)
-            next_page = BitsSignal.concat([_add(addr.q[12:AW], Bits(AW - 12)(1), AW - 12),
-                                           Bits(12)(0)])
-            after_cap = Mux(page_cap, plus_max, next_page)
-            left_after = Mux(page_cap, _sub(left, Bits(BW)(maxb), BW),
-                             _sub(left_in[0:BW], Bits(BW)(page_beats), BW))  # left - cap
-            next_row = _add(row_addr.q, stride.q, AW)
-            go_row = issue & row_done & ~last_row
-            addr.next(Mux(cmd_fire, Mux(issue, addr.q, Mux(row_done, after_cap, next_row)),
-                          p.cmd_addr))
-            row_addr.next(Mux(cmd_fire, Mux(go_row, row_addr.q, next_row), p.cmd_addr))
-            row_left.next(Mux(cmd_fire, Mux(issue, row_left.q,
-                                            Mux(row_done, left_after[0:LW], row_beats.q)),
-                              p.cmd_beats))
-            rows_left.next(Mux(cmd_fire, Mux(go_row, rows_left.q,
-                                             _sub(rows_left.q, Bits(RW)(1), RW)), p.cmd_rows))
-            active.next(Mux(cmd_fire, active.q & ~(issue & cmd_last), Bits(1)(1)))
+        b_addr = NamedReg(AW, clk, None, None, ce=issue, name="burst_addr_q")
+        b_len = NamedReg(8, clk, None, None, ce=issue, name="burst_len_q")
+        b_row_last = NamedReg(1, clk, None, None, ce=issue, name="burst_row_last_q")
+        b_last = NamedReg(1, clk, None, None, ce=issue, name="burst_last_q")
+        b_addr.next(addr.q)
+        b_len.next(blen_m1[0:8])
+        b_row_last.next(row_done)
+        b_last.next(cmd_last)
+        b_valid.next(issue | (b_valid.q & ~p.burst_ready))
+        p.cmd_ready = ~active.q
+        p.burst_addr = b_addr.q
+        p.burst_len = b_len.q
+        p.burst_row_last = b_row_last.q
+        p.burst_last = b_last.q
+        p.burst_valid = b_valid.q
+        p.active = active.q
 
-            b_addr = NamedReg(AW, clk, None, None, ce=issue, name="burst_addr_q")
-            b_len = NamedReg(8, clk, None, None, ce=issue, name="burst_len_q")
-            b_row_last = NamedReg(1, clk, None, None, ce=issue, name="burst_row_last_q")
-            b_last = NamedReg(1, clk, None, None, ce=issue, name="burst_last_q")
-            b_addr.next(addr.q)
-            b_len.next(blen_m1[0:8])
-            b_row_last.next(row_done)
-            b_last.next(cmd_last)
-            b_valid.next(issue | (b_valid.q & ~p.burst_ready))
-            p.cmd_ready = ~active.q
-            p.burst_addr = b_addr.q
-            p.burst_len = b_len.q
-            p.burst_row_last = b_row_last.q
-            p.burst_last = b_last.q
-            p.burst_valid = b_valid.q
-            p.active = active.q
-
-    return name_module(BurstSplitter,
-                       f"axi_dma_burst_d{data_width}_a{AW}_b{max_burst}_l{LW}_r{RW}")
-
-
-def _cmd_ports(AW, LW, RW):
-    return {"cmd_addr": Input(Bits(AW)), "cmd_beats": Input(Bits(LW)),
-            "cmd_rows": Input(Bits(RW)), "cmd_stride": Input(Bits(AW)),
-            "cmd_valid": Input(Bits(1)), "cmd_ready": Output(Bits(1))}
-
-
-def _ar_ports(prefix, AW):
-    c = prefix
-    return {f"{c}id": Output(Bits(1)), f"{c}addr": Output(Bits(AW)), f"{c}len": Output(Bits(8)),
-            f"{c}size": Output(Bits(3)), f"{c}burst": Output(Bits(2)),
-            f"{c}lock": Output(Bits(1)), f"{c}cache": Output(Bits(4)),
-            f"{c}prot": Output(Bits(3)), f"{c}valid": Output(Bits(1)),
-            f"{c}ready": Input(Bits(1))}
+    return module(f"axi_dma_burst_d{data_width}_a{AW}_b{max_burst}_l{LW}_r{RW}", io, build)
 
 
 def _counter(clk, rst, inc, amount: int, name: str):
     cnt = NamedReg(COUNTER_WIDTH, clk, rst, 0, name=name)
-    cnt.next(Mux(inc, cnt.q, _add(cnt.q, Bits(COUNTER_WIDTH)(amount), COUNTER_WIDTH)))
+    cnt.next(Mux(inc, cnt.q, add(cnt.q, Bits(COUNTER_WIDTH)(amount), COUNTER_WIDTH)))
     return cnt.q
 
 
 def _outstanding(clk, rst, inc, dec, limit: int, name: str):
     """In-flight burst count: +1 on ``inc``, -1 on ``dec``; returns (count, below_limit)."""
-    w = _log2(limit + 1)
+    w = log2(limit + 1)
     cnt = NamedReg(w, clk, rst, 0, name=name)
-    up = _add(cnt.q, Bits(w)(1), w)
-    down = _sub(cnt.q, Bits(w)(1), w)
+    up = add(cnt.q, Bits(w)(1), w)
+    down = sub(cnt.q, Bits(w)(1), w)
     cnt.next(Mux(inc, Mux(dec, cnt.q, down), Mux(dec, up, cnt.q)))
     return cnt.q, cnt.q.as_uint() < limit
 
 
-def _connect_cmd(p, split):
+def _split_commands(p, Split, cmd: Stream):
+    """The engine's burst splitter, fed from its command port ``cmd``: (instance, its
+    burst_ready)."""
+    burst_ready = Wire(Bits(1), "burst_ready")
+    split = Split(clk=p.clk, rst=p.rst, **cmd.fields("cmd", p), burst_ready=burst_ready,
+                  instance_name="split")
     p.cmd_ready = split.cmd_ready
+    return split, burst_ready
 
 
-def _drive_ax(p, c, split, can_issue, lsb):
-    setattr(p, f"{c}id", Bits(1)(0))
-    setattr(p, f"{c}addr", split.burst_addr)
-    setattr(p, f"{c}len", split.burst_len)
-    setattr(p, f"{c}size", Bits(3)(lsb))
-    setattr(p, f"{c}burst", Bits(2)(1))
-    setattr(p, f"{c}lock", Bits(1)(0))
-    setattr(p, f"{c}cache", Bits(4)(3))
-    setattr(p, f"{c}prot", Bits(3)(0))
-    setattr(p, f"{c}valid", split.burst_valid & can_issue)
+def _issue_bursts(p, c, split, burst_ready, done, limit: int, name: str, lsb: int):
+    """Drive the address channel ``c`` (``m_axi_ar``/``m_axi_aw``) from the splitter, at most
+    ``limit`` bursts in flight (one ends on ``done``): returns (in-flight count, burst issued)."""
+    ax_fire_w = Wire(Bits(1), f"{c[-2:]}_fire")
+    inflight, can_issue = _outstanding(p.clk, p.rst, ax_fire_w, done, limit, name)
+    can = can_issue.as_bits()
+    ax_ready = getattr(p, f"{c}ready")
+    ax_fire = split.burst_valid & can & ax_ready
+    ax_fire_w.assign(ax_fire)
+    burst_ready.assign(can & ax_ready)
+    for field, sig in (("id", Bits(1)(0)), ("addr", split.burst_addr), ("len", split.burst_len),
+                       ("size", Bits(3)(lsb)), ("burst", Bits(2)(1)), ("lock", Bits(1)(0)),
+                       ("cache", Bits(4)(3)), ("prot", Bits(3)(0)),
+                       ("valid", split.burst_valid & can)):
+        setattr(p, f"{c}{field}", sig)
+    return inflight, ax_fire
 
 
 def make_dma_read(data_width: int = 64, addr_width: int = 32, max_burst: int = 256,
@@ -246,35 +241,20 @@ def make_dma_read(data_width: int = 64, addr_width: int = 32, max_burst: int = 2
     """The read engine (see the module docstring)."""
     _check(data_width, addr_width, max_burst, max_outstanding, beat_width, row_width)
     DW, AW = data_width, addr_width
-    lsb = _log2(DW // 8)
+    lsb = log2(DW // 8)
     Split = make_burst_splitter(DW, AW, max_burst, beat_width, row_width)
-    ports = {"clk": Clock(), "rst": Reset(), **_cmd_ports(AW, beat_width, row_width),
-             **_ar_ports("m_axi_ar", AW),
-             "m_axi_rid": Input(Bits(1)), "m_axi_rdata": Input(Bits(DW)),
-             "m_axi_rresp": Input(Bits(2)), "m_axi_rlast": Input(Bits(1)),
-             "m_axi_rvalid": Input(Bits(1)), "m_axi_rready": Output(Bits(1)),
-             "out_data": Output(Bits(DW)), "out_last": Output(Bits(1)),
-             "out_row_last": Output(Bits(1)), "out_valid": Output(Bits(1)),
-             "out_ready": Input(Bits(1)), "done": Output(Bits(1)), "busy": Output(Bits(1)),
-             "err": Output(Bits(1)), "bytes_read": Output(Bits(COUNTER_WIDTH))}
+    cmd = command_stream(AW, beat_width, row_width)
+    io = _engine_ports(cmd, AW, "m_axi_ar", {
+        **Stream(id=1, data=DW, resp=2, last=1).sink("m_axi_r", sep=""),
+        **Stream(data=DW, last=1, row_last=1).source("out")}, "bytes_read")
 
     def build(p):
         clk, rst = p.clk, p.rst
-        burst_ready = Wire(Bits(1), "burst_ready")
-        split = Split(clk=clk, rst=rst, cmd_addr=p.cmd_addr, cmd_beats=p.cmd_beats,
-                      cmd_rows=p.cmd_rows, cmd_stride=p.cmd_stride, cmd_valid=p.cmd_valid,
-                      burst_ready=burst_ready, instance_name="split")
-        _connect_cmd(p, split)
+        split, burst_ready = _split_commands(p, Split, cmd)
         r_fire = p.m_axi_rvalid & p.out_ready
         r_end = r_fire & p.m_axi_rlast
-        ar_fire_w = Wire(Bits(1), "ar_fire")
-        inflight, can_issue = _outstanding(clk, rst, ar_fire_w, r_end, max_outstanding,
-                                           "rd_inflight")
-        can = can_issue.as_bits()
-        ar_fire = split.burst_valid & can & p.m_axi_arready
-        ar_fire_w.assign(ar_fire)
-        burst_ready.assign(can & p.m_axi_arready)
-        _drive_ax(p, "m_axi_ar", split, can, lsb)
+        inflight, ar_fire = _issue_bursts(p, "m_axi_ar", split, burst_ready, r_end,
+                                          max_outstanding, "rd_inflight", lsb)
         flags = FIFO(Bits(2), max(2, max_outstanding), clk, rst)
         flags.push(BitsSignal.concat([split.burst_last, split.burst_row_last]), ar_fire)
         head = flags.pop(r_end)
@@ -291,8 +271,7 @@ def make_dma_read(data_width: int = 64, addr_width: int = 32, max_burst: int = 2
         p.err = err.q
         p.bytes_read = _counter(clk, rst, r_fire, DW // 8, "rd_bytes")
 
-    cls = type("DmaRead", (Module,), {**ports, "build": generator(build)})
-    return name_module(cls, f"axi_dma_rd_d{DW}_a{AW}_b{max_burst}_o{max_outstanding}")
+    return module(f"axi_dma_rd_d{DW}_a{AW}_b{max_burst}_o{max_outstanding}", io, build)
 
 
 def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 256,
@@ -302,35 +281,20 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
     _check(data_width, addr_width, max_burst, max_outstanding, beat_width, row_width)
     DW, AW = data_width, addr_width
     nb = DW // 8
-    lsb = _log2(nb)
+    lsb = log2(nb)
     Split = make_burst_splitter(DW, AW, max_burst, beat_width, row_width)
-    ports = {"clk": Clock(), "rst": Reset(), **_cmd_ports(AW, beat_width, row_width),
-             **_ar_ports("m_axi_aw", AW),
-             "m_axi_wdata": Output(Bits(DW)), "m_axi_wstrb": Output(Bits(nb)),
-             "m_axi_wlast": Output(Bits(1)), "m_axi_wvalid": Output(Bits(1)),
-             "m_axi_wready": Input(Bits(1)),
-             "m_axi_bid": Input(Bits(1)), "m_axi_bresp": Input(Bits(2)),
-             "m_axi_bvalid": Input(Bits(1)), "m_axi_bready": Output(Bits(1)),
-             "in_data": Input(Bits(DW)), "in_valid": Input(Bits(1)), "in_ready": Output(Bits(1)),
-             "done": Output(Bits(1)), "busy": Output(Bits(1)), "err": Output(Bits(1)),
-             "bytes_written": Output(Bits(COUNTER_WIDTH))}
+    cmd = command_stream(AW, beat_width, row_width)
+    io = _engine_ports(cmd, AW, "m_axi_aw", {
+        **Stream(data=DW, strb=nb, last=1).source("m_axi_w", sep=""),
+        **Stream(id=1, resp=2).sink("m_axi_b", sep=""), **Stream(data=DW).sink("in")},
+        "bytes_written")
 
     def build(p):
         clk, rst = p.clk, p.rst
-        burst_ready = Wire(Bits(1), "burst_ready")
-        split = Split(clk=clk, rst=rst, cmd_addr=p.cmd_addr, cmd_beats=p.cmd_beats,
-                      cmd_rows=p.cmd_rows, cmd_stride=p.cmd_stride, cmd_valid=p.cmd_valid,
-                      burst_ready=burst_ready, instance_name="split")
-        _connect_cmd(p, split)
+        split, burst_ready = _split_commands(p, Split, cmd)
         b_fire = p.m_axi_bvalid  # bready is always high
-        aw_fire_w = Wire(Bits(1), "aw_fire")
-        inflight, can_issue = _outstanding(clk, rst, aw_fire_w, b_fire, max_outstanding,
-                                           "wr_inflight")
-        can = can_issue.as_bits()
-        aw_fire = split.burst_valid & can & p.m_axi_awready
-        aw_fire_w.assign(aw_fire)
-        burst_ready.assign(can & p.m_axi_awready)
-        _drive_ax(p, "m_axi_aw", split, can, lsb)
+        inflight, aw_fire = _issue_bursts(p, "m_axi_aw", split, burst_ready, b_fire,
+                                          max_outstanding, "wr_inflight", lsb)
         depth = max(2, max_outstanding)
         # W side: the lengths of accepted bursts, in order
         lens = FIFO(Bits(8), depth, clk, rst)
@@ -341,7 +305,7 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         head_len = lens.output
         w_last = beat.q == head_len
         lens.pop(w_fire & w_last)
-        beat.next(Mux(w_fire, beat.q, Mux(w_last, _add(beat.q, Bits(8)(1), 8), Bits(8)(0))))
+        beat.next(Mux(w_fire, beat.q, Mux(w_last, add(beat.q, Bits(8)(1), 8), Bits(8)(0))))
         p.m_axi_wdata = p.in_data
         p.m_axi_wstrb = Bits(nb)((1 << nb) - 1)
         p.m_axi_wlast = w_last
@@ -359,8 +323,7 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         p.err = err.q
         p.bytes_written = _counter(clk, rst, w_fire, nb, "wr_bytes")
 
-    cls = type("DmaWrite", (Module,), {**ports, "build": generator(build)})
-    return name_module(cls, f"axi_dma_wr_d{DW}_a{AW}_b{max_burst}_o{max_outstanding}")
+    return module(f"axi_dma_wr_d{DW}_a{AW}_b{max_burst}_o{max_outstanding}", io, build)
 
 
 def make_axi_dma(data_width: int = 64, addr_width: int = 32, max_burst: int = 256,
@@ -398,6 +361,5 @@ def make_axi_dma(data_width: int = 64, addr_width: int = 32, max_burst: int = 25
                     setattr(p, name if name.startswith("m_axi") else pre + name,
                             getattr(i, name))
 
-    cls = type("AxiDma", (Module,), {**ports, "build": generator(build)})
-    return name_module(cls, f"axi_dma_d{data_width}_a{addr_width}_b{max_burst}"
-                            f"_o{max_outstanding}")
+    return module(f"axi_dma_d{data_width}_a{addr_width}_b{max_burst}_o{max_outstanding}",
+                  ports, build)

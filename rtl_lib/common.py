@@ -23,6 +23,21 @@ class NamedReg:
         self._d.assign(value)
 
 
+def dual_port_mem(clk, rst, name: str, width: int, depth: int, waddr, wdata, wen, raddr):
+    """A simple dual-port memory ``name`` of ``depth`` words of ``width`` bits (``seq.hlmem``:
+    one write port, write latency 1; one registered read port, read latency 1): returns the
+    read data. Yosys maps it to block RAM."""
+    from pycde.circt import ir
+    from pycde.circt.dialects import seq as raw_seq
+    from pycde.signals import _FromCirctValue
+
+    mem = raw_seq.HLMemOp(ir.Type.parse(f"!seq.hlmem<{depth}xi{width}>"), clk.value,
+                          rst.value, name).handle
+    raw_seq.WritePortOp(mem, [waddr.value], wdata.value, wen.value, 1)
+    rd = raw_seq.ReadPortOp(ir.IntegerType.get_signless(width), mem, [raddr.value], 1)
+    return _FromCirctValue(rd.result)
+
+
 def name_module(cls, name: str):
     """Give a generated module class its SV module name and its file name (``name.sv``)."""
     from pycde.circt import ir

@@ -61,7 +61,7 @@ words) in Yosys synth_ecp5: 32 DP16KD, 64 MULT18X18D, 8423 TRELLIS_FF, 6078 LUT4
 
 from __future__ import annotations
 
-from pycde import Clock, Input, Module, Output, Reset, generator
+from pycde import Clock, Input, Module, Output, Reset
 from pycde.constructs import Mux, Wire
 from pycde.signals import BitsSignal
 from pycde.types import Bits
@@ -69,9 +69,10 @@ from pycde.types import Bits
 from .. import contract
 from ..config import AccelConfig
 from ..errors import ConfigError
-from .common import NamedReg, name_module
+from .bits import index_width, inc, log2
+from .common import NamedReg
 from .operand_spad import LANE_WIDTH, RD_LATENCY, make_operand_spad
-from .scratchpad import _log2
+from .stream import Stream, module
 from .systolic import make_systolic_core
 
 #: entries of the operand FIFO in front of the core (= read credits; the contract's)
@@ -101,141 +102,116 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
     for name, n in (("spad_a_depth", a_words), ("spad_b_depth", b_words)):
         if n < 2:
             raise ConfigError(f"matmul unit: {name} must hold at least 2 words of {AB} bytes")
-        if _log2(n) > CMD_WIDTH:
+        if log2(n) > CMD_WIDTH:
             raise ConfigError(f"matmul unit: {name} words exceed the {CMD_WIDTH}-bit word field")
-    AWA, AWB = _log2(a_words), _log2(b_words)
-    BW = max(1, _log2(AB))
+    AWA, AWB = log2(a_words), log2(b_words)
+    BW = index_width(AB)
     SpadA = make_operand_spad(R, W, a_words)
     SpadB = make_operand_spad(C, W, b_words)
     Core = make_systolic_core(config)
-    FW = _log2(FIFO_DEPTH)
+    FW = log2(FIFO_DEPTH)
     CNTW = FW + 1
     EW = R * 8 + C * 8 + 1  # FIFO entry: last, B beat, A beat
 
-    class MatmulUnit(Module):
-        clk = Clock()
-        rst = Reset()
-        a_wr_valid = Input(Bits(1))
-        a_wr_ready = Output(Bits(1))
-        a_wr_lane = Input(Bits(LANE_WIDTH))
-        a_wr_word = Input(Bits(AWA))
-        a_wr_data = Input(Bits(W))
-        a_commit = Input(Bits(1))
-        b_wr_valid = Input(Bits(1))
-        b_wr_ready = Output(Bits(1))
-        b_wr_lane = Input(Bits(LANE_WIDTH))
-        b_wr_word = Input(Bits(AWB))
-        b_wr_data = Input(Bits(W))
-        b_commit = Input(Bits(1))
-        ex_k = Input(Bits(CMD_WIDTH))
-        ex_a_word = Input(Bits(CMD_WIDTH))
-        ex_b_word = Input(Bits(CMD_WIDTH))
-        ex_rel_a = Input(Bits(1))
-        ex_rel_b = Input(Bits(1))
-        ex_valid = Input(Bits(1))
-        ex_ready = Output(Bits(1))
-        c_data = Output(Bits(C * ACC))
-        c_last = Output(Bits(1))
-        c_valid = Output(Bits(1))
-        c_ready = Input(Bits(1))
-        busy = Output(Bits(1))
-        core_fire = Output(Bits(1))
-        stall = Output(Bits(1))
-        err = Output(Bits(1))
+    # the scratchpads' producer port (valid, ready, then the payload; see operand_spad)
+    wr_a = Stream(valid=1, ready=1, lane=LANE_WIDTH, word=AWA, data=W)
+    wr_b = Stream(valid=1, ready=1, lane=LANE_WIDTH, word=AWB, data=W)
+    c_stream = Stream(data=C * ACC, last=1)
+    io = {"clk": Clock(), "rst": Reset(),
+          **wr_a.sink("a_wr"), "a_commit": Input(Bits(1)),
+          **wr_b.sink("b_wr"), "b_commit": Input(Bits(1)),
+          **Stream(k=CMD_WIDTH, a_word=CMD_WIDTH, b_word=CMD_WIDTH, rel_a=1, rel_b=1).sink("ex"),
+          **c_stream.source("c"),
+          **{n: Output(Bits(1)) for n in ("busy", "core_fire", "stall", "err")}}
 
-        @generator
-        def build(p):
-            clk, rst = p.clk, p.rst
-            issue = Wire(Bits(1), "issue")
-            last_issue = Wire(Bits(1), "last_issue")
-            rel_a = NamedReg(1, clk, None, None, name="cmd_rel_a")
-            rel_b = NamedReg(1, clk, None, None, name="cmd_rel_b")
-            a_word = NamedReg(AWA, clk, None, None, name="cmd_a_word")
-            b_word = NamedReg(AWB, clk, None, None, name="cmd_b_word")
-            byte = NamedReg(BW, clk, None, None, name="cmd_byte")
+    def build(p):
+        clk, rst = p.clk, p.rst
+        issue = Wire(Bits(1), "issue")
+        last_issue = Wire(Bits(1), "last_issue")
+        rel_a = NamedReg(1, clk, None, None, name="cmd_rel_a")
+        rel_b = NamedReg(1, clk, None, None, name="cmd_rel_b")
+        a_word = NamedReg(AWA, clk, None, None, name="cmd_a_word")
+        b_word = NamedReg(AWB, clk, None, None, name="cmd_b_word")
+        byte = NamedReg(BW, clk, None, None, name="cmd_byte")
 
-            spad_a = SpadA(clk=clk, rst=rst, wr_valid=p.a_wr_valid, wr_lane=p.a_wr_lane,
-                           wr_word=p.a_wr_word, wr_data=p.a_wr_data, commit=p.a_commit,
-                           rd_valid=issue, rd_word=a_word.q, rd_byte=byte.q,
-                           rd_release=last_issue & rel_a.q, instance_name="spad_a")
-            spad_b = SpadB(clk=clk, rst=rst, wr_valid=p.b_wr_valid, wr_lane=p.b_wr_lane,
-                           wr_word=p.b_wr_word, wr_data=p.b_wr_data, commit=p.b_commit,
-                           rd_valid=issue, rd_word=b_word.q, rd_byte=byte.q,
-                           rd_release=last_issue & rel_b.q, instance_name="spad_b")
-            p.a_wr_ready = spad_a.wr_ready
-            p.b_wr_ready = spad_b.wr_ready
+        spad_a = SpadA(clk=clk, rst=rst, **wr_a.fields("wr", p, "a_wr"), commit=p.a_commit,
+                       rd_valid=issue, rd_word=a_word.q, rd_byte=byte.q,
+                       rd_release=last_issue & rel_a.q, instance_name="spad_a")
+        spad_b = SpadB(clk=clk, rst=rst, **wr_b.fields("wr", p, "b_wr"), commit=p.b_commit,
+                       rd_valid=issue, rd_word=b_word.q, rd_byte=byte.q,
+                       rd_release=last_issue & rel_b.q, instance_name="spad_b")
+        p.a_wr_ready = spad_a.wr_ready
+        p.b_wr_ready = spad_b.wr_ready
 
-            # -- the command and its read issue ------------------------------------------------
-            active = NamedReg(1, clk, rst, 0, name="cmd_active")
-            rem = NamedReg(CMD_WIDTH, clk, None, None, name="cmd_rem")  # reads left after this
-            outstanding = NamedReg(CNTW, clk, rst, 0, name="outstanding")
-            credit = outstanding.q.as_uint() < FIFO_DEPTH
-            iss = active.q & spad_a.rd_avail & spad_b.rd_avail & credit.as_bits()
-            issue.assign(iss)
-            is_last = rem.q == Bits(CMD_WIDTH)(0)
-            last_issue.assign(iss & is_last)
-            ex_ready = ~active.q | (iss & is_last)
-            accept = p.ex_valid & ex_ready
-            active.next(accept | (active.q & ~(iss & is_last)))
-            rem_dec = (rem.q.as_uint() - 1).as_bits(CMD_WIDTH)
-            k_m1 = (p.ex_k.as_uint() - 1).as_bits(CMD_WIDTH)
-            rem.next(Mux(accept, Mux(iss, rem.q, rem_dec), k_m1))
-            rel_a.next(Mux(accept, rel_a.q, p.ex_rel_a))
-            rel_b.next(Mux(accept, rel_b.q, p.ex_rel_b))
-            word_step = iss & (byte.q == Bits(BW)(AB - 1)) if AB > 1 else iss
-            a_inc = (a_word.q.as_uint() + 1).as_bits(AWA)
-            b_inc = (b_word.q.as_uint() + 1).as_bits(AWB)
-            a_word.next(Mux(accept, Mux(word_step, a_word.q, a_inc), p.ex_a_word[0:AWA]))
-            b_word.next(Mux(accept, Mux(word_step, b_word.q, b_inc), p.ex_b_word[0:AWB]))
-            if AB > 1:
-                byte_inc = (byte.q.as_uint() + 1).as_bits(BW)
-                byte.next(Mux(accept, Mux(iss, byte.q, byte_inc), Bits(BW)(0)))
-            else:
-                byte.next(Bits(BW)(0))
-            p.ex_ready = ex_ready
+        # -- the command and its read issue ------------------------------------------------
+        active = NamedReg(1, clk, rst, 0, name="cmd_active")
+        rem = NamedReg(CMD_WIDTH, clk, None, None, name="cmd_rem")  # reads left after this
+        outstanding = NamedReg(CNTW, clk, rst, 0, name="outstanding")
+        credit = outstanding.q.as_uint() < FIFO_DEPTH
+        iss = active.q & spad_a.rd_avail & spad_b.rd_avail & credit.as_bits()
+        issue.assign(iss)
+        is_last = rem.q == Bits(CMD_WIDTH)(0)
+        last_issue.assign(iss & is_last)
+        ex_ready = ~active.q | (iss & is_last)
+        accept = p.ex_valid & ex_ready
+        active.next(accept | (active.q & ~(iss & is_last)))
+        rem_dec = (rem.q.as_uint() - 1).as_bits(CMD_WIDTH)
+        k_m1 = (p.ex_k.as_uint() - 1).as_bits(CMD_WIDTH)
+        rem.next(Mux(accept, Mux(iss, rem.q, rem_dec), k_m1))
+        rel_a.next(Mux(accept, rel_a.q, p.ex_rel_a))
+        rel_b.next(Mux(accept, rel_b.q, p.ex_rel_b))
+        word_step = iss & (byte.q == Bits(BW)(AB - 1)) if AB > 1 else iss
+        a_inc = inc(a_word.q)
+        b_inc = inc(b_word.q)
+        a_word.next(Mux(accept, Mux(word_step, a_word.q, a_inc), p.ex_a_word[0:AWA]))
+        b_word.next(Mux(accept, Mux(word_step, b_word.q, b_inc), p.ex_b_word[0:AWB]))
+        if AB > 1:
+            byte_inc = inc(byte.q)
+            byte.next(Mux(accept, Mux(iss, byte.q, byte_inc), Bits(BW)(0)))
+        else:
+            byte.next(Bits(BW)(0))
+        p.ex_ready = ex_ready
 
-            # -- operand FIFO (read data arrives one edge after the issue) ---------------------
-            last_d = (iss & is_last)
-            for i in range(RD_LATENCY):
-                last_d = last_d.reg(clk, rst, name=f"rd_last_d{i}")
-            push = spad_a.rd_data_valid
-            wr = NamedReg(FW, clk, rst, 0, ce=push, name="fifo_wr")
-            wr.next((wr.q.as_uint() + 1).as_bits(FW))
-            occ = NamedReg(CNTW, clk, rst, 0, name="fifo_occ")
-            head_valid = occ.q != Bits(CNTW)(0)
-            pop = Wire(Bits(1), "pop")
-            rd = NamedReg(FW, clk, rst, 0, ce=pop, name="fifo_rd")
-            rd.next((rd.q.as_uint() + 1).as_bits(FW))
-            entry = BitsSignal.concat([last_d, spad_b.rd_data, spad_a.rd_data])
-            slots = []
-            for i in range(FIFO_DEPTH):
-                slot = NamedReg(EW, clk, None, None, ce=push & (wr.q == Bits(FW)(i)),
-                                name=f"fifo_slot{i}")
-                slot.next(entry)
-                slots.append(slot.q)
-            head = Mux(rd.q, *slots)
-            head_last = head[EW - 1]
-            core = Core(clk=clk, rst=rst,
-                        a_data=head[0:R * 8], a_last=head_last, a_valid=head_valid,
-                        b_data=head[R * 8:R * 8 + C * 8], b_last=head_last,
-                        b_valid=head_valid, c_ready=p.c_ready, instance_name="core")
-            fire = head_valid & core.a_ready
-            pop.assign(fire)
-            occ_next = (occ.q.as_uint() + push.as_uint()).as_bits(CNTW)
-            occ.next((occ_next.as_uint() - fire.as_uint()).as_bits(CNTW))
-            out_next = (outstanding.q.as_uint() + iss.as_uint()).as_bits(CNTW)
-            outstanding.next((out_next.as_uint() - fire.as_uint()).as_bits(CNTW))
+        # -- operand FIFO (read data arrives one edge after the issue) ---------------------
+        last_d = (iss & is_last)
+        for i in range(RD_LATENCY):
+            last_d = last_d.reg(clk, rst, name=f"rd_last_d{i}")
+        push = spad_a.rd_data_valid
+        wr = NamedReg(FW, clk, rst, 0, ce=push, name="fifo_wr")
+        wr.next(inc(wr.q))
+        occ = NamedReg(CNTW, clk, rst, 0, name="fifo_occ")
+        head_valid = occ.q != Bits(CNTW)(0)
+        pop = Wire(Bits(1), "pop")
+        rd = NamedReg(FW, clk, rst, 0, ce=pop, name="fifo_rd")
+        rd.next(inc(rd.q))
+        entry = BitsSignal.concat([last_d, spad_b.rd_data, spad_a.rd_data])
+        slots = []
+        for i in range(FIFO_DEPTH):
+            slot = NamedReg(EW, clk, None, None, ce=push & (wr.q == Bits(FW)(i)),
+                            name=f"fifo_slot{i}")
+            slot.next(entry)
+            slots.append(slot.q)
+        head = Mux(rd.q, *slots)
+        head_last = head[EW - 1]
+        core = Core(clk=clk, rst=rst,
+                    a_data=head[0:R * 8], a_last=head_last, a_valid=head_valid,
+                    b_data=head[R * 8:R * 8 + C * 8], b_last=head_last,
+                    b_valid=head_valid, c_ready=p.c_ready, instance_name="core")
+        fire = head_valid & core.a_ready
+        pop.assign(fire)
+        occ_next = (occ.q.as_uint() + push.as_uint()).as_bits(CNTW)
+        occ.next((occ_next.as_uint() - fire.as_uint()).as_bits(CNTW))
+        out_next = (outstanding.q.as_uint() + iss.as_uint()).as_bits(CNTW)
+        outstanding.next((out_next.as_uint() - fire.as_uint()).as_bits(CNTW))
 
-            p.c_data = core.c_data
-            p.c_last = core.c_last
-            p.c_valid = core.c_valid
-            p.err = core.err
-            busy = active.q | (outstanding.q != Bits(CNTW)(0))
-            p.busy = busy
-            p.core_fire = fire
-            p.stall = busy & ~fire
+        c_stream.forward(p, "c", core)
+        p.err = core.err
+        busy = active.q | (outstanding.q != Bits(CNTW)(0))
+        p.busy = busy
+        p.core_fire = fire
+        p.stall = busy & ~fire
 
-    return name_module(MatmulUnit, f"matmul_unit_{R}x{C}")
+    return module(f"matmul_unit_{R}x{C}", io, build)
 
 
 def emit_matmul_unit(config: AccelConfig, sv_dir):

@@ -46,14 +46,16 @@ Yosys's read-first emulation, as in ``scratchpad``, and the byte select).
 
 from __future__ import annotations
 
-from pycde import Clock, Input, Module, Output, Reset, generator
+from pycde import Clock, Input, Module, Output, Reset
 from pycde.constructs import Mux
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from ..errors import ConfigError
-from .common import NamedReg, name_module
-from .scratchpad import _bank, _log2, bank_ownership
+from .bits import index_width, log2
+from .common import NamedReg, dual_port_mem
+from .scratchpad import bank_ownership
+from .stream import Stream, module
 
 #: cycles from a read issued (edge e) to its ``rd_data`` (valid for edge e + RD_LATENCY)
 RD_LATENCY = 2
@@ -72,67 +74,56 @@ def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
         raise ConfigError(f"operand scratchpad: depth_words must be a power of two >= 2, "
                           f"got {depth_words}")
     AB = width // 8
-    AW = _log2(depth_words)
-    BW = max(1, _log2(AB))
+    AW = log2(depth_words)
+    BW = index_width(AB)
 
-    class OperandSpad(Module):
-        clk = Clock()
-        rst = Reset()
-        wr_ready = Output(Bits(1))
-        wr_valid = Input(Bits(1))
-        wr_lane = Input(Bits(LANE_WIDTH))
-        wr_word = Input(Bits(AW))
-        wr_data = Input(Bits(width))
-        commit = Input(Bits(1))
-        rd_avail = Output(Bits(1))
-        rd_valid = Input(Bits(1))
-        rd_word = Input(Bits(AW))
-        rd_byte = Input(Bits(BW))
-        rd_data = Output(Bits(lanes * 8))
-        rd_data_valid = Output(Bits(1))
-        rd_release = Input(Bits(1))
+    io = {"clk": Clock(), "rst": Reset(),
+          **Stream(ready=1, valid=1, lane=LANE_WIDTH, word=AW, data=width).sink("wr"),
+          "commit": Input(Bits(1)), "rd_avail": Output(Bits(1)), "rd_valid": Input(Bits(1)),
+          "rd_word": Input(Bits(AW)), "rd_byte": Input(Bits(BW)),
+          "rd_data": Output(Bits(lanes * 8)), "rd_data_valid": Output(Bits(1)),
+          "rd_release": Input(Bits(1))}
 
-        @generator
-        def build(p):
-            clk, rst = p.clk, p.rst
-            # -- bank ownership (the protocol of make_scratchpad) ---------------------------
-            own = bank_ownership(clk, rst, p.commit, p.rd_release)
-            wr_bank, rd_bank = own.wr_bank, own.rd_bank
-            wr_ready, rd_avail = own.wr_ready, own.rd_avail
+    def build(p):
+        clk, rst = p.clk, p.rst
+        # -- bank ownership (the protocol of make_scratchpad) ---------------------------
+        own = bank_ownership(clk, rst, p.commit, p.rd_release)
+        wr_bank, rd_bank = own.wr_bank, own.rd_bank
+        wr_ready, rd_avail = own.wr_ready, own.rd_avail
 
-            # -- memories: one per lane holding both banks (the bank is the address MSB) -------
-            wen = p.wr_valid & wr_ready
-            waddr = BitsSignal.concat([wr_bank.q, p.wr_word])
-            raddr = BitsSignal.concat([rd_bank.q, p.rd_word])
-            words = []
-            for i in range(lanes):
-                lane_hit = wen & (p.wr_lane == Bits(LANE_WIDTH)(i))
-                words.append(_bank(clk, rst, f"lane{i}_mem", width, 2 * depth_words,
-                                   waddr, p.wr_data, lane_hit, raddr))
-            rd_fire = p.rd_valid & rd_avail
-            byte_sel = NamedReg(BW, clk, None, None, ce=rd_fire, name="rd_data_byte")
-            byte_sel.next(p.rd_byte)
-            rd_data_valid = NamedReg(1, clk, rst, 0, name="rd_data_valid_q")
-            rd_data_valid.next(rd_fire)
-            # Second read stage: the block RAM's output goes straight into a register (a block
-            # RAM read has a long clock-to-out; the byte select after it set the accelerator's
-            # Fmax), then the byte select.
-            words = [w.reg(clk, name=f"lane{i}_rd_q") for i, w in enumerate(words)]
-            byte_sel2 = NamedReg(BW, clk, None, None, name="rd_data_byte_q")
-            byte_sel2.next(byte_sel.q)
-            rd_data_valid2 = NamedReg(1, clk, rst, 0, name="rd_data_valid_q2")
-            rd_data_valid2.next(rd_data_valid.q)
-            byte_sel, rd_data_valid = byte_sel2, rd_data_valid2
-            lane_bytes = []
-            for word in words:
-                if AB == 1:
-                    lane_bytes.append(word)
-                else:
-                    lane_bytes.append(Mux(byte_sel.q, *[word[8 * e:8 * e + 8] for e in range(AB)]))
-            p.rd_data = BitsSignal.concat(list(reversed(lane_bytes))) if lanes > 1 \
-                else lane_bytes[0]
-            p.rd_data_valid = rd_data_valid.q
-            p.wr_ready = wr_ready
-            p.rd_avail = rd_avail
+        # -- memories: one per lane holding both banks (the bank is the address MSB) -------
+        wen = p.wr_valid & wr_ready
+        waddr = BitsSignal.concat([wr_bank.q, p.wr_word])
+        raddr = BitsSignal.concat([rd_bank.q, p.rd_word])
+        words = []
+        for i in range(lanes):
+            lane_hit = wen & (p.wr_lane == Bits(LANE_WIDTH)(i))
+            words.append(dual_port_mem(clk, rst, f"lane{i}_mem", width, 2 * depth_words,
+                                       waddr, p.wr_data, lane_hit, raddr))
+        rd_fire = p.rd_valid & rd_avail
+        byte_sel = NamedReg(BW, clk, None, None, ce=rd_fire, name="rd_data_byte")
+        byte_sel.next(p.rd_byte)
+        rd_data_valid = NamedReg(1, clk, rst, 0, name="rd_data_valid_q")
+        rd_data_valid.next(rd_fire)
+        # Second read stage: the block RAM's output goes straight into a register (a block
+        # RAM read has a long clock-to-out; the byte select after it set the accelerator's
+        # Fmax), then the byte select.
+        words = [w.reg(clk, name=f"lane{i}_rd_q") for i, w in enumerate(words)]
+        byte_sel2 = NamedReg(BW, clk, None, None, name="rd_data_byte_q")
+        byte_sel2.next(byte_sel.q)
+        rd_data_valid2 = NamedReg(1, clk, rst, 0, name="rd_data_valid_q2")
+        rd_data_valid2.next(rd_data_valid.q)
+        byte_sel, rd_data_valid = byte_sel2, rd_data_valid2
+        lane_bytes = []
+        for word in words:
+            if AB == 1:
+                lane_bytes.append(word)
+            else:
+                lane_bytes.append(Mux(byte_sel.q, *[word[8 * e:8 * e + 8] for e in range(AB)]))
+        p.rd_data = BitsSignal.concat(list(reversed(lane_bytes))) if lanes > 1 \
+            else lane_bytes[0]
+        p.rd_data_valid = rd_data_valid.q
+        p.wr_ready = wr_ready
+        p.rd_avail = rd_avail
 
-    return name_module(OperandSpad, f"operand_spad_l{lanes}_w{width}_d{depth_words}")
+    return module(f"operand_spad_l{lanes}_w{width}_d{depth_words}", io, build)

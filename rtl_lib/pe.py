@@ -46,12 +46,13 @@ A beat that enters ``a_r`` in cycle t is in ``acc``/``o_r`` from cycle t + 3 (PE
 
 from __future__ import annotations
 
-from pycde import Clock, Input, Module, Output, Reset, generator
+from pycde import Clock, Input, Module, Output, Reset
 from pycde.constructs import Mux
 from pycde.types import Bits
 
-from .common import NamedReg, name_module
+from .common import NamedReg
 from .ecp5 import DSP_WIDTH, mult18x18d_reg
+from .stream import module
 
 #: edges from a beat entering ``a_r`` to its product being added into ``acc``/``o_r``
 PE_LATENCY = 3
@@ -63,54 +64,39 @@ def make_pe(data_width: int, acc_width: int, use_dsp: bool = False) -> type[Modu
     dw, aw = data_width, acc_width
     ow = DSP_WIDTH if use_dsp else dw  # operand width on the ports and forwarding registers
 
-    class SystolicPE(Module):
-        clk = Clock()
-        rst = Reset()
-        a_in = Input(Bits(ow))
-        b_in = Input(Bits(ow))
-        v_in = Input(Bits(1))
-        l_in = Input(Bits(1))
-        sh_in = Input(Bits(1))
-        o_in = Input(Bits(aw))
-        a_out = Output(Bits(ow))
-        b_out = Output(Bits(ow))
-        v_out = Output(Bits(1))
-        l_out = Output(Bits(1))
-        sh_out = Output(Bits(1))
-        o_out = Output(Bits(aw))
+    # the ports in and out of the PE, name -> width: what it takes from its neighbours and
+    # forwards to the next ones
+    chain = {"a": ow, "b": ow, "v": 1, "l": 1, "sh": 1, "o": aw}
+    io = {"clk": Clock(), "rst": Reset(), **{f"{n}_in": Input(Bits(w)) for n, w in chain.items()},
+          **{f"{n}_out": Output(Bits(w)) for n, w in chain.items()}}
 
-        @generator
-        def build(ports):
-            clk, rst = ports.clk, ports.rst
-            # Stage 1: registered inputs (data registers have no reset: bubbles carry junk).
-            a_r = ports.a_in.reg(clk, name="a_r")
-            b_r = ports.b_in.reg(clk, name="b_r")
-            v_r = ports.v_in.reg(clk, rst, name="v_r")
-            l_r = ports.l_in.reg(clk, name="l_r")
-            sh_r = ports.sh_in.reg(clk, rst, name="sh_r")
-            # Stage 2: the multiplier (one DSP) with registered inputs and output.
-            if use_dsp:
-                m_q = mult18x18d_reg(clk, ports.a_in, ports.b_in, ow, name="dsp")[0:2 * dw]
-            else:
-                prod = (a_r.as_sint() * b_r.as_sint()).as_bits(2 * dw)
-                m_q = prod.reg(clk, name="m_r")
-            mv_r = v_r.reg(clk, rst, name="mv_r")
-            ml_r = (v_r & l_r).reg(clk, rst, name="ml_r")
-            # Stage 3: one fabric register between the DSP and the accumulator.
-            p_r = m_q.reg(clk, name="p_r")
-            pv_r = mv_r.reg(clk, rst, name="pv_r")
-            pl_r = ml_r.reg(clk, rst, name="pl_r")
-            # Stage 4: accumulate; on last, hand the sum to the output register and restart.
-            acc = NamedReg(aw, clk, rst, 0, ce=pv_r, name="acc")
-            total = (acc.q.as_sint() + p_r.as_sint().as_sint(aw)).as_bits(aw)
-            acc.next(Mux(pl_r, total, Bits(aw)(0)))
-            o_r = NamedReg(aw, clk, ce=pl_r | sh_r, name="o_r")
-            o_r.next(Mux(pl_r, ports.o_in, total))
-            ports.a_out = a_r
-            ports.b_out = b_r
-            ports.v_out = v_r
-            ports.l_out = l_r
-            ports.sh_out = sh_r
-            ports.o_out = o_r.q
+    def build(ports):
+        clk, rst = ports.clk, ports.rst
+        # Stage 1: registered inputs (data registers have no reset: bubbles carry junk).
+        a_r = ports.a_in.reg(clk, name="a_r")
+        b_r = ports.b_in.reg(clk, name="b_r")
+        v_r = ports.v_in.reg(clk, rst, name="v_r")
+        l_r = ports.l_in.reg(clk, name="l_r")
+        sh_r = ports.sh_in.reg(clk, rst, name="sh_r")
+        # Stage 2: the multiplier (one DSP) with registered inputs and output.
+        if use_dsp:
+            m_q = mult18x18d_reg(clk, ports.a_in, ports.b_in, ow, name="dsp")[0:2 * dw]
+        else:
+            prod = (a_r.as_sint() * b_r.as_sint()).as_bits(2 * dw)
+            m_q = prod.reg(clk, name="m_r")
+        mv_r = v_r.reg(clk, rst, name="mv_r")
+        ml_r = (v_r & l_r).reg(clk, rst, name="ml_r")
+        # Stage 3: one fabric register between the DSP and the accumulator.
+        p_r = m_q.reg(clk, name="p_r")
+        pv_r = mv_r.reg(clk, rst, name="pv_r")
+        pl_r = ml_r.reg(clk, rst, name="pl_r")
+        # Stage 4: accumulate; on last, hand the sum to the output register and restart.
+        acc = NamedReg(aw, clk, rst, 0, ce=pv_r, name="acc")
+        total = (acc.q.as_sint() + p_r.as_sint().as_sint(aw)).as_bits(aw)
+        acc.next(Mux(pl_r, total, Bits(aw)(0)))
+        o_r = NamedReg(aw, clk, ce=pl_r | sh_r, name="o_r")
+        o_r.next(Mux(pl_r, ports.o_in, total))
+        for n, sig in zip(chain, (a_r, b_r, v_r, l_r, sh_r, o_r.q)):
+            setattr(ports, f"{n}_out", sig)
 
-    return name_module(SystolicPE, f"systolic_pe_d{dw}_a{aw}" + ("_ecp5" if use_dsp else ""))
+    return module(f"systolic_pe_d{dw}_a{aw}" + ("_ecp5" if use_dsp else ""), io, build)

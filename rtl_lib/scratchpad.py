@@ -50,28 +50,15 @@ A valid/ready stream ``in_data``/``in_last``/``in_valid``/``in_ready`` re-cut in
 
 from __future__ import annotations
 
-from pycde import Clock, Input, Module, Output, Reset, generator
-from pycde.circt import ir
-from pycde.circt.dialects import seq as raw_seq
+from pycde import Clock, Input, Module, Output, Reset
 from pycde.constructs import Mux
-from pycde.signals import BitsSignal, _FromCirctValue
+from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from ..errors import ConfigError
-from .common import NamedReg, name_module
-
-
-def _log2(n: int) -> int:
-    return (n - 1).bit_length()
-
-
-def _bank(clk, rst, name, width, depth, waddr, wdata, wen, raddr):
-    """A simple dual-port memory (seq.hlmem: write latency 1, registered read latency 1)."""
-    mem = raw_seq.HLMemOp(ir.Type.parse(f"!seq.hlmem<{depth}xi{width}>"), clk.value,
-                          rst.value, name).handle
-    raw_seq.WritePortOp(mem, [waddr.value], wdata.value, wen.value, 1)
-    rd = raw_seq.ReadPortOp(ir.IntegerType.get_signless(width), mem, [raddr.value], 1)
-    return _FromCirctValue(rd.result)
+from .bits import index_width, inc, log2
+from .common import NamedReg, dual_port_mem
+from .stream import Stream, module
 
 
 class BankOwnership:
@@ -113,55 +100,44 @@ def make_scratchpad(width: int, depth: int, tag_width: int = 16) -> type[Module]
         raise ConfigError(f"scratchpad: depth must be a power of two >= 2, got {depth}")
     if tag_width < 1:
         raise ConfigError(f"scratchpad: tag_width must be >= 1, got {tag_width}")
-    AW = _log2(depth)
+    AW = log2(depth)
 
-    class Scratchpad(Module):
-        clk = Clock()
-        rst = Reset()
-        wr_ready = Output(Bits(1))
-        wr_valid = Input(Bits(1))
-        wr_addr = Input(Bits(AW))
-        wr_data = Input(Bits(width))
-        commit_valid = Input(Bits(1))
-        commit_tag = Input(Bits(tag_width))
-        rd_avail = Output(Bits(1))
-        rd_tag = Output(Bits(tag_width))
-        rd_valid = Input(Bits(1))
-        rd_addr = Input(Bits(AW))
-        rd_data = Output(Bits(width))
-        rd_data_valid = Output(Bits(1))
-        rd_release = Input(Bits(1))
+    io = {"clk": Clock(), "rst": Reset(),
+          **Stream(ready=1, valid=1, addr=AW, data=width).sink("wr"),
+          "commit_valid": Input(Bits(1)), "commit_tag": Input(Bits(tag_width)),
+          "rd_avail": Output(Bits(1)), "rd_tag": Output(Bits(tag_width)),
+          "rd_valid": Input(Bits(1)), "rd_addr": Input(Bits(AW)), "rd_data": Output(Bits(width)),
+          "rd_data_valid": Output(Bits(1)), "rd_release": Input(Bits(1))}
 
-        @generator
-        def build(p):
-            clk, rst = p.clk, p.rst
-            own = bank_ownership(clk, rst, p.commit_valid, p.rd_release)
-            wr_bank, rd_bank = own.wr_bank, own.rd_bank
-            wr_ready, rd_avail, commit = own.wr_ready, own.rd_avail, own.commit
-            tags = []
-            for b in range(2):
-                tag = NamedReg(tag_width, clk, None, None, ce=commit & (wr_bank.q == Bits(1)(b)),
-                               name=f"bank{b}_tag")
-                tag.next(p.commit_tag)
-                tags.append(tag.q)
-            p.rd_tag = Mux(rd_bank.q, tags[0], tags[1])
+    def build(p):
+        clk, rst = p.clk, p.rst
+        own = bank_ownership(clk, rst, p.commit_valid, p.rd_release)
+        wr_bank, rd_bank = own.wr_bank, own.rd_bank
+        wr_ready, rd_avail, commit = own.wr_ready, own.rd_avail, own.commit
+        tags = []
+        for b in range(2):
+            tag = NamedReg(tag_width, clk, None, None, ce=commit & (wr_bank.q == Bits(1)(b)),
+                           name=f"bank{b}_tag")
+            tag.next(p.commit_tag)
+            tags.append(tag.q)
+        p.rd_tag = Mux(rd_bank.q, tags[0], tags[1])
 
-            wen = p.wr_valid & wr_ready
-            outs = []
-            for b in range(2):
-                outs.append(_bank(clk, rst, f"bank{b}_mem", width, depth, p.wr_addr, p.wr_data,
-                                  wen & (wr_bank.q == Bits(1)(b)), p.rd_addr))
-            rd_fire = p.rd_valid & rd_avail
-            rd_sel = NamedReg(1, clk, None, None, ce=rd_fire, name="rd_data_bank")
-            rd_sel.next(rd_bank.q)
-            rd_data_valid = NamedReg(1, clk, rst, 0, name="rd_data_valid_q")
-            rd_data_valid.next(rd_fire)
-            p.rd_data = Mux(rd_sel.q, outs[0], outs[1])
-            p.rd_data_valid = rd_data_valid.q
-            p.wr_ready = wr_ready
-            p.rd_avail = rd_avail
+        wen = p.wr_valid & wr_ready
+        outs = []
+        for b in range(2):
+            outs.append(dual_port_mem(clk, rst, f"bank{b}_mem", width, depth, p.wr_addr,
+                                      p.wr_data, wen & (wr_bank.q == Bits(1)(b)), p.rd_addr))
+        rd_fire = p.rd_valid & rd_avail
+        rd_sel = NamedReg(1, clk, None, None, ce=rd_fire, name="rd_data_bank")
+        rd_sel.next(rd_bank.q)
+        rd_data_valid = NamedReg(1, clk, rst, 0, name="rd_data_valid_q")
+        rd_data_valid.next(rd_fire)
+        p.rd_data = Mux(rd_sel.q, outs[0], outs[1])
+        p.rd_data_valid = rd_data_valid.q
+        p.wr_ready = wr_ready
+        p.rd_avail = rd_avail
 
-    return name_module(Scratchpad, f"scratchpad_w{width}_d{depth}")
+    return module(f"scratchpad_w{width}_d{depth}", io, build)
 
 
 def make_width_adapter(in_width: int, out_width: int) -> type[Module]:
@@ -170,66 +146,56 @@ def make_width_adapter(in_width: int, out_width: int) -> type[Module]:
     if small < 1 or big % small:
         raise ConfigError(f"width adapter: {in_width} -> {out_width} is not an integer ratio")
     n = big // small
-    CW = max(1, _log2(n))
+    CW = index_width(n)
 
-    class WidthAdapter(Module):
-        clk = Clock()
-        rst = Reset()
-        in_data = Input(Bits(in_width))
-        in_last = Input(Bits(1))
-        in_valid = Input(Bits(1))
-        in_ready = Output(Bits(1))
-        out_data = Output(Bits(out_width))
-        out_last = Output(Bits(1))
-        out_valid = Output(Bits(1))
-        out_ready = Input(Bits(1))
+    adapter = {"clk": Clock(), "rst": Reset(), **Stream(data=in_width, last=1).sink("in"),
+               **Stream(data=out_width, last=1).source("out")}
 
-        @generator
-        def build(p):
-            clk, rst = p.clk, p.rst
-            if n == 1:
-                p.out_data, p.out_last, p.out_valid = p.in_data, p.in_last, p.in_valid
-                p.in_ready = p.out_ready
-                return
-            if in_width > out_width:  # split
-                part = NamedReg(CW, clk, rst, 0, name="part")
-                at_end = part.q == Bits(CW)(n - 1)
-                fire = p.in_valid & p.out_ready
-                nxt = (part.q.as_uint(CW) + 1).as_bits(CW)
-                part.next(Mux(fire, part.q, Mux(at_end, nxt, Bits(CW)(0))))
-                pieces = [p.in_data[i * small:(i + 1) * small] for i in range(n)]
-                sel = pieces[0]
-                for i in range(1, n):
-                    sel = Mux(part.q == Bits(CW)(i), sel, pieces[i])
-                p.out_data = sel
-                p.out_last = p.in_last & at_end
-                p.out_valid = p.in_valid
-                p.in_ready = p.out_ready & at_end
-                return
-            # pack
+    def build(p):
+        clk, rst = p.clk, p.rst
+        if n == 1:
+            Stream(data=in_width, last=1).forward(p, "out", p, "in")
+            p.in_ready = p.out_ready
+            return
+        if in_width > out_width:  # split
             part = NamedReg(CW, clk, rst, 0, name="part")
-            out_valid = NamedReg(1, clk, rst, 0, name="out_valid_q")
-            out_last = NamedReg(1, clk, None, None, name="out_last_q")
-            can_take = ~out_valid.q | p.out_ready
-            fire = p.in_valid & can_take
             at_end = part.q == Bits(CW)(n - 1)
-            closes = fire & (at_end | p.in_last)
-            nxt = (part.q.as_uint(CW) + 1).as_bits(CW)
-            part.next(Mux(fire, part.q, Mux(closes, nxt, Bits(CW)(0))))
-            out_valid.next(closes | (out_valid.q & ~p.out_ready))
-            out_last.next(Mux(closes, out_last.q, p.in_last))
-            # lane registers: lane i takes in_data when part == i; lanes above a short
-            # (in_last) beat are cleared when the beat starts (part == 0)
-            lanes = []
-            for i in range(n):
-                lane = NamedReg(small, clk, None, None, name=f"lane{i}")
-                here = fire & (part.q == Bits(CW)(i))
-                starts = fire & (part.q == Bits(CW)(0))
-                lane.next(Mux(here, Mux(starts, lane.q, Bits(small)(0)), p.in_data))
-                lanes.append(lane.q)
-            p.out_data = BitsSignal.concat(list(reversed(lanes)))
-            p.out_last = out_last.q
-            p.out_valid = out_valid.q
-            p.in_ready = can_take
+            fire = p.in_valid & p.out_ready
+            nxt = inc(part.q)
+            part.next(Mux(fire, part.q, Mux(at_end, nxt, Bits(CW)(0))))
+            pieces = [p.in_data[i * small:(i + 1) * small] for i in range(n)]
+            sel = pieces[0]
+            for i in range(1, n):
+                sel = Mux(part.q == Bits(CW)(i), sel, pieces[i])
+            p.out_data = sel
+            p.out_last = p.in_last & at_end
+            p.out_valid = p.in_valid
+            p.in_ready = p.out_ready & at_end
+            return
+        # pack
+        part = NamedReg(CW, clk, rst, 0, name="part")
+        out_valid = NamedReg(1, clk, rst, 0, name="out_valid_q")
+        out_last = NamedReg(1, clk, None, None, name="out_last_q")
+        can_take = ~out_valid.q | p.out_ready
+        fire = p.in_valid & can_take
+        at_end = part.q == Bits(CW)(n - 1)
+        closes = fire & (at_end | p.in_last)
+        nxt = inc(part.q)
+        part.next(Mux(fire, part.q, Mux(closes, nxt, Bits(CW)(0))))
+        out_valid.next(closes | (out_valid.q & ~p.out_ready))
+        out_last.next(Mux(closes, out_last.q, p.in_last))
+        # lane registers: lane i takes in_data when part == i; lanes above a short
+        # (in_last) beat are cleared when the beat starts (part == 0)
+        lanes = []
+        for i in range(n):
+            lane = NamedReg(small, clk, None, None, name=f"lane{i}")
+            here = fire & (part.q == Bits(CW)(i))
+            starts = fire & (part.q == Bits(CW)(0))
+            lane.next(Mux(here, Mux(starts, lane.q, Bits(small)(0)), p.in_data))
+            lanes.append(lane.q)
+        p.out_data = BitsSignal.concat(list(reversed(lanes)))
+        p.out_last = out_last.q
+        p.out_valid = out_valid.q
+        p.in_ready = can_take
 
-    return name_module(WidthAdapter, f"width_adapter_{in_width}to{out_width}")
+    return module(f"width_adapter_{in_width}to{out_width}", adapter, build)

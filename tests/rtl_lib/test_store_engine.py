@@ -15,7 +15,7 @@ from pycde_accel.config import AccelConfig
 from pycde_accel.errors import ConfigError
 from pycde_accel.frontend import quantize as q
 from pycde_accel.rtl_lib.store_engine import make_store_engine
-from pycde_accel.sim import build, run
+from pycde_accel.sim import run
 
 #: the cocotb testbench, tb_store_engine.py next to this file (the runner imports it from TB_DIRS)
 TB = "tb_store_engine"
@@ -30,15 +30,11 @@ CONFIGS = {
 }
 
 
-_SIMS: dict = {}
+def _sim(name, block_sim):
+    def emit(sv_dir):
+        return emit_store_engine(CONFIGS[name], sv_dir, sv_dir.parent / "kernel")
 
-
-def _sim(name, cache_root, tmp_path_factory):
-    if name not in _SIMS:
-        base = tmp_path_factory.mktemp(f"store_{name}")
-        sv = emit_store_engine(CONFIGS[name], base / "sv", base / "kernel")
-        _SIMS[name] = build(sv.filelist, sv.top, cache_root=cache_root)
-    return _SIMS[name]
+    return block_sim(f"store_{name}", emit)
 
 
 # ---- the numpy model ---------------------------------------------------------------------------
@@ -176,9 +172,9 @@ GATES = [(1.0, 1.0, 1.0, 1.0), (0.5, 0.6, 0.4, 0.5), (0.9, 1.0, 0.3, 0.2)]
 
 @pytest.mark.parametrize("name", ["2x4_w32", "4x8_w32"])
 @pytest.mark.parametrize("gates", GATES, ids=["full", "gaps", "backpressure"])
-def test_store_random(name, gates, cache_root, tmp_path_factory, tmp_path):
+def test_store_random(name, gates, block_sim, tmp_path):
     cfg = CONFIGS[name]
-    sim = _sim(name, cache_root, tmp_path_factory)
+    sim = _sim(name, block_sim)
     seed = 11 + GATES.index(gates)
     phases, want_wc, want_wd = make_case(cfg, seed)
     res = run_case(sim, tmp_path, cfg, phases, seed, *gates)
@@ -187,11 +183,11 @@ def test_store_random(name, gates, cache_root, tmp_path_factory, tmp_path):
 
 @pytest.mark.parametrize("name", ["2x4_w32", "4x8_w32",
                                   pytest.param("8x8_w64", marks=pytest.mark.slow)])
-def test_store_rate(name, cache_root, tmp_path_factory, tmp_path):
+def test_store_rate(name, block_sim, tmp_path):
     """All rows valid, no gating: one element per cycle, tiles back to back (the fill and
     drain latency are the only extra cycles)."""
     cfg = CONFIGS[name]
-    sim = _sim(name, cache_root, tmp_path_factory)
+    sim = _sim(name, block_sim)
     phases, want_wc, want_wd = make_case(cfg, 5, phases=1, tiles=8, full_rows=True)
     res = run_case(sim, tmp_path, cfg, phases, 5, 1.0, 1.0, 1.0, 1.0)
     check(res, want_wc, want_wd)
@@ -207,9 +203,9 @@ def test_store_rate(name, cache_root, tmp_path_factory, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["8x8_w64", "4x8_w32_a24"])
 @pytest.mark.parametrize("gates", GATES[1:], ids=["gaps", "backpressure"])
-def test_store_random_more(name, gates, cache_root, tmp_path_factory, tmp_path):
+def test_store_random_more(name, gates, block_sim, tmp_path):
     cfg = CONFIGS[name]
-    sim = _sim(name, cache_root, tmp_path_factory)
+    sim = _sim(name, block_sim)
     seed = 31 + GATES.index(gates)
     phases, want_wc, want_wd = make_case(cfg, seed, phases=2, tiles=6)
     res = run_case(sim, tmp_path, cfg, phases, seed, *gates)

@@ -14,7 +14,7 @@ import pytest
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import ConfigError
 from pycde_accel.frontend import quantize as q
-from pycde_accel.sim import build, run
+from pycde_accel.sim import run
 
 #: the cocotb testbench, tb_vector_engine.py next to this file (the runner imports it from TB_DIRS)
 TB = "tb_vector_engine"
@@ -29,16 +29,10 @@ def _config(w: int) -> AccelConfig:
     return AccelConfig(axi_data_width=w, spad_c_depth=DEPTH)
 
 
-_SIMS: dict = {}
-
-
-def _sim(cache_root, tmp_path_factory, w):
-    if w not in _SIMS:
-        from pycde_accel.assemble import emit_vector_engine
-        sv = emit_vector_engine(_config(w), tmp_path_factory.mktemp(f"vec{w}") / "sv",
-                                max_run=MAX_RUN)
-        _SIMS[w] = build(sv.filelist, sv.top, cache_root=cache_root)
-    return _SIMS[w]
+def _sim(block_sim, w):
+    from pycde_accel.assemble import emit_vector_engine
+    return block_sim(f"vec{w}", lambda sv_dir: emit_vector_engine(_config(w), sv_dir,
+                                                                  max_run=MAX_RUN))
 
 
 # ---- reference model -----------------------------------------------------------------------
@@ -123,10 +117,10 @@ GATES = {"p_s": 0.6, "p_x": 0.7, "p_wc": 0.5, "p_wd": 0.4}
 
 
 @pytest.mark.parametrize("w", [32, 64])
-def test_add_max_relu_to_x(cache_root, tmp_path_factory, tmp_path, w):
+def test_add_max_relu_to_x(block_sim, tmp_path, w):
     """ADD (RELU off/on, frontend multipliers and raw extremes), MAX, n = 1, n = capacity,
     TO_X in place and to another region, then X read back; random gaps everywhere."""
-    sim = _sim(cache_root, tmp_path_factory, w)
+    sim = _sim(block_sim, w)
     ab = w // 8
     rng = np.random.default_rng(w)
     m = Model(ab)
@@ -149,10 +143,10 @@ def test_add_max_relu_to_x(cache_root, tmp_path_factory, tmp_path, w):
 
 
 @pytest.mark.parametrize("w", [32, 64])
-def test_maxpool_chain(cache_root, tmp_path_factory, tmp_path, w):
+def test_maxpool_chain(block_sim, tmp_path, w):
     """A 2x2 maxpool as the compiler runs it: LOAD X (tap 0), VEC MAX TO_X (tap 1), VEC MAX
     TO_X (tap 2), VEC MAX to DRAM (tap 3), twice (n = capacity, then a short one)."""
-    sim = _sim(cache_root, tmp_path_factory, w)
+    sim = _sim(block_sim, w)
     ab = w // 8
     rng = np.random.default_rng(100 + w)
     m = Model(ab)
@@ -168,11 +162,11 @@ def test_maxpool_chain(cache_root, tmp_path_factory, tmp_path, w):
 
 
 @pytest.mark.parametrize("w", [32, 64])
-def test_rate(cache_root, tmp_path_factory, tmp_path, w):
+def test_rate(block_sim, tmp_path, w):
     """No back-pressure, n = capacity beats: ADD takes n * AB cycles plus its pipeline fill
     (the static kernel's runs follow each other with no bubble, one run per beat), MAX (to
     DRAM or TO_X) n * AB plus a few (its runs span commands)."""
-    sim = _sim(cache_root, tmp_path_factory, w)
+    sim = _sim(block_sim, w)
     ab = w // 8
     rng = np.random.default_rng(3)
     m = Model(ab)
@@ -216,11 +210,11 @@ def test_refuses_wrong_kernels():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("w", [32, 64])
-def test_random_programs(cache_root, tmp_path_factory, tmp_path, w):
+def test_random_programs(block_sim, tmp_path, w):
     """Random programs: LOAD X runs, ADD/MAX with random n, RELU, frontend multipliers, TO_X
     with every kind of overlap of [dst, dst+n) with [x_off, x_off+n) (the in-order reading),
     X read back at the end; heavier random gaps."""
-    sim = _sim(cache_root, tmp_path_factory, w)
+    sim = _sim(block_sim, w)
     ab = w // 8
     rng = np.random.default_rng(1000 + w)
     m = Model(ab)

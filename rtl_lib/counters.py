@@ -1,0 +1,90 @@
+"""The accelerator top's status, events and performance counters: what its read-only and
+sticky CSRs show (built inside the top's generator; ``accel`` composes it).
+
+``StatusCounters(csr_map)``, then ``.run_flag(clk, rst)``, ``.finish(...)``, ``.close(...)``
+-----------------------------------------------------------------------------------------------
+* ``csr_ports()``: the CSR block's inputs, one wire per ``ro`` register of ``csr_map``
+  (``status``, ``hw_info``, ``perf_*``, each its register's width and name) and the ``w1c``
+  register's ``events_set``; ``csr[name]`` is the wire of register ``name``.
+* ``run_flag(clk, rst)``: the ``running`` register (``status.busy``): set by ``start``,
+  cleared on the edge where the top is idle (``finish``).
+* ``finish(start, idle)``: ``idle`` is the top's all-idle condition; ``finish = running &
+  idle`` (the ``done`` event) ends the run.
+* ``close(clk, rst, start, errors, perf)``: ``errors`` maps each error bit (a power of two,
+  the ``ERR_*`` of ``accel``) to its source; ``perf`` lists ``(register name, increment,
+  amount)`` per counter. Then:
+
+  - ``events_set`` = {any error this cycle, ``finish``} (the
+    ``events`` register is sticky: ``done`` and ``error`` stay until the host clears them);
+  - ``status`` = {``err_code`` (8 bits: the errors since ``start``, sticky, register
+    ``err_code``), 0, ``running``};
+  - each performance counter (32 bits, a register of the counter's name) is cleared by
+    ``start`` and adds ``amount`` on every cycle its increment is high while running, so after
+    ``done`` it holds the layer's figure.
+"""
+
+from __future__ import annotations
+
+from pycde.constructs import Mux, Wire
+from pycde.signals import BitsSignal
+from pycde.types import Bits
+
+from .common import NamedReg
+
+ERR_BITS = 8
+
+
+def _bit_vector(bits: dict, width: int):
+    """``width`` bits with ``bits[1 << i]`` at bit i and 0 elsewhere (runs of zero bits as one
+    constant)."""
+    parts, zeros = [], 0
+    for i in reversed(range(width)):
+        sig = bits.get(1 << i)
+        if sig is None:
+            zeros += 1
+            continue
+        if zeros:
+            parts.append(Bits(zeros)(0))
+            zeros = 0
+        parts.append(sig)
+    if zeros:
+        parts.append(Bits(zeros)(0))
+    return BitsSignal.concat(parts)
+
+
+class StatusCounters:
+    """Status, events and performance counters (see the module docstring)."""
+
+    def __init__(self, csr_map):
+        self.csr = {r.name: Wire(Bits(r.width), r.name) for r in csr_map.regs
+                    if r.access == "ro"}
+        (events,) = (r for r in csr_map.regs if r.access == "w1c")
+        self.events_set = Wire(Bits(events.width), f"{events.name}_set")
+
+    def csr_ports(self) -> dict:
+        return {self.events_set.name: self.events_set, **self.csr}
+
+    def run_flag(self, clk, rst):
+        """The ``running`` register."""
+        self._running = NamedReg(1, clk, rst, 0, name="running")
+        return self._running.q
+
+    def finish(self, start, idle):
+        """``running`` ends on the edge where the top is ``idle``; returns ``finish``."""
+        running = self._running
+        self._finish = finish = running.q & idle
+        running.next(Mux(start, Mux(finish, running.q, Bits(1)(0)), Bits(1)(1)))
+        return finish
+
+    def close(self, clk, rst, start, errors: dict, perf):
+        running, finish = self._running, self._finish
+        err_code = _bit_vector(errors, ERR_BITS)
+        err_sticky = NamedReg(ERR_BITS, clk, rst, 0, name="err_code")
+        err_sticky.next(Mux(start, err_sticky.q | err_code, Bits(ERR_BITS)(0)))
+        self.csr["status"].assign(BitsSignal.concat([err_sticky.q, Bits(7)(0), running.q]))
+        self.events_set.assign(BitsSignal.concat([err_code != Bits(ERR_BITS)(0), finish]))
+        for name, inc, amount in perf:
+            r = NamedReg(32, clk, rst, 0, name=name)
+            nxt = Mux(inc & running.q, r.q, (r.q.as_uint(32) + amount).as_bits(32))
+            r.next(Mux(start, nxt, Bits(32)(0)))
+            self.csr[name].assign(r.q)

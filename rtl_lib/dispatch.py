@@ -1,0 +1,95 @@
+"""The accelerator top's in-order dispatch: the command FIFO's head -> four engine FIFOs
+(built inside the top's generator; ``accel`` composes it), and the command field accessors.
+
+``Dispatcher(clk, rst, cmdq, start, credit_return, opcodes, dst_p, dst_x, cmd_bits, depth)``
+----------------------------------------------------------------------------------------------
+``cmdq``: the command FIFO (``fetch.Fetcher.cmdq``); ``opcodes``: the four opcodes (LOAD, EXEC,
+STORE, VEC) in that order; ``dst_p``/``dst_x``: the LOAD destinations of the store engine's
+parameter memory and of the vector engine's X buffer. A command is bits ``[0, cmd_bits)``:
+opcode ``[0, 8)``, flags ``[8, 16)``, a LOAD's destination ``[16, 24)``, then 32-bit words
+(:func:`cmd_word`, :func:`cmd_field`).
+
+* The FIFO's head goes through a register slice (``common.register_slice`` named
+  ``dispatch_head``) with its opcode and LOAD destination decoded before it: dispatch starts
+  from flops, not from the FIFO's LUT-RAM read (that read + decode + hazard + the engine FIFO's
+  write enable was the accelerator's critical path). 1 cycle from the FIFO to dispatch, one
+  command per cycle.
+* ``queues`` (``loadq``, ``execq``, ``storeq``, ``vecq``): one ``seq.FIFO`` of ``depth``
+  commands per engine. The head is ``dispatch``-ed (pushed into its engine's FIFO) when that
+  FIFO has room, or dropped when its opcode is none of the four (``bad``: the top's error bit).
+* Hazards (write after read): a LOAD into P waits until every earlier STORE finished (store
+  FIFO empty, engine idle: ``store_busy`` low), a LOAD into X until every earlier VEC did
+  (``vec_busy``). The two idle conditions reach dispatch as registers (``store_idle_q``,
+  ``vec_idle_q``), a cycle late: idle in cycle t-1 with no command of that engine dispatched in
+  t-1 implies idle in t (an engine turns busy only by taking a command from its FIFO), so a
+  LOAD P / LOAD X goes 1 cycle after the engine is idle.
+* ``credit_return`` (the fetcher's ``pop`` wire) is driven with ``dispatch``: a command's credit
+  returns when it is dispatched, not when it enters the slice, so the credits cover the FIFO
+  and the slice and the fetcher runs no further ahead than without the slice.
+* ``store_busy``, ``vec_busy``: wires the top drives with the engines' ``busy``.
+* ``dispatched`` (32 bits, register ``dispatched``): commands dispatched since ``start``.
+"""
+
+from __future__ import annotations
+
+from pycde.constructs import Mux, Wire
+from pycde.seq import FIFO
+from pycde.signals import BitsSignal
+from pycde.types import Bits
+
+from .bits import inc
+from .common import NamedReg, register_slice
+
+
+def cmd_word(cmd, i: int):
+    """32-bit word ``i`` of a command."""
+    return cmd[32 * i:32 * (i + 1)]
+
+
+def cmd_field(cmd, i: int, w: int):
+    """The low ``w`` bits of word ``i`` of a command."""
+    return cmd[32 * i:32 * i + w]
+
+
+class Dispatcher:
+    """In-order dispatch (see the module docstring)."""
+
+    def __init__(self, clk, rst, cmdq, start, credit_return, opcodes, dst_p: int, dst_x: int,
+                 cmd_bits: int, depth: int):
+        raw = cmdq.output
+        r_op, r_ldst = raw[0:8], raw[16:24]
+        r_is_op = [r_op == Bits(8)(k) for k in opcodes]
+        r_bad = ~(r_is_op[0] | r_is_op[1] | r_is_op[2] | r_is_op[3])
+        r_ld_p = r_is_op[0] & (r_ldst == Bits(8)(dst_p))
+        r_ld_x = r_is_op[0] & (r_ldst == Bits(8)(dst_x))
+        dispatch_w = Wire(Bits(1), "dispatch")
+        head_valid, dec, slice_ready = register_slice(
+            clk, rst, ~cmdq.empty,
+            BitsSignal.concat([r_ld_x, r_ld_p, r_bad] + list(reversed(r_is_op)) + [raw]),
+            dispatch_w, "dispatch_head")
+        self.head = head = dec[0:cmd_bits]
+        is_op = [dec[cmd_bits + k] for k in range(4)]
+        bad, ld_p, ld_x = dec[cmd_bits + 4], dec[cmd_bits + 5], dec[cmd_bits + 6]
+        self.queues = queues = [FIFO(Bits(cmd_bits), depth, clk, rst) for _ in range(4)]
+        self.loadq, self.execq, self.storeq, self.vecq = queues
+        self.store_busy = Wire(Bits(1), "store_busy")
+        self.vec_busy = Wire(Bits(1), "vec_busy")
+        st_idle = NamedReg(1, clk, rst, 0, name="store_idle_q")
+        vec_idle = NamedReg(1, clk, rst, 0, name="vec_idle_q")
+        hazard = (ld_p & ~st_idle.q) | (ld_x & ~vec_idle.q)
+        can = bad
+        for k in range(4):
+            can = can | (is_op[k] & ~queues[k].full)
+        dispatch = head_valid & can & ~hazard
+        dispatch_w.assign(dispatch)
+        st_idle.next(self.storeq.empty & ~self.store_busy & ~(dispatch & is_op[2]))
+        vec_idle.next(self.vecq.empty & ~self.vec_busy & ~(dispatch & is_op[3]))
+        cmdq.pop(~cmdq.empty & slice_ready)
+        credit_return.assign(dispatch)
+        for k in range(4):
+            queues[k].push(head, dispatch & is_op[k])
+        dispatched = NamedReg(32, clk, rst, 0, name="dispatched")
+        dispatched.next(Mux(start, Mux(dispatch, dispatched.q, inc(dispatched.q, 32)),
+                            Bits(32)(0)))
+        self.head_valid, self.bad, self.dispatch = head_valid, bad, dispatch
+        self.dispatched = dispatched.q

@@ -1,0 +1,59 @@
+"""The accelerator top's command fetcher: the command FIFO and the credits that keep it from
+overflowing (built inside the top's generator; ``accel`` composes it).
+
+``Fetcher(clk, rst, running, start, cmd_base, cmd_count, addr_width, cmd_bits, depth, chunk)``
+----------------------------------------------------------------------------------------------
+Inputs: ``running`` (the top's running flag), ``start`` (the CSR start pulse), ``cmd_base``
+(DRAM byte address of the first command) and ``cmd_count`` (commands to run), both sampled
+on ``start``. Commands are ``cmd_bits`` bits (32 bytes) each.
+
+* ``cmdq``: the command FIFO (``depth`` commands of ``cmd_bits`` bits, ``seq.FIFO``): the read
+  router pushes the fetched commands, dispatch pops them.
+* ``req`` (out): a fetch read is wanted: running, commands left, and room for ``chunk`` more
+  commands than are already credited. The read covers ``chunk_now`` commands (``chunk``, or
+  fewer at the end) from ``addr``: ``chunk_now * cmd_bits / W`` beats, one row.
+* ``go`` (a wire the load engine drives): the fetch read was issued on this edge; ``addr``
+  moves on by ``chunk_now`` commands, ``left`` down by as many, and their credits are taken.
+* ``pop`` (a wire dispatch drives): a command left for its engine FIFO; one credit returns.
+
+The credits (``credits_used``, register ``cmdq_credits_used``) count the commands requested
+and not yet dispatched, so fetched data never finds the FIFO (and the dispatch slice in
+front of it) full and the AXI R channel is never stalled by the fetcher. Registers:
+``fetch_addr``, ``fetch_left`` (32 bits), ``cmdq_credits_used``; ``idle`` terms are ``left
+== 0`` and ``credits_used == 0``.
+"""
+
+from __future__ import annotations
+
+from pycde.constructs import Mux, Wire
+from pycde.seq import FIFO
+from pycde.types import Bits
+
+from .bits import shl
+from .common import NamedReg
+
+
+class Fetcher:
+    """The command fetcher (see the module docstring)."""
+
+    def __init__(self, clk, rst, running, start, cmd_base, cmd_count, addr_width: int,
+                 cmd_bits: int, depth: int, chunk: int):
+        AW = addr_width
+        self.cmdq = FIFO(Bits(cmd_bits), depth, clk, rst)
+        self.credit_width = CW = depth.bit_length()
+        addr = NamedReg(AW, clk, rst, 0, name="fetch_addr")
+        left = NamedReg(32, clk, rst, 0, name="fetch_left")
+        used = NamedReg(CW, clk, rst, 0, name="cmdq_credits_used")
+        now = Mux(left.q.as_uint(32) < chunk, Bits(CW)(chunk), left.q[0:CW])
+        room = used.q.as_uint(CW) <= depth - chunk
+        self.req = running & (left.q != Bits(32)(0)) & room
+        self.go = Wire(Bits(1), "fetch_go")
+        self.pop = Wire(Bits(1), "cmdq_pop")
+        used_plus = Mux(self.go, used.q, (used.q.as_uint(CW) + now.as_uint(CW)).as_bits(CW))
+        used.next(Mux(self.pop, used_plus, (used_plus.as_uint(CW) - 1).as_bits(CW)))
+        cmd_bytes_log2 = (cmd_bits // 8).bit_length() - 1
+        step = (addr.q.as_uint(AW) + shl(now, cmd_bytes_log2, AW).as_uint(AW)).as_bits(AW)
+        addr.next(Mux(start, Mux(self.go, addr.q, step), cmd_base))
+        rest = (left.q.as_uint(32) - now.as_uint(CW)).as_bits(32)
+        left.next(Mux(start, Mux(self.go, left.q, rest), cmd_count))
+        self.addr, self.left, self.credits_used, self.chunk_now = addr.q, left.q, used.q, now

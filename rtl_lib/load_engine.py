@@ -1,0 +1,64 @@
+"""The accelerator top's load engine: LOAD commands and the fetcher's reads -> DMA read
+commands, and the route FIFO that tells the read router where the data goes (built inside the
+top's generator; ``accel`` composes it).
+
+``LoadEngine(clk, rst, loadq, fetcher, rd, rd_cmd_ready, addr_width, cmd_beats, depth, dst_cmd)``
+----------------------------------------------------------------------------------------------
+``loadq``: dispatch's LOAD FIFO; ``fetcher``: ``fetch.Fetcher``; ``rd``: the wires of the read
+DMA's command port (``cmd_addr``, ``cmd_beats``, ``cmd_rows``, ``cmd_stride``, ``cmd_valid``;
+``axi_dma.command_stream``), ``rd_cmd_ready`` its ready; ``cmd_beats``: beats per command
+(``CMD_BITS / W``); ``dst_cmd``: the route destination of fetched commands.
+
+* The fetcher goes first: while ``fetcher.req`` is high it owns the read command (one row of
+  ``chunk_now * cmd_beats`` beats from ``fetcher.addr``) and LOADs wait. A LOAD (word 1 the
+  DRAM address, word 2 beats per row, word 3 rows, word 4 the row stride) is one 2-D DMA read;
+  a ZERO load (flag bit 2) issues none.
+* Every read issued and every ZERO load pushes a ``route`` entry (``depth`` entries, the
+  FIFO's ``full`` holds both back): bits ``[0, 3)`` destination, ``[3, 6)`` flags (LANES,
+  COMMIT, ZERO), ``[6, 22)`` index (word 5), ``[22, 38)`` word (word 6), ``[38, 54)`` beats,
+  ``[54, 70)`` rows. A fetch's entry: destination ``dst_cmd``, 1 row.
+* Issue is combinational on the FIFO heads and ``rd_cmd_ready``; one command per cycle.
+"""
+
+from __future__ import annotations
+
+from pycde.constructs import Mux
+from pycde.seq import FIFO
+from pycde.signals import BitsSignal
+from pycde.types import Bits
+
+from .bits import shl
+from .dispatch import cmd_field
+
+#: bits of a route FIFO entry
+ROUTE_BITS = 3 + 3 + 16 * 4
+
+
+class LoadEngine:
+    """The load engine (see the module docstring); ``route`` is its route FIFO."""
+
+    def __init__(self, clk, rst, loadq, fetcher, rd, rd_cmd_ready, addr_width: int,
+                 cmd_beats: int, depth: int, dst_cmd: int):
+        AW = addr_width
+        fetch_req = fetcher.req
+        lh = loadq.output
+        l_dst, l_flags = lh[16:24], lh[8:16]
+        l_zero = l_flags[2]
+        l_valid = ~loadq.empty
+        self.route = route = FIFO(Bits(ROUTE_BITS), depth, clk, rst)
+        rd["cmd_valid"].assign(~route.full & (fetch_req | (l_valid & ~l_zero)))
+        rd["cmd_addr"].assign(Mux(fetch_req, cmd_field(lh, 1, AW), fetcher.addr))
+        fetch_beats = shl(fetcher.chunk_now, cmd_beats.bit_length() - 1, 16)
+        rd["cmd_beats"].assign(Mux(fetch_req, cmd_field(lh, 2, 16), fetch_beats))
+        rd["cmd_rows"].assign(Mux(fetch_req, cmd_field(lh, 3, 16), Bits(16)(1)))
+        rd["cmd_stride"].assign(Mux(fetch_req, cmd_field(lh, 4, AW), Bits(AW)(0)))
+        fg = fetch_req & ~route.full & rd_cmd_ready
+        fetcher.go.assign(fg)
+        load_go = ~fetch_req & l_valid & ~route.full & (l_zero | rd_cmd_ready)
+        loadq.pop(load_go)
+        l_entry = BitsSignal.concat([cmd_field(lh, 3, 16), cmd_field(lh, 2, 16),
+                                     cmd_field(lh, 6, 16), cmd_field(lh, 5, 16), l_flags[0:3],
+                                     l_dst[0:3]])
+        f_entry = BitsSignal.concat([Bits(16)(1), fetch_beats,
+                                     Bits(16)(0), Bits(16)(0), Bits(3)(0), Bits(3)(dst_cmd)])
+        route.push(Mux(fg, l_entry, f_entry), fg | load_go)

@@ -1,0 +1,128 @@
+"""The accelerator top's read-data router: DMA read beats -> the destination the route FIFO's
+head names (built inside the top's generator; ``accel`` composes it).
+
+``ReadRouter(clk, rst, route, dma, out_ready, cmdq, CmdPack, ParamSplit, dsts, data_width)``
+----------------------------------------------------------------------------------------------
+``route``: the load engine's route FIFO (``load_engine``, entry layout there); ``dma``: the DMA
+instance (its ``rd_out_*`` stream: ``data``, ``last``, ``row_last``, ``valid``); ``out_ready``:
+the wire of its ``rd_out_ready``; ``cmdq``: the command FIFO; ``CmdPack``/``ParamSplit``: the
+width adapters W -> 256 and W -> 32 (``scratchpad.make_width_adapter``); ``dsts``: the
+destination codes of A, B, P, X, S and CMD, in that order.
+
+* The route FIFO's head goes through a register slice (``route_head``) with its destination
+  decoded one-hot and ``beats - 1`` / ``rows - 1`` (the ZERO loads' last-beat compares)
+  computed before it: the router's logic starts from flops, not from the LUT-RAM read. No
+  bubble between entries: the next entry is in the slice when the last beat of one goes.
+* Beats are taken in order (AXI reads are in order, ID 0). A ZERO entry makes its beats
+  itself (all zero, one per cycle, ``beats x rows``) without the DMA. A beat moves when its
+  destination is ready (``ready[dst]``, wires the top drives with the engines' readies);
+  otherwise the AXI R channel stalls. Counters ``route_beat_in_row``, ``route_row``,
+  ``route_beat`` (the beat in the command).
+* Outputs per beat: ``beat_valid``/``beat_data`` (qualify with :meth:`to`), ``lane`` (LANES:
+  the entry's index; else index + row), ``word`` (the entry's word + beat in the row, or +
+  beat in the command with LANES) and ``commit`` (the command's last beat, with COMMIT): the
+  operand scratchpads' write port; ``x_index()`` (index + beat): the X buffer's; the S stream
+  takes ``beat_data`` as is.
+* CMD: beats packed into 256-bit commands (``cmd_pack``) pushed into ``cmdq`` (its room is the
+  fetcher's credits). P: beats split into 32-bit words (``param_split``) written as
+  ``p_data``/``p_valid`` at ``param_index()`` = 4 * index + the word counted since the
+  command's start (register ``param_word``).
+"""
+
+from __future__ import annotations
+
+from pycde.constructs import Mux, Wire
+from pycde.signals import BitsSignal
+from pycde.types import Bits
+
+from .bits import inc, shl
+from .common import NamedReg, register_slice
+
+#: the ready wires of the six destinations, in ``dsts`` order
+READY_NAMES = ("a_wr_ready", "b_wr_ready", "param_in_ready", "x_wr_ready", "s_ready",
+               "cmd_in_ready")
+
+
+class ReadRouter:
+    """The read-data router (see the module docstring)."""
+
+    def __init__(self, clk, rst, route, dma, out_ready, cmdq, CmdPack, ParamSplit, dsts,
+                 data_width: int):
+        one, zero = Bits(1)(1), Bits(1)(0)
+        DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD = dsts
+        rre = route.output
+        r_pop_w = Wire(Bits(1), "route_pop")
+        pre = BitsSignal.concat([(rre[54:70].as_uint(16) - 1).as_bits(16),
+                                 (rre[38:54].as_uint(16) - 1).as_bits(16)]
+                                + [rre[0:3] == Bits(3)(d) for d in reversed(dsts)] + [rre])
+        r_valid, re, route_ready = register_slice(clk, rst, ~route.empty, pre, r_pop_w,
+                                                  "route_head")
+        route.pop(~route.empty & route_ready)
+        r_lanes, r_commit, r_zero = re[3], re[4], re[5]
+        r_index, r_word = re[6:22], re[22:38]
+        self.is_dst = is_dst = {d: re[70 + i] for i, d in enumerate(dsts)}
+        r_beats_m1, r_rows_m1 = re[76:92], re[92:108]
+        bcnt = NamedReg(16, clk, rst, 0, name="route_beat_in_row")
+        rcnt = NamedReg(16, clk, rst, 0, name="route_row")
+        tcnt = NamedReg(16, clk, rst, 0, name="route_beat")
+        z_row_last = bcnt.q == r_beats_m1
+        z_last = z_row_last & (rcnt.q == r_rows_m1)
+        beat_valid = r_valid & Mux(r_zero, dma.rd_out_valid, one)
+        beat_data = Mux(r_zero, dma.rd_out_data, Bits(data_width)(0))
+        row_last = Mux(r_zero, dma.rd_out_row_last, z_row_last)
+        cmd_last = Mux(r_zero, dma.rd_out_last, z_last)
+
+        self.ready = ready = {d: Wire(Bits(1), n) for d, n in zip(dsts, READY_NAMES)}
+        dst_ready = None
+        for d in dsts:
+            term = is_dst[d] & ready[d]
+            dst_ready = term if dst_ready is None else dst_ready | term
+        beat_fire = beat_valid & dst_ready
+        out_ready.assign(r_valid & ~r_zero & dst_ready)
+        r_pop_w.assign(beat_fire & cmd_last)
+        bcnt.next(Mux(beat_fire, bcnt.q, Mux(row_last, inc(bcnt.q, 16), Bits(16)(0))))
+        rcnt.next(Mux(beat_fire, rcnt.q,
+                      Mux(cmd_last, Mux(row_last, rcnt.q, inc(rcnt.q, 16)), Bits(16)(0))))
+        tcnt.next(Mux(beat_fire, tcnt.q, Mux(cmd_last, inc(tcnt.q, 16), Bits(16)(0))))
+        self.lane = Mux(r_lanes, r_index, (r_index.as_uint(16) + rcnt.q.as_uint(16)).as_bits(16))
+        self.word = (r_word.as_uint(16) + Mux(r_lanes, tcnt.q, bcnt.q).as_uint(16)).as_bits(16)
+        self.commit = beat_fire & cmd_last & r_commit
+
+        # command FIFO input: W-bit beats packed into 256-bit commands
+        pack = CmdPack(clk=clk, rst=rst, in_data=beat_data, in_last=zero,
+                       in_valid=beat_valid & is_dst[DST_CMD], out_ready=~cmdq.full,
+                       instance_name="cmd_pack")
+        ready[DST_CMD].assign(pack.in_ready)
+        cmdq.push(pack.out_data, pack.out_valid & ~cmdq.full)
+
+        # parameter words: W-bit beats split into 32-bit words
+        psplit = ParamSplit(clk=clk, rst=rst, in_data=beat_data, in_last=cmd_last,
+                            in_valid=beat_valid & is_dst[DST_P], out_ready=one,
+                            instance_name="param_split")
+        ready[DST_P].assign(psplit.in_ready)
+        pword = NamedReg(16, clk, rst, 0, name="param_word")
+        self._p_base = shl(r_index, 2, 16)
+        self.p_valid, self.p_data = psplit.out_valid, psplit.out_data
+        pword.next(Mux(self.p_valid, pword.q,
+                       Mux(psplit.out_last, inc(pword.q, 16), Bits(16)(0))))
+        self._pword, self._r_index, self._tcnt = pword.q, r_index, tcnt.q
+        self.r_valid, self.beat_valid, self.beat_data = r_valid, beat_valid, beat_data
+
+    def to(self, dst: int):
+        """``beat_valid`` for destination ``dst``."""
+        return self.beat_valid & self.is_dst[dst]
+
+    def spad_write(self, dst: int, prefix: str) -> dict:
+        """The operand scratchpad write port ``{prefix}_wr_*`` and ``{prefix}_commit`` of the
+        matmul unit for destination ``dst``."""
+        return {f"{prefix}_wr_valid": self.to(dst), f"{prefix}_wr_lane": self.lane,
+                f"{prefix}_wr_word": self.word, f"{prefix}_wr_data": self.beat_data,
+                f"{prefix}_commit": self.commit & self.is_dst[dst]}
+
+    def param_index(self):
+        """The parameter word's index: 4 * the entry's index + the word in the command."""
+        return (self._p_base.as_uint(16) + self._pword.as_uint(16)).as_bits(16)
+
+    def x_index(self):
+        """The X buffer beat index: the entry's index + the beat in the command."""
+        return (self._r_index.as_uint(16) + self._tcnt.as_uint(16)).as_bits(16)

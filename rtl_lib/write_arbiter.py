@@ -1,0 +1,79 @@
+"""The accelerator top's write arbiter: two engines' DMA write commands and data -> the one
+write DMA (built inside the top's generator; ``accel`` composes it).
+
+``WriteArbiter(first, second)`` then ``.build(clk, rst, a, b, wr, wr_cmd_ready, wr_in_ready)``
+----------------------------------------------------------------------------------------------
+``first``/``second``: the names of the two writers (``st``, ``vec``; the wires
+``{name}_wc_ready``/``{name}_wd_ready`` of :meth:`WriteArbiter.ports` go to their instances
+before they exist). ``a``/``b``: the two instances, each with ``axi_dma.write_ports`` (``wc_*``
+write commands, ``wd_*`` data); ``wr``: the wires of the write DMA's ``cmd_*`` and
+``in_data``/``in_valid`` ports, ``wr_cmd_ready``/``wr_in_ready`` its readies.
+
+* Commands: fixed priority, ``first`` before ``second``, one per cycle (combinational on
+  the two ``wc_valid`` and the DMA's ready). Each command taken pushes its owner and its
+  beats per row and rows into the owner FIFO (``own``, 4 entries; full holds commands back).
+* Data: the owner FIFO's head says whose ``wd`` beats go to the DMA, ``beats x rows`` of them
+  (counted apart, registers ``write_beat_in_row`` and ``write_row`` from 1, so no multiplier
+  sits on the command path), in command order. A writer offers its data only after its
+  command was taken (both engines do), so the head is always the next data's owner.
+* ``own`` (the FIFO, for the top's idle) and ``wfire`` (a data beat went to the DMA).
+"""
+
+from __future__ import annotations
+
+from pycde.constructs import Mux, Wire
+from pycde.seq import FIFO
+from pycde.signals import BitsSignal
+from pycde.types import Bits
+
+from .bits import inc
+from .common import NamedReg
+
+#: write commands whose data is still to come
+OWNER_FIFO_DEPTH = 4
+
+
+class WriteArbiter:
+    """The write arbiter (see the module docstring)."""
+
+    def __init__(self, first: str, second: str):
+        self._ready = {n: (Wire(Bits(1), f"{n}_wc_ready"), Wire(Bits(1), f"{n}_wd_ready"))
+                       for n in (first, second)}
+        self._names = (first, second)
+
+    def ports(self, name: str) -> dict:
+        """The ready inputs of writer ``name``'s instance."""
+        wc, wd = self._ready[name]
+        return {"wc_ready": wc, "wd_ready": wd}
+
+    def build(self, clk, rst, a, b, wr, wr_cmd_ready, wr_in_ready):
+        (a_wc_ready, a_wd_ready), (b_wc_ready, b_wd_ready) = (self._ready[n] for n in self._names)
+        own = FIFO(Bits(33), OWNER_FIFO_DEPTH, clk, rst)
+        a_wants = a.wc_valid
+        pick_b = ~a_wants
+        any_wc = a_wants | b.wc_valid
+        wr["cmd_valid"].assign(any_wc & ~own.full)
+        for f in ("addr", "beats", "rows", "stride"):
+            wr[f"cmd_{f}"].assign(Mux(pick_b, getattr(a, f"wc_{f}"), getattr(b, f"wc_{f}")))
+        wc_fire = any_wc & ~own.full & wr_cmd_ready
+        a_wc_ready.assign(~own.full & wr_cmd_ready)
+        b_wc_ready.assign(~own.full & wr_cmd_ready & ~a_wants)
+        own.push(BitsSignal.concat([Mux(pick_b, a.wc_rows, b.wc_rows),
+                                    Mux(pick_b, a.wc_beats, b.wc_beats), pick_b]), wc_fire)
+        oh = own.output
+        o_b, o_bpr, o_rows = oh[0], oh[1:17], oh[17:33]
+        o_valid = ~own.empty
+        wbeat = NamedReg(16, clk, rst, 1, name="write_beat_in_row")  # counts from 1
+        wrow = NamedReg(16, clk, rst, 1, name="write_row")            # counts from 1
+        wr["in_data"].assign(Mux(o_b, a.wd_data, b.wd_data))
+        wr["in_valid"].assign(o_valid & Mux(o_b, a.wd_valid, b.wd_valid))
+        wfire = o_valid & Mux(o_b, a.wd_valid, b.wd_valid) & wr_in_ready
+        wb_last = wbeat.q == o_bpr
+        wr_last = wrow.q == o_rows
+        w_last = wb_last & wr_last
+        wbeat.next(Mux(wfire, wbeat.q, Mux(wb_last, inc(wbeat.q, 16), Bits(16)(1))))
+        wrow.next(Mux(wfire & wb_last, wrow.q, Mux(wr_last, inc(wrow.q, 16), Bits(16)(1))))
+        own.pop(wfire & w_last)
+        a_wd_ready.assign(o_valid & ~o_b & wr_in_ready)
+        b_wd_ready.assign(o_valid & o_b & wr_in_ready)
+        self.own, self.wfire = own, wfire
