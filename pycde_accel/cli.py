@@ -154,7 +154,7 @@ Writes DIR/dse.json.
 
 examples:
   python -m pycde_accel dse mlp --target ecp5-25f
-  python -m pycde_accel dse lenet5 --target ecp5-85f --top 5 --confirm 1 --synth
+  python -m pycde_accel dse lenet5 --target ecp5-25f --top 5 --confirm 1 --synth
   python -m pycde_accel dse resblock --target ecp5-25f --rows 2,4 --cols 4,8 --axi 32
 """
 
