@@ -1,5 +1,5 @@
 """Open synthesis (Yosys + nextpnr on ECP5 and iCE40), device presets, fit check, reports and
-vendor project scripts (Vivado, Quartus) for handoff. See DESIGN.md, "Layout".
+vendor project scripts (Vivado, Quartus) for handoff. See docs/architecture.md, "Layout".
 
 Public API:
   synthesize(sv_files, top, target, work_dir, ...) -> SynthReport    (fpga.synth)

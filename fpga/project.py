@@ -55,7 +55,7 @@ def design_top(out: Path, files: list[Path]) -> str:
 
 
 def synth_model(model: str | None, out: Path, config: AccelConfig, *, seed: int = 0,
-                progress: Callable[[str], None] = _quiet) -> SynthOutput:
+                progress: Callable[[str], None] = _quiet, compiled=None) -> SynthOutput:
     from pycde_accel import flow
     from pycde_accel.outdir import check_out, staged_output
 
@@ -71,7 +71,7 @@ def synth_model(model: str | None, out: Path, config: AccelConfig, *, seed: int 
     # a tool that fails still gets the output, with the log its error names
     failed = None
     with staged_output(out, model=spec) as stage:
-        flow.write_gen(fe, stage, config, progress=progress)
+        flow.write_gen(fe, stage, config, progress=progress, compiled=compiled)
         files = read_filelist(stage / "sv")
         top = design_top(stage, files)
         if device.open_flow:

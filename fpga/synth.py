@@ -13,6 +13,9 @@
    keeps the synthesis figures and says why it was not placed.
 5. ``report.json`` and ``report.md`` are written into ``work_dir`` and the report returned.
 
+A run identical to an earlier one (same sources, top, device, seed, clock, tool versions) takes
+the tools' outputs from :mod:`.cache` instead of running them again.
+
 The caller owns ``work_dir``; nothing is written anywhere else (never the cwd). Logs stay there
 (``yosys.log``, ``nextpnr.log``), also when a tool fails.
 """
@@ -28,7 +31,7 @@ from typing import Callable, Sequence
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import UserError
 
-from . import nextpnr, yosys
+from . import cache, nextpnr, yosys
 from .devices import Device, get_device, known_targets
 from .fit import check_fit
 from .report import SynthReport
@@ -109,11 +112,19 @@ def synthesize(sv_files: Sequence[os.PathLike | str], top: str, target: str | De
     except OSError as e:
         raise UserError(f"synthesis: cannot create the work folder {work} ({e.strerror})") from e
     files = stage_sources(sv_files, work)
+    versions = {"yosys": tool_version("yosys"), "nextpnr": tool_version(device.nextpnr[0])}
+    ckey = cache.key(work, files, top, device.name, seed, freq_mhz, place, versions)
+    hit = cache.restore(ckey, work)
 
-    progress(f"yosys: {device.yosys_synth} of {top} ({len(files)} file{'s' if len(files) != 1 else ''})")
-    t0 = time.monotonic()
-    stats = yosys.run_yosys(files, top, device, work, progress)
-    progress(f"yosys: done in {time.monotonic() - t0:.0f} s")
+    if hit:
+        progress(f"yosys + {device.nextpnr[0]}: the same sources, device, seed and clock were "
+                 f"synthesized before; reusing that run (synthesis cache {ckey[:12]})")
+        stats = yosys.parse_stat(work / yosys.STAT)
+    else:
+        progress(f"yosys: {device.yosys_synth} of {top} ({len(files)} file{'s' if len(files) != 1 else ''})")
+        t0 = time.monotonic()
+        stats = yosys.run_yosys(files, top, device, work, progress)
+        progress(f"yosys: done in {time.monotonic() - t0:.0f} s")
     res = yosys.classify(stats.cells, device.family)
     main = {k: res.pop(k) for k in ("lut", "ff", "dsp", "bram", "carry")}
     check_synthesized(main, top, device, work)
@@ -126,13 +137,17 @@ def synthesize(sv_files: Sequence[os.PathLike | str], top: str, target: str | De
         note = (f"not placed: the top has {stats.port_bits} port bits but the {device.package} "
                 f"package has {device.io} IO pins, and nextpnr-ice40 has no out-of-context mode")
     else:
-        progress(f"{device.nextpnr[0]}: place and route, seed {seed}, towards {freq_mhz:g} MHz")
-        t0 = time.monotonic()
-        pnr = nextpnr.run_nextpnr(device, work, seed, freq_mhz, progress)
+        if hit:
+            pnr = nextpnr.parse_report(work / nextpnr.REPORT)
+        else:
+            progress(f"{device.nextpnr[0]}: place and route, seed {seed}, towards {freq_mhz:g} MHz")
+            t0 = time.monotonic()
+            pnr = nextpnr.run_nextpnr(device, work, seed, freq_mhz, progress)
         tools["nextpnr"] = tool_version(device.nextpnr[0])
         fmax = min((c["achieved_mhz"] for c in pnr.clocks.values()), default=None)
-        progress(f"{device.nextpnr[0]}: done in {time.monotonic() - t0:.0f} s"
-                 + (f", Fmax {fmax:.1f} MHz" if fmax is not None else ""))
+        if not hit:
+            progress(f"{device.nextpnr[0]}: done in {time.monotonic() - t0:.0f} s"
+                     + (f", Fmax {fmax:.1f} MHz" if fmax is not None else ""))
     if note:
         progress(note)
 
@@ -148,4 +163,6 @@ def synthesize(sv_files: Sequence[os.PathLike | str], top: str, target: str | De
         extra=res, note=note, tools=tools,
         config=config.to_dict() if config is not None else None)
     report.write(work)
+    if not hit:
+        cache.store(ckey, work)
     return report

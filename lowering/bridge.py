@@ -1,4 +1,4 @@
-"""The bridge between torch-mlir's MLIR and the CIRCT inside pycde (DESIGN.md, toolchain facts).
+"""The bridge between torch-mlir's MLIR and the CIRCT inside pycde (docs/toolchain.md).
 
 * Two MLIR versions: text crosses between them in generic op form only
   (``print_generic_op_form=True``); the pretty form of one may not parse in the other.

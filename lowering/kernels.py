@@ -20,7 +20,7 @@ tests' reference implement the same):
 * ``clamp``: y = clamp(x, lo, hi) elementwise on int8, lo/hi fixed at build time.
 
 The arithmetic is written with cmpi+select (no maxsi/minsi) so that the same linalg also
-passes lower-scf-to-calyx (DESIGN.md, calyx limits).
+passes lower-scf-to-calyx (docs/toolchain.md, "Calyx in this CIRCT build").
 """
 
 from __future__ import annotations

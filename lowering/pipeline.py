@@ -9,8 +9,8 @@ dumps ``NN_<name>.failed-input.mlir`` and ``NN_<name>.repro.sh`` (one command re
 
 Routes (``schedule`` chooses: dynamic, static, calyx):
 
-* ``dynamic`` (default): handshake with the project's throughput passes (DESIGN.md's four
-  rewrites: :mod:`.passes`), ~1 element per cycle.
+* ``dynamic``: handshake with the project's throughput passes (the four
+  rewrites of docs/toolchain.md: :mod:`.passes`), ~1 element per cycle.
 * ``dynamic-stock``: CIRCT's own handshake lowering with ``handshake-insert-buffers``, the
   baseline the bench compares against.
 * ``static``: scf -> ``pipeline.scheduled`` (project pass ``pycde-accel-scf-to-pipeline``: one
@@ -70,7 +70,7 @@ _HANDSHAKE_STOCK = Stage(
     "handshake", "circt",
     "flatten-memref,lower-cf-to-handshake,canonicalize,handshake-lower-extmem-to-hw,canonicalize,"
     "handshake.func(handshake-materialize-forks-sinks)",
-    "CIRCT handshake as CIRCT lowers it (DESIGN.md's working order)")
+    "CIRCT handshake as CIRCT lowers it (the working order in docs/toolchain.md)")
 _HANDSHAKE_OPT = Stage(
     "handshake_opt", "circt",
     "pycde-accel-drop-mem-completion-join,pycde-accel-backedge-buffers,"

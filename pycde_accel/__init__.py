@@ -1,6 +1,6 @@
 """pycde-accel: a PyTorch model in, an int8 systolic accelerator in SystemVerilog out.
 
-The flow (see DESIGN.md): frontend (torch.export, int8 quantization, integer reference) ->
+The flow (see docs/architecture.md): frontend (torch.export, int8 quantization, integer reference) ->
 systolic matmul core and CIRCT-lowered post-op kernels (``pycde_accel.rtl_lib``,
 ``pycde_accel.lowering``) -> Verilator/cocotb simulation (``pycde_accel.sim``) -> open
 synthesis (``pycde_accel.fpga``).

@@ -81,7 +81,7 @@ class Design:
 
         from . import flow, hostgen
         out = Path(out)
-        flow.gen(self.frontend, out, self.config, seed=self.seed)
+        flow.gen(self.frontend, out, self.config, seed=self.seed, compiled=self.compiled)
         sv = out / "sv"
         design = json.loads((out / "design.json").read_text())
         return EmitResult(out=out, top=design["top"],
@@ -102,12 +102,13 @@ class Design:
         cache, ``$PYCDE_ACCEL_CACHE``)."""
         from .simulate import simulate
         fe = self.frontend if inputs is None else self._with_inputs(inputs)
+        # the program does not depend on the inputs (they go into the image): compiled once
+        kw = dict(axi_pause=axi_pause, seed=self.seed, waves=waves, cache_root=cache_root,
+                  compiled=self.compiled)
         if work is not None:
-            return simulate(fe, self.config, Path(work), axi_pause=axi_pause, seed=self.seed,
-                            waves=waves, cache_root=cache_root)
+            return simulate(fe, self.config, Path(work), **kw)
         with tempfile.TemporaryDirectory(prefix="pycde_accel_sim_") as tmp:
-            return simulate(fe, self.config, Path(tmp), axi_pause=axi_pause, seed=self.seed,
-                            waves=waves, cache_root=cache_root)
+            return simulate(fe, self.config, Path(tmp), **kw)
 
     def synthesize(self, target: str | None = None, out=None):
         """Synthesize for ``target`` (default: the config's); return
@@ -116,10 +117,11 @@ class Design:
         (default: a temporary one, removed after; ``written`` is then empty)."""
         from .fpga import get_device, project
         cfg = self.config if target is None else self.config.replace(target=get_device(target).name)
+        kw = dict(seed=self.seed, compiled=self.compiled if cfg == self.config else None)
         if out is not None:
-            return project.synth_model(self.frontend, Path(out), cfg, seed=self.seed)
+            return project.synth_model(self.frontend, Path(out), cfg, **kw)
         with tempfile.TemporaryDirectory(prefix="pycde_accel_synth_") as tmp:
-            r = project.synth_model(self.frontend, Path(tmp) / "out", cfg, seed=self.seed)
+            r = project.synth_model(self.frontend, Path(tmp) / "out", cfg, **kw)
             return project.SynthOutput(r.top, r.report, [])
 
     def report(self, out, *, sim=None, synth=None):

@@ -35,7 +35,7 @@ ACCEL_SCHEDULES = ("dynamic", "static", "calyx")
 #: II=1 pipeline, ``lowering.stream`` wraps it into the engines' stream contract) with the wide
 #: multiplies split into 16x16 partial products (``lowering.split_mul``), so that no kernel
 #: stage holds more than one DSP or one adder chain. The handshake route ("dynamic") computes a
-#: whole element in one cycle: 22.5 MHz for requantize on ECP5.
+#: whole element in one cycle, a long path for the clock.
 KERNEL_ROUTE = "static"
 
 

@@ -128,9 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(i)
     i.add_argument("--list", action="store_true", help="list the stages of the route")
     i.add_argument("--stage", default=None, metavar="NAME", help="print this stage's IR, e.g. 06_hw or hw")
-    i.add_argument("--schedule", default="dynamic", choices=("dynamic", "static", "calyx"),
-                   help="dynamic (handshake, default), static (pipeline dialect), or calyx "
-                        "(CIRCT calyx with the project's passes)")
+    i.add_argument("--schedule", default=None, choices=SCHEDULES,
+                   help="the kernels' lowering route: static (CIRCT pipeline dialect), dynamic "
+                        "(CIRCT handshake) or calyx (CIRCT calyx with the project's passes); "
+                        "default: the config's, as gen builds it")
     i.add_argument("--kernel", default=None, metavar="NAME",
                    help="a post-op kernel (requantize, residual_add, maxpool, clamp ...) instead of the model")
     r = sub.add_parser("report", help="simulate, then write report.md/.html/.json (cycles, roofline, resources)",
@@ -153,7 +154,7 @@ Writes DIR/dse.json.
 
 examples:
   python -m pycde_accel dse mlp --target ecp5-25f
-  python -m pycde_accel dse lenet5 --target ecp5-85f --top 5 --confirm 1 --synth
+  python -m pycde_accel dse lenet5 --target ecp5-25f --top 5 --confirm 1 --synth
   python -m pycde_accel dse resblock --target ecp5-25f --rows 2,4 --cols 4,8 --axi 32
 """
 
@@ -364,6 +365,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 def _cmd_ir(args: argparse.Namespace) -> int:
     from .lowering import inspect_ir
     from .outdir import staged_output
+    args.schedule = args.schedule or AccelConfig().schedule    # the route gen takes
     if args.list or not args.stage:
         print(inspect_ir.list_stages(args.schedule, kernel=args.kernel is not None))
         return 0

@@ -1,4 +1,4 @@
-"""The compiler driver: model spec + config -> output folder (DESIGN.md "Output directory").
+"""The compiler driver: model spec + config -> output folder (docs/architecture.md, "Conventions").
 
 Each step is a function of the previous step's result; ``gen`` strings them together and writes
 everything through :func:`pycde_accel.outdir.staged_output`, so a failure leaves no output
@@ -42,30 +42,35 @@ def model_label(model) -> str:
 
 
 def gen(model, out: Path, config: AccelConfig, *, seed: int = 0,
-        progress: Progress = _quiet) -> Path:
+        progress: Progress = _quiet, compiled=None) -> Path:
     """Generate the accelerator for ``model`` (see :func:`frontend_result`) into ``out``;
     return ``out``. Writes design.json, dram.bin, weights.npz, ir/, sv/ and host/
     (:mod:`pycde_accel.hostgen`). The model is loaded and checked before anything is created;
-    ``out`` appears whole or not at all (:func:`pycde_accel.outdir.staged_output`)."""
+    ``out`` appears whole or not at all (:func:`pycde_accel.outdir.staged_output`).
+    ``compiled``: the back end's program for ``model`` and ``config`` when the caller has it
+    (the API's :class:`~pycde_accel.api.Design`), so that it is not compiled again."""
     config.validate()
     spec = model if isinstance(model, str) else None
     check_out(out, model=spec)
     progress(f"frontend: export, quantize and check {model_label(model)}")
     fe = frontend_result(model, seed)
     with staged_output(out, model=spec) as stage:
-        write_gen(fe, stage, config, progress=progress)
+        write_gen(fe, stage, config, progress=progress, compiled=compiled)
     return out
 
 
-def write_gen(fe, folder: Path, config: AccelConfig, *, progress: Progress = _quiet) -> dict:
+def write_gen(fe, folder: Path, config: AccelConfig, *, progress: Progress = _quiet,
+              compiled=None) -> dict:
     """``gen``'s files for frontend result ``fe`` into ``folder`` (a staging folder); return
-    design.json's content."""
+    design.json's content. ``compiled``: ``backend.compile_program(fe, config)`` if the
+    caller has it already."""
     from . import frontend, hostgen
     from .backend import compile_program
 
     front = frontend.write(fe, folder)
-    progress(f"back end: tiling the layers onto the {config.array} array, DRAM image")
-    compiled = compile_program(fe, config)
+    if compiled is None:
+        progress(f"back end: tiling the layers onto the {config.array} array, DRAM image")
+        compiled = compile_program(fe, config)
     (folder / "dram.bin").write_bytes(compiled.image)
     from . import assemble as emit
     from .rtl_lib.axil_csr import default_csr_map

@@ -1,4 +1,4 @@
-"""rtl_lib (see DESIGN.md, Layout): PyCDE modules of the accelerator.
+"""rtl_lib (see docs/architecture.md, "Layout"): PyCDE modules of the accelerator.
 
 * :mod:`.systolic`: the output-stationary systolic matmul core (protocol, latency formula);
   ``make_systolic_core(config)``.

@@ -12,7 +12,7 @@ which synthesis must never see: such models are written next to the SV and liste
 synthesis files, in ``filelist_sim.f`` only (``EmittedSV.sim_files``, ``sim_filelist``;
 without models ``sim_filelist`` is ``filelist`` itself). Verilator builds use ``sim_filelist``.
 
-The lowering options (DESIGN.md, toolchain facts) are set on the MLIR module:
+The lowering options (docs/toolchain.md, "Installation and CIRCT") are set on the MLIR module:
 ``disallowLocalVariables`` (Yosys rejects ``automatic logic`` in always_ff),
 ``locationInfoStyle=none`` and ``omitVersionComment`` (no machine paths or versions in the
 files). The same module gives byte-identical files.

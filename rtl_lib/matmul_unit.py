@@ -54,9 +54,8 @@ are slowed by the core's own admission (one tile per R cycles) only: the FIFO ab
 Registers hold the command (remaining count, word and byte counters, release flags); every
 output is a register or logic of registers, except ``c_*`` (the core's, registered too).
 
-Resources: the default config (8x8, W=64, spad depths 1024 -> 16 lane memories of 2 x 128
-words) in Yosys synth_ecp5: 32 DP16KD, 64 MULT18X18D, 8423 TRELLIS_FF, 6078 LUT4, 1057 CCU2C,
-130 TRELLIS_DPR16X4 (the core alone: 7542 FF, 4234 LUT4; the FIFO is 516 of the FFs).
+Resources: ``bench/fmax.py`` reports them for the default config (the lane memories map to
+DP16KD, the PEs to MULT18X18D, the operand FIFO to distributed RAM).
 """
 
 from __future__ import annotations

@@ -39,9 +39,9 @@ are not cleared). Every output except ``rd_data`` is a register or logic of regi
 Memories: one ``seq.hlmem`` per lane of ``2 * depth_words`` words holding both banks (the bank
 is the address MSB: the ownership protocol never lets the two ports into one bank), with one
 write port and one registered read port; Yosys maps them to block RAM (see ``scratchpad``).
-All lanes share the read address; a write enables one lane's memory. synth_ecp5 of 4 lanes x
-2 banks x 128 x 64 bits (the slow test): 8 DP16KD, 152 TRELLIS_FF, 667 LUT4 (most of them
-Yosys's read-first emulation, as in ``scratchpad``, and the byte select).
+All lanes share the read address; a write enables one lane's memory (the slow test checks the
+block-RAM mapping; the fabric logic is Yosys's read-first emulation, as in ``scratchpad``, and
+the byte select).
 """
 
 from __future__ import annotations

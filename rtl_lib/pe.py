@@ -34,9 +34,8 @@ The multiplier (``use_dsp``, chosen by the core from the config's target):
   array already sign-extended to the block's 18 bits (the core extends them once, at its
   edge), so each PE wires its ``a_in``/``b_in`` bits straight to A0..A17/B0..B17. In hardware
   this is free: the forwarding registers' upper bits all hold the same sign bit and Yosys
-  merges them (the 8x8 array synthesizes to the same 4234 LUT4 / 7542 FF either way). In
-  Verilator it is not: with 8-bit ports every PE rebuilt the 18-bit operands from replicated
-  bits on every cycle, about a sixth of the whole accelerator's simulation time.
+  merges them. In Verilator it is not free: with 8-bit ports every PE would rebuild the 18-bit
+  operands from replicated bits on every cycle.
 * ``use_dsp=False`` (any other target): ``a_r * b_r`` inferred, registered in ``m_r``: the same
   two stages (input registers ``a_r``/``b_r``, output register ``m_r``), so the latency does not
   depend on the target.

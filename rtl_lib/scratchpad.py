@@ -7,8 +7,7 @@ most one bank and the consumer (core side) at most one; a bank passes producer -
 *commit* and back by a *release*, so the DMA fills tile t+1 while the core reads tile t.
 Each bank is a simple dual-port memory (``seq.hlmem``: one write port, one registered read
 port) that Yosys maps onto block RAM (ECP5: DP16KD; 1024 x 64 bits -> 4 DP16KD per bank).
-synth_ecp5 of 2 x 1024 x 64: 8 DP16KD, 180 TRELLIS_FF, 245 LUT4. Most of the flip-flops and
-LUTs are Yosys's read-before-write emulation (``emulate_read_first``): the SV memory reads old
+Besides the DP16KD, most of the flip-flops and LUTs Yosys adds are its read-before-write emulation (``emulate_read_first``): the SV memory reads old
 data when its two ports hit one address in one cycle, which DP16KD does not do across ports.
 The ownership protocol below never reads and writes one bank in the same cycle, so a
 ``(* no_rw_check *)`` memory would not need it, but the hlmem lowering cannot attach that

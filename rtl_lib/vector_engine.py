@@ -36,14 +36,9 @@ and then pushed into the pair FIFO; each kernel input (``a``/``t0`` bytes of X, 
 bytes of S) comes from a register slice after the byte select, so the kernels' first stage
 starts at flops.
 
-Area and clock (synth_ecp5 + nextpnr ECP5-85F, W = 64, spad_c_depth = 256, seed 1): with the
-static kernels (split multiplies) 977 LUT4, 2247 FF, 4 MULT18X18D, 2 DP16KD (X), 104 MHz, the
-critical path the residual_add's 32-bit variable shift (since split in two as well). With the
-handshake kernels it was 2134 LUT4, 2172 FF and a whole element's arithmetic in one cycle.
-In the whole accelerator (8x8, W = 64, bench/fmax.py) the engine held the critical path at
-88 MHz (pair FIFO read -> byte select -> maxpool stage 0), then the overlap hazard's compares
--> ``s_ready`` -> the read data router; the input slices and the registered hazard took both
-off.
+Timing structure: the pair FIFO read -> byte select path ends in the input slices before the
+kernels, and the overlap hazard is a register, so neither reaches ``s_ready`` and the read data
+router in one cycle; ``bench/fmax.py`` measures the clock it reaches.
 
 Ports (valid/ready: a beat moves on a rising edge where both are high)
 --------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""sim (see DESIGN.md, Layout): Verilator + cocotb from Python.
+"""sim (see docs/architecture.md, "Layout"): Verilator + cocotb from Python.
 
 * :mod:`.runner`: ``build(filelist, top, build_dir=|cache_root=)`` -> :class:`SimBuild`,
   ``run(build, test_module, test_dir, extra_env=, plusargs=, waves=)``, :class:`SimFailure`,

@@ -74,9 +74,7 @@ MEM_LOG2 = 24
 #: ``--x-initial 0``: variables start at zero, as Verilator's default run-time reset gives
 #: them anyway, but without a random-reset call per word of the 16 MB memory model at start-up.
 #: ``-CFLAGS -O3``: g++'s code for the model's one big clocked function varies a lot with the
-#: design (after the timing register slices, -O2's came out 1.7x slower than -O3's on the same
-#: RTL: 0.417 against 0.240 s for bench/sim_speed's 265k-cycle layer); -O3 was the fastest or
-#: tied in every build measured.
+#: optimization level (``bench/sim_speed.py`` measures it).
 FAST_BUILD_ARGS = ("-O3", "--x-initial", "0", "-CFLAGS", "-O3")
 #: The native build also leaves out the design's concurrent assertions (CIRCT's FIFO
 #: overflow/underflow properties): Verilator samples their signals on every eval, ~9% of the

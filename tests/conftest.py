@@ -24,6 +24,22 @@ _HYPOTHESIS_HOME = tempfile.TemporaryDirectory(prefix="pycde-accel-hypothesis-")
 configuration.set_hypothesis_home_dir(_HYPOTHESIS_HOME.name)
 
 
+
+@pytest.fixture(scope="session", autouse=True)
+def synth_cache(tmp_path_factory):
+    """Synthesis results the tests make are kept in one cache folder per test session (shared by
+    the xdist workers and the commands the tests run), never in the user's cache: a run starts
+    cold and leaves nothing behind."""
+    import os
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    root = base / "synth-cache"
+    root.mkdir(parents=True, exist_ok=True)
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("PYCDE_ACCEL_SYNTH_CACHE", str(root))
+        yield root
+
 # ---- model files the tests write under tmp_path --------------------------------------------
 KITCHEN_SINK = '''\
 import torch

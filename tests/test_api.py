@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 import pycde_accel
-from pycde_accel import flow
+from pycde_accel import backend, flow
 from pycde_accel.errors import ConfigError, UserError
 from pycde_accel.frontend import reference
 from pycde_accel.sim.runner import pytest_cache_root
@@ -63,9 +63,22 @@ def test_compile_refuses_bad_arguments():
         pycde_accel.compile(nn.Sequential(nn.Linear(4, 4), nn.Sigmoid()), (torch.randn(1, 4),))
 
 
+def _compiled_once():
+    """A context in which the back end refuses to run: the Design hands its one compiled
+    program down to emit, simulate and synthesize."""
+    mp = pytest.MonkeyPatch.context()
+    m = mp.__enter__()
+
+    def again(*_a, **_k):
+        raise AssertionError("the model was compiled again")
+    m.setattr(backend, "compile_program", again)
+    return mp
+
+
 def test_simulate_other_inputs_bit_exact(design, tmp_path_factory, capsys):
     x = np.random.default_rng(5).standard_normal((2, 16))
-    r = design.simulate((x,), cache_root=pytest_cache_root(tmp_path_factory))
+    with _compiled_once():
+        r = design.simulate((x,), cache_root=pytest_cache_root(tmp_path_factory))
     assert r.bit_exact, r.mismatches
     qm = design.frontend.quantized
     want = reference.run(qm, reference.quantize_inputs(qm, [x])).outputs[0]
@@ -85,7 +98,8 @@ def test_simulate_other_inputs_bit_exact(design, tmp_path_factory, capsys):
 @pytest.fixture(scope="module")
 def emitted(design, tmp_path_factory):
     out = tmp_path_factory.mktemp("api") / "emit"
-    return design.emit(out)
+    with _compiled_once():
+        return design.emit(out)
 
 
 def test_emit(emitted, capsys):
@@ -102,13 +116,14 @@ def test_synthesize_for_a_vendor_target(design, emitted, tmp_path, monkeypatch):
     generation itself is the emitted folder, copied, to keep the test short)."""
     seen = []
 
-    def write_gen(fe, folder, config, *, progress=None):
-        seen.append((fe, config))
+    def write_gen(fe, folder, config, *, progress=None, compiled=None):
+        seen.append((fe, config, compiled))
         shutil.copytree(emitted.out, folder, dirs_exist_ok=True)
     monkeypatch.setattr(flow, "write_gen", write_gen)
     r = design.synthesize("xc7a100t", out=tmp_path / "v")
     assert r.report is None and r.top == "pycde_accel_top"
     assert seen[0][0] is design.frontend and seen[0][1].target == "xc7a100t"
+    assert seen[0][2] is None           # another target than compiled for: compiled anew
     tcl = (tmp_path / "v" / "vivado" / "build.tcl").read_text()
     assert "-top pycde_accel_top" in tcl
     for f in emitted.sv_files:

@@ -1,6 +1,6 @@
 """pycde-accel-backedge-buffers: one 1-slot seq buffer on each loop-header mux's back edge.
 
-DESIGN.md rewrite 3 (used instead of handshake-insert-buffers). lower-cf-to-handshake makes a
+Rewrite 3 of docs/toolchain.md (used instead of handshake-insert-buffers). lower-cf-to-handshake makes a
 ``mux`` per loop-carried value in the loop header, selected by a ``buffer ... {initValues}`` of
 the loop condition: input 0 is the value entering the loop, input 1 the value coming back
 around. A cycle of handshake units with no register in it cannot be lowered to hardware (a

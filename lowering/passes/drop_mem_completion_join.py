@@ -1,6 +1,6 @@
 """pycde-accel-drop-mem-completion-join: stop each iteration from waiting for its memory.
 
-DESIGN.md rewrite 1. handshake-lower-extmem-to-hw joins, per iteration, the loop's control
+Rewrite 1 of docs/toolchain.md. handshake-lower-extmem-to-hw joins, per iteration, the loop's control
 token with the completion tokens of that iteration's memory accesses (a load's data arrival,
 turned into a token by a ``join``, and a store's ``done`` token); the next iteration's control
 waits on that join, so a loop runs at most one iteration per memory round trip.

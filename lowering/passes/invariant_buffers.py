@@ -1,6 +1,6 @@
 """pycde-accel-invariant-buffers{slots=N}: decouple loop-invariant inputs from the datapath.
 
-A fifth rewrite, beyond DESIGN.md's four (which were measured on a kernel with constants only).
+A fifth rewrite, beyond the four of docs/toolchain.md (which were measured on a kernel with constants only).
 A scalar kernel input (requantize's ``m0``, ``shift``) is carried around the loop unchanged:
 header ``mux`` -> ``cond_br`` -> ``fork`` with one output back to the mux and the others into
 the body. A fork takes its next token only when all outputs were taken, and the body takes its

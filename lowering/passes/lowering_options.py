@@ -1,7 +1,7 @@
 """pycde-accel-lowering-options: SV that Verilator and Yosys both read, with no machine paths.
 
 Sets ``circt.loweringOptions = "disallowLocalVariables,locationInfoStyle=none,omitVersionComment"``
-on the module (DESIGN.md: Yosys rejects ``automatic logic`` locals in always_ff); with
+on the module (docs/toolchain.md: Yosys rejects ``automatic logic`` locals in always_ff); with
 ``locationInfoStyle=none`` no source paths reach the SV, so the same input gives the same bytes.
 """
 

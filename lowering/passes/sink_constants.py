@@ -1,6 +1,6 @@
 """pycde-accel-sink-constants: give every block its own copy of the constants it uses.
 
-DESIGN.md rewrite 2 (constants sourced where used). In cf form the loop bounds and the
+Rewrite 2 of docs/toolchain.md (constants sourced where used). In cf form the loop bounds and the
 linalg body's constants sit in the entry block; lower-cf-to-handshake then carries each one
 around the loop as a token through a header mux and a branch, so every iteration waits for it.
 With a copy in each using block, ``lower-cf-to-handshake{source-constants}`` drives each from a

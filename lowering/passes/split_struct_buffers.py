@@ -2,7 +2,7 @@
 
 handshake-lower-extmem-to-hw packs each store into ``hw.struct_create(address, data)``; when
 handshake-insert-buffers then buffers that struct, the registers stay ``struct packed`` in the
-SV (hw-flatten-io flattens only ports), and Yosys rejects those (DESIGN.md). This pass moves
+SV (hw-flatten-io flattens only ports), and Yosys rejects those (docs/toolchain.md). This pass moves
 such a buffer in front of the struct_create, one buffer per field, so that no struct-typed
 register is left. It changes no timing: the same slots, on each field.
 

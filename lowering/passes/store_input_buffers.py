@@ -1,6 +1,6 @@
 """pycde-accel-store-input-buffers{slots=N}: seq buffers on each store's address and control.
 
-DESIGN.md rewrite 4. A ``handshake.store`` fires when address, data and control tokens are all
+Rewrite 4 of docs/toolchain.md. A ``handshake.store`` fires when address, data and control tokens are all
 there. Address and control arrive early (straight from the loop header), the data late (after
 the load and the arithmetic); unbuffered, the early tokens hold back the header until the data
 arrives. One slot each lets the header move on to the next iteration.

@@ -39,10 +39,13 @@ def ecp5_progress() -> list[str]:
 
 @pytest.fixture(scope="session")
 def ecp5_run(tiny_sv, tmp_path_factory, ecp5_progress):
+    """The tools really run (the synthesis cache is off), so their progress is seen."""
     from pycde_accel.fpga import synthesize
     work = tmp_path_factory.mktemp("ecp5_work")
-    rep = synthesize(tiny_sv, "TinyMac", "ecp5-85f", work, seed=1, freq_mhz=100,
-                     progress=ecp5_progress.append)
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("PYCDE_ACCEL_SYNTH_CACHE", "off")
+        rep = synthesize(tiny_sv, "TinyMac", "ecp5-85f", work, seed=1, freq_mhz=100,
+                         progress=ecp5_progress.append)
     return rep, work
 
 

@@ -125,3 +125,34 @@ def test_a_nextpnr_failure_is_one_line_naming_the_tool(tmp_path):
     msg = str(e.value)
     assert msg.startswith("nextpnr-ecp5 failed: ") and "ERROR" in msg and "\n" not in msg
     assert (tmp_path / "nextpnr.log").is_file()
+
+
+def test_an_identical_run_comes_from_the_synthesis_cache(tiny_sv, tiny_maker, tmp_path, monkeypatch):
+    """Same sources, top, device, seed and clock: the second run reads the first one's tool
+    outputs (no Yosys, no nextpnr) and reports exactly the same; other sources run the tools."""
+    from pycde_accel.fpga import nextpnr, yosys
+    monkeypatch.setenv("PYCDE_ACCEL_SYNTH_CACHE", str(tmp_path / "cache"))
+    first = synthesize(tiny_sv, "TinyMac", "ecp5-25f", tmp_path / "a", seed=2, freq_mhz=90)
+    assert len(list((tmp_path / "cache").iterdir())) == 1
+
+    def ran(*_a, **_k):
+        raise AssertionError("a synthesis tool ran for an identical design")
+    with monkeypatch.context() as m:
+        m.setattr(yosys, "run_yosys", ran)
+        m.setattr(nextpnr, "run_nextpnr", ran)
+        seen = []
+        again = synthesize(tiny_sv, "TinyMac", "ecp5-25f", tmp_path / "b", seed=2, freq_mhz=90,
+                           progress=seen.append)
+        assert again.to_dict() == first.to_dict()
+        assert (tmp_path / "b" / "report.json").read_text() == (tmp_path / "a" / "report.json").read_text()
+        assert (tmp_path / "b" / "yosys.log").is_file() and any("synthesis cache" in s for s in seen)
+        with pytest.raises(AssertionError, match="tool ran"):       # another seed: the tools run
+            synthesize(tiny_sv, "TinyMac", "ecp5-25f", tmp_path / "c", seed=3, freq_mhz=90)
+    other = tiny_maker(tmp_path / "sv18", acc_width=18)
+    rep = synthesize(other, "TinyMac", "ecp5-25f", tmp_path / "d", seed=2, freq_mhz=90)
+    assert rep.ff > first.ff and len(list((tmp_path / "cache").iterdir())) == 2
+    monkeypatch.setenv("PYCDE_ACCEL_SYNTH_CACHE", "off")
+    with monkeypatch.context() as m:
+        m.setattr(yosys, "run_yosys", ran)
+        with pytest.raises(AssertionError, match="tool ran"):       # the cache switched off
+            synthesize(tiny_sv, "TinyMac", "ecp5-25f", tmp_path / "e", seed=2, freq_mhz=90)

@@ -3,7 +3,7 @@
 ``TinyMac`` (top) instantiates ``TinyMul``: int8 a, b registered, their product registered
 (one hard multiplier), accumulated, and the sum registered once more into ``acc``.
 With ACC_WIDTH=16 the top has 34 port bits, few enough for the iCE40 SG48 package's 39 pins.
-Writes OUT_DIR/*.sv and OUT_DIR/filelist.f with the options DESIGN.md names for Yosys-clean SV.
+Writes OUT_DIR/*.sv and OUT_DIR/filelist.f with the options docs/toolchain.md names for Yosys-clean SV.
 Runs in its own process so that its PyCDE System cannot meet another test's.
 """
 

@@ -10,7 +10,7 @@ returns the word ``latency`` cycles later (many requests may be in flight, answe
 the data is held until the kernel takes it). The store port takes {address, data} when its
 random ready is high and answers with a done token ``latency`` cycles later. The run is over
 when all ``n`` stores arrived and their done tokens were taken (completion is counted here:
-with the optimized route ``out0`` means "all issued", DESIGN.md rewrite 1).
+with the optimized route ``out0`` means "all issued", rewrite 1 of docs/toolchain.md).
 """
 
 from __future__ import annotations

@@ -8,16 +8,22 @@ import subprocess
 import pytest
 
 from pycde_accel.cli import main
+from pycde_accel.config import AccelConfig
 from pycde_accel.toolchain import verilator_bin
 
 
 def test_ir_list(capsys):
-    # no MODEL: the default model's route (frontend's model, then its post-op kernels)
+    # no MODEL: the default model's route (frontend's model, then its post-op kernels); no
+    # --schedule: the config's, the route gen builds the accelerator's kernels by
     assert main(["ir", "--list"]) == 0
+    default = capsys.readouterr().out
+    assert main(["ir", "--list", "--schedule", AccelConfig().schedule]) == 0
+    assert capsys.readouterr().out == default
+    assert main(["ir", "--list", "--schedule", "dynamic"]) == 0
     names = [ln.split()[0] for ln in capsys.readouterr().out.splitlines()]
     assert names == ["00_linalg", "01_postops", "02_bufferize", "03_scf", "04_cf", "05_handshake",
                      "06_handshake_opt", "07_hw", "08_sv"]
-    assert main(["ir", "--kernel", "clamp", "--list"]) == 0
+    assert main(["ir", "--kernel", "clamp", "--list", "--schedule", "dynamic"]) == 0
     names = [ln.split()[0] for ln in capsys.readouterr().out.splitlines()]
     assert names == ["00_linalg", "01_bufferize", "02_scf", "03_cf", "04_handshake",
                      "05_handshake_opt", "06_hw", "07_sv"]
@@ -36,12 +42,14 @@ def test_ir_list(capsys):
 
 
 def test_ir_stage_of_a_kernel(tmp_path, capsys):
-    assert main(["ir", "--kernel", "clamp", "--stage", "hw", "--out", str(tmp_path)]) == 0
+    assert main(["ir", "--kernel", "clamp", "--stage", "hw", "--schedule", "dynamic",
+                 "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "hw.module @clamp(" in out
     assert (tmp_path / "ir/05_handshake_opt.mlir").exists()
     assert not (tmp_path / "ir/07_sv.mlir").exists()  # built only as far as asked
-    assert main(["ir", "--kernel", "clamp", "--stage", "02_scf", "--out", str(tmp_path)]) == 0
+    assert main(["ir", "--kernel", "clamp", "--stage", "02_scf", "--schedule", "dynamic",
+                 "--out", str(tmp_path)]) == 0
     assert "scf.for" in capsys.readouterr().out
 
 
@@ -77,10 +85,10 @@ EXPECTED_KERNELS = {
 def test_ir_chain_of_builtin_model(model, tmp_path, capsys):
     """Every stage of the model route builds for each built-in, down to SV: 00 is the whole
     model; 01 its post-op kernels (the matmuls stay on the systolic core), which reach SV."""
-    assert main(["ir", model, "--list"]) == 0
+    assert main(["ir", model, "--list", "--schedule", "dynamic"]) == 0
     tags = [ln.split()[0] for ln in capsys.readouterr().out.splitlines()]
     assert tags[0] == "00_linalg" and tags[1] == "01_postops" and tags[-1].endswith("_sv")
-    rc = main(["ir", model, "--stage", tags[-1], "--out", str(tmp_path)])
+    rc = main(["ir", model, "--stage", tags[-1], "--schedule", "dynamic", "--out", str(tmp_path)])
     assert rc == 0, capsys.readouterr().err
     capsys.readouterr()
     for tag in tags:
@@ -105,7 +113,8 @@ def test_ir_chain_of_builtin_model(model, tmp_path, capsys):
                           capture_output=True, text=True)
     assert lint.returncode == 0, lint.stderr[-2000:]
     # asking again reuses what is on disk; the stage printed is the file
-    assert main(["ir", model, "--stage", "hw", "--out", str(tmp_path)]) == 0
+    assert main(["ir", model, "--stage", "hw", "--schedule", "dynamic",
+                 "--out", str(tmp_path)]) == 0
     assert capsys.readouterr().out == hw
 
 

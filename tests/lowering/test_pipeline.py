@@ -106,7 +106,7 @@ def test_unlowerable_input_names_stage_and_pass(tmp_path):
 
 
 def test_abort_inside_circt_is_contained(tmp_path):
-    # lower-scf-to-calyx aborts the process on a function returning a memref (DESIGN.md).
+    # lower-scf-to-calyx aborts the process on a function returning a memref (docs/toolchain.md).
     stages = (pipeline.ROUTES["static"][0].__class__(
                   "bufferize", "torch",
                   "one-shot-bufferize{bufferize-function-boundaries "
