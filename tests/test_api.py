@@ -1,6 +1,7 @@
 """The Python API: ``pycde_accel.compile(module, example_inputs, config) -> Design`` with
 ``emit``, ``simulate``, ``synthesize`` and ``report`` returning result objects (nothing printed)."""
 
+import contextlib
 import json
 import shutil
 
@@ -63,16 +64,15 @@ def test_compile_refuses_bad_arguments():
         pycde_accel.compile(nn.Sequential(nn.Linear(4, 4), nn.Sigmoid()), (torch.randn(1, 4),))
 
 
+@contextlib.contextmanager
 def _compiled_once():
     """A context in which the back end refuses to run: the Design hands its one compiled
     program down to emit, simulate and synthesize."""
-    mp = pytest.MonkeyPatch.context()
-    m = mp.__enter__()
-
     def again(*_a, **_k):
         raise AssertionError("the model was compiled again")
-    m.setattr(backend, "compile_program", again)
-    return mp
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(backend, "compile_program", again)
+        yield
 
 
 def test_simulate_other_inputs_bit_exact(design, tmp_path_factory, capsys):
