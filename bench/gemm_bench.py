@@ -1,4 +1,4 @@
-"""Bench helper (not a bench script): one standalone GEMM layer and its bounds.
+"""One standalone GEMM layer and its bounds (a helper of the bench scripts, and a script).
 
 ``gemm_program(config, M, N, K, seed)`` compiles C = requant(A @ B + bias) with random int8 A
 (M x K), B (K x N), int32 bias and per-column (m0, shift) as a one-layer program (a Linear
@@ -6,10 +6,17 @@ without the frontend) and returns a :class:`GemmBench`: the compiled program, th
 integer reference's output and the layer's compute and bandwidth bounds. bench/layer.py,
 bench/model.py and bench/sim_speed.py use it, and so do tests (tests/conftest.py puts this
 folder on ``sys.path``).
+
+``python bench/gemm_bench.py [--array 8x8] [--axi 64] [--m 256 --n 256 --k 256]`` prints the
+layer's program figures (tiles, model MACs, commands, compute and bandwidth bounds, and the
+bound's share of the array's peak: model MACs over rows*cols*bound cycles) and ends with one
+JSON line of them. It compiles only; bench/layer.py simulates the same layer.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,3 +82,26 @@ def gemm_program(config: AccelConfig, M: int, N: int, K: int, seed: int = 0, rel
     ab = config.axi_data_width // 8
     return GemmBench(cp, qm, a, exp, e["exec_cycles"], e["bytes_read"], e["bytes_written"],
                      ceil_div(e["bytes_read"], ab), ceil_div(e["bytes_written"], ab))
+
+
+def main(argv=None) -> None:
+    from pycde_accel.config import parse_array
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--array", default="8x8")
+    ap.add_argument("--axi", type=int, default=64)
+    ap.add_argument("--m", type=int, default=256)
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--k", type=int, default=256)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    rows, cols = parse_array(args.array)
+    cfg = AccelConfig(rows=rows, cols=cols, axi_data_width=args.axi).validate()
+    fig = gemm_program(cfg, args.m, args.n, args.k, seed=args.seed).figures()
+    fig["peak_share_at_bound"] = round(fig["macs"] / (rows * cols * fig["bound_cycles"]), 4)
+    for k, v in fig.items():
+        print(f"{k:>20}: {v}")
+    print(json.dumps(fig, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
