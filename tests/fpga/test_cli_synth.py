@@ -17,7 +17,7 @@ from pycde_accel import cli, flow
 def fake_gen(monkeypatch, tiny_sv):
     calls = []
 
-    def write_gen(fe, out, config, *, progress=None):
+    def write_gen(fe, out, config, *, progress=None, compiled=None):
         calls.append(config)
         (out / "sv").mkdir(parents=True)
         for f in tiny_sv:
