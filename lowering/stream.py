@@ -316,11 +316,12 @@ def emit_stream(kernel, lowered, sv_dir):
     from pycde import System
     from pycde.circt import ir
 
+    from ..heap import frozen_heap
     from .passes.lowering_options import OPTIONS
 
     sv_dir = Path(sv_dir)
     sv_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="pycde_accel_stream_") as tmp:
+    with frozen_heap(), tempfile.TemporaryDirectory(prefix="pycde_accel_stream_") as tmp:
         system = System([], name=f"{kernel.name}_stream", output_directory=tmp)
         top = stream_module(system, kernel, lowered)
         system.top_modules.append(top)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ..config import AccelConfig
 from ..errors import UserError
+from ..heap import frozen_heap
 
 LOWERING_OPTIONS = "disallowLocalVariables,locationInfoStyle=none,omitVersionComment"
 
@@ -76,7 +77,7 @@ def emit_module(top, sv_dir: Path, sim_models=(), sources=(), prepare=None) -> E
 
     sv_dir = Path(sv_dir)
     sv_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="pycde_accel_emit_") as tmp:
+    with frozen_heap(), tempfile.TemporaryDirectory(prefix="pycde_accel_emit_") as tmp:
         out = Path(tmp) / "out"
         if prepare is None:
             system = System([top], name="top", output_directory=str(out))
