@@ -159,11 +159,14 @@ def fe_cache():
 def build_accel(tmp_path_factory):
     """``build_accel(cfg)``: ``simulate.build_accelerator`` for ``cfg`` in a fresh folder, with
     the Verilator builds cached for the session (``pytest_cache_root``), so tests that build the
-    same config share one build."""
+    same config share one build; a worker process emits each config's SV once."""
     from pycde_accel.sim.runner import pytest_cache_root
     from pycde_accel.simulate import build_accelerator
+    builds = {}
 
     def build(cfg):
-        work = tmp_path_factory.mktemp(f"accel{cfg.rows}x{cfg.cols}")
-        return build_accelerator(cfg, work, cache_root=pytest_cache_root(tmp_path_factory))
+        if cfg not in builds:
+            work = tmp_path_factory.mktemp(f"accel{cfg.rows}x{cfg.cols}")
+            builds[cfg] = build_accelerator(cfg, work, cache_root=pytest_cache_root(tmp_path_factory))
+        return builds[cfg]
     return build
