@@ -14,8 +14,10 @@ An interrupt (SIGINT, SIGTERM) ends every child process (:func:`pycde_accel.proc
 ``--out`` as it was and exits 130.
 
 MODEL is ``path/to/file.py[:function]`` (the function, default ``build``, returns
-``(torch.nn.Module, tuple_of_example_tensors)``) or a built-in name; no MODEL means the built-in
-default. Errors the user can fix are one line on stderr and a non-zero exit; ``--debug`` shows
+``(torch.nn.Module, tuple_of_example_tensors)``), an importable ``package.module:callable`` that
+returns a ``torch.nn.Module`` when called with no arguments (with ``--input-shape`` and
+``--input-dtype``; :func:`pycde_accel.frontend.loader.callable_spec`) or a built-in name; no
+MODEL means the built-in default. Errors the user can fix are one line on stderr and a non-zero exit; ``--debug`` shows
 the traceback of anything else.
 """
 
@@ -42,6 +44,12 @@ EPILOG = """examples:
 gen writes DIR/sv/ (whole accelerator, filelist.f), DIR/ir/, DIR/design.json, DIR/dram.bin,
 DIR/weights.npz and DIR/host/ (C headers: CSR map, command encoding, layer table; a standalone
 Python driver).
+
+MODEL is a built-in name (mlp, lenet5, resblock), path/to/file.py[:function] (the function,
+default build, returns (torch.nn.Module, tuple_of_example_tensors)) or package.module:callable,
+an importable callable that returns a torch.nn.Module when called with no arguments, with
+--input-shape (and --input-dtype, default float32), e.g.
+  gen torchvision.models:resnet18 --input-shape 1x3x32x32     (random weights, no model file)
 """
 
 
@@ -85,9 +93,20 @@ examples:
 """
 
 
+MODEL_HELP = ("path/to/file.py[:function], package.module:callable (with --input-shape) or a "
+              "built-in name (default: the built-in default model)")
+
+
+def _add_model(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", nargs="?", default=None, help=MODEL_HELP)
+    p.add_argument("--input-shape", default=None, metavar="SHAPE",
+                   help="the input shape of a package.module:callable MODEL, e.g. 1x3x32x32")
+    p.add_argument("--input-dtype", default=None, metavar="DTYPE",
+                   help="the input dtype of a package.module:callable MODEL (default float32)")
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", nargs="?", default=None,
-                   help="path/to/file.py[:function] or a built-in name (default: the built-in default model)")
+    _add_model(p)
     p.add_argument("--out", default="build", help="output folder (default: build/)")
     p.add_argument("--array", default=None, metavar="RxC", help="systolic array rows x cols, e.g. 8x8")
     p.add_argument("--seed", type=int, default=0, help="seed for calibration and test inputs (default 0)")
@@ -173,8 +192,7 @@ def _add_dse(sub) -> None:
     from . import dse
     d = sub.add_parser("dse", help="design-space exploration: fastest configs within a target's budget",
                        epilog=DSE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    d.add_argument("model", nargs="?", default=None,
-                   help="path/to/file.py[:function] or a built-in name (default: the built-in default model)")
+    _add_model(d)
     d.add_argument("--target", default="ecp5-85f", metavar="NAME", help="FPGA target (default ecp5-85f)")
     d.add_argument("--out", default="build/dse", help="output folder (default: build/dse)")
     d.add_argument("--top", type=int, default=10, metavar="N", help="rows of the ranking printed (default 10)")
@@ -299,7 +317,8 @@ def _held_model(out: Path) -> str | None:
         spec = (_read_json(out / "sim" / "result.json") or {}).get("model")
     if not isinstance(spec, str) or not spec:
         return None
-    if spec in models.BUILTINS or Path(split_spec(spec)[0]).is_file():
+    from .frontend.loader import is_callable_spec
+    if spec in models.BUILTINS or is_callable_spec(spec) or Path(split_spec(spec)[0]).is_file():
         return spec
     raise UserError(f"--out {out} holds a design of the model {spec!r}, which is not a built-in "
                     f"and not a file here: name its model file (report path/to/"
@@ -422,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
         # children end with the command: an interrupt ends them all, then the staged output
         # is removed on the way out
         with proc.guard():
+            from .frontend.loader import callable_spec
+            # a callable MODEL carries its input shape in its spec (what design.json records)
+            args.model = callable_spec(args.model, args.input_shape, args.input_dtype)
             return COMMANDS[args.command](args)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)

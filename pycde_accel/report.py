@@ -5,7 +5,8 @@ Contents:
 
 * per layer: simulated cycles split into core busy (the systolic core took a beat), core stalled
   inside an EXEC, and the rest (command fetch, DMA not overlapped with compute, post-ops, drain),
-  MACs, PE utilization, DMA bytes, operational intensity; predicted cycles next to them when
+  MACs (the model's; ``array_macs``: what the array does, channel padding included), PE
+  utilization (model MACs / (PEs x cycles)), DMA bytes, operational intensity; predicted cycles next to them when
   ``pycde_accel.perfmodel`` exists (``perfmodel.predict(compiled, config)``);
 * a per-layer cycle breakdown chart (stacked bars);
 * a roofline chart: compute bound ``rows * cols`` MACs/cycle, bandwidth bound ``AXI bytes per
@@ -122,7 +123,8 @@ def build(sim: dict, config: AccelConfig, *, predicted: list[int] | None = None,
         busy, stall = int(l.get("core_busy", 0)), int(l.get("stall", 0))
         e = {"index": i, "name": l.get("name", str(i)), "op": l.get("op", ""), "cycles": cyc,
              "core_busy": busy, "core_stall": stall, "other": max(0, cyc - busy - stall),
-             "macs": int(l["macs"]), "pe_utilization": round(float(l["pe_utilization"]), 6),
+             "macs": int(l["macs"]), "array_macs": int(l.get("array_macs", l["macs"])),
+             "pe_utilization": round(float(l["pe_utilization"]), 6),
              "dma_rd_bytes": int(l["dma_rd_bytes"]), "dma_wr_bytes": int(l["dma_wr_bytes"]),
              "commands": int(l.get("cmds", l.get("cmd_count", 0))),
              "intensity": round(l["macs"] / moved, 6) if moved else None,
@@ -136,6 +138,7 @@ def build(sim: dict, config: AccelConfig, *, predicted: list[int] | None = None,
         "bit_exact": bool(sim["bit_exact"]), "mismatches": list(sim.get("mismatches", [])),
         "float_max_abs_error": round(float(sim.get("float_max_abs_error", 0.0)), 6),
         "total_cycles": int(sim["total_cycles"]), "macs": int(sim["macs"]),
+        "array_macs": int(sim.get("array_macs") or sim["macs"]),
         "pe_utilization": round(float(sim["pe_utilization"]), 6),
         "dma_bytes_read": int(sim["dma_bytes_read"]),
         "dma_bytes_written": int(sim["dma_bytes_written"]),
@@ -256,6 +259,11 @@ def _resource_rows(data: dict) -> list[list[str]]:
     return out
 
 
+def _waste(data: dict) -> float:
+    """The share of the array's MACs that multiply channel padding."""
+    return 1 - data["macs"] / data["array_macs"] if data.get("array_macs") else 0.0
+
+
 def _summary_lines(data: dict) -> list[str]:
     c = data["config"]
     res = data["resources"]
@@ -264,8 +272,9 @@ def _summary_lines(data: dict) -> list[str]:
         f"Model `{data['model']}` on a {data['array']} int{c['data_width']} array, "
         f"{c['axi_data_width']}-bit AXI, target {c['target']}, {c['schedule']} post-op schedule.",
         f"Simulated in Verilator: {data['total_cycles']} cycles "
-        f"({data['latency_us']} us at {data['clock_mhz']} MHz), {data['macs']} MACs, "
-        f"PE utilization {data['pe_utilization']:.3f}; bit-exact with the integer reference: "
+        f"({data['latency_us']} us at {data['clock_mhz']} MHz), {data['macs']} MACs of the model "
+        f"({data['array_macs']} on the array with channel padding, padding waste "
+        f"{_waste(data):.1%}), PE utilization {data['pe_utilization']:.3f}; bit-exact with the integer reference: "
         f"{verdict}; float PyTorch max abs error {data['float_max_abs_error']:.4g}.",
         "Resources: " + ("synthesis report" if res["source"] == "synthesis" else
                          "fit estimate (no synthesis report; run `synth` first for measured figures)")

@@ -52,6 +52,8 @@ class SimResult:
     outputs: list = field(default_factory=list, repr=False)
     #: pycde_accel.perfmodel's prediction of total_cycles (None if the model failed)
     predicted_cycles: int | None = None
+    #: MACs the array performs (padded channels included); ``macs`` are the model's
+    array_macs: int = 0
 
     def to_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k != "outputs"}
@@ -225,19 +227,21 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
     for name, o, f in zip(qm.graph.outputs, outs, floats):
         deq = np.asarray(o, np.float64) * qm.scales[name]
         errs.append(float(np.max(np.abs(deq - f))) if f.size else 0.0)
-        if f.ndim >= 1 and f.shape[-1] > 1:
+        if classifier_shaped(f.shape):
             top1 = bool(np.array_equal(np.argmax(deq.reshape(-1, f.shape[-1]), -1),
                                        np.argmax(f.reshape(-1, f.shape[-1]), -1)))
     stats = {s["index"]: s for s in compiled.stats} if hasattr(compiled, "stats") else {}
     layers = []
     pe = config.rows * config.cols
+    array = [int(entry.get("macs", stats.get(i, {}).get("macs", 0)))
+             for i, entry in enumerate(compiled.layers)]
+    model = model_macs(qm.graph, compiled.layers, array)
     for i, (entry, r) in enumerate(zip(compiled.layers, runs)):
-        macs = int(entry.get("macs", stats.get(i, {}).get("macs", 0)))
         pred = prediction.layers[i].cycles if prediction else None
         layers.append({**{k: entry[k] for k in entry if k not in ("cmd_addr",)}, **r,
                        "predicted_cycles": pred,
-                       "macs": macs,
-                       "pe_utilization": macs / (r["cycles"] * pe) if r["cycles"] else 0.0})
+                       "macs": model[i], "array_macs": array[i],
+                       "pe_utilization": model[i] / (r["cycles"] * pe) if r["cycles"] else 0.0})
     total = sum(r["cycles"] for r in runs)
     macs = sum(l["macs"] for l in layers)
     return SimResult(model=fe.model.spec, config=config.to_dict(), bit_exact=not mismatches,
@@ -247,7 +251,34 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
                      dma_bytes_written=sum(r["dma_wr_bytes"] for r in runs),
                      float_max_abs_error=max(errs) if errs else 0.0, float_top1_match=top1,
                      predicted_cycles=prediction.total_cycles if prediction else None,
-                     outputs=outs)
+                     outputs=outs, array_macs=sum(array[:len(layers)]))
+
+
+def classifier_shaped(shape) -> bool:
+    """An output whose argmax is a class: 2-d (N, classes) with more than one class."""
+    return len(shape) == 2 and shape[1] > 1
+
+
+def model_macs(graph, layers: list[dict], array: list[int]) -> list[int]:
+    """The model's MACs per program layer (``Node.macs`` of the node each layer comes from;
+    a node lowered to several layers shares its MACs out in proportion to their array MACs
+    ``array``); layers of nodes without MACs get 0."""
+    by_node: dict[str, list[int]] = {}
+    for i, entry in enumerate(layers):
+        by_node.setdefault(entry.get("name"), []).append(i)
+    out = [0] * len(layers)
+    for node in graph.nodes:
+        idx = by_node.get(node.name)
+        macs = node.macs(graph)
+        if not idx or not macs:
+            continue
+        weights = [array[i] for i in idx]
+        total = sum(weights) or len(idx)
+        left = macs
+        for k, i in enumerate(idx):
+            share = left if k == len(idx) - 1 else macs * (weights[k] or 1) // total
+            out[i], left = share, left - share
+    return out
 
 
 def _predict(compiled, config: AccelConfig, memory: str = "rtl"):
@@ -277,9 +308,13 @@ def report_lines(r: SimResult) -> list[str]:
                  f"{r.macs} MACs, PE utilization "
                  f"{r.pe_utilization:.3f}, DMA {r.dma_bytes_read} B read, "
                  f"{r.dma_bytes_written} B written")
-    top1 = ("n/a" if r.float_top1_match is None else
-            "same top-1" if r.float_top1_match else "different top-1")
-    lines.append(f"  float PyTorch: max abs error {r.float_max_abs_error:.4g} (dequantized), {top1}")
+    if r.array_macs:
+        waste = 1 - r.macs / r.array_macs if r.array_macs else 0.0
+        lines.append(f"  array: {r.array_macs} MACs with channel padding (padding waste "
+                     f"{waste:.1%} of the array's MACs)")
+    top1 = ("" if r.float_top1_match is None else
+            ", same top-1" if r.float_top1_match else ", different top-1")
+    lines.append(f"  float PyTorch: max abs error {r.float_max_abs_error:.4g} (dequantized){top1}")
     lines.append("  bit-exact with the integer reference: " +
                  ("yes" if r.bit_exact else "NO - " + "; ".join(r.mismatches)))
     return lines

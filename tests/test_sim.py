@@ -50,6 +50,12 @@ def test_builtin_model_bit_exact(accel, fe_cache, tmp_path, model, watchdog):
             # every MAC passed through the core: one beat per K element per tile
             assert layer["core_busy"] == layer["exec_cycles"]
     assert r.dma_bytes_read > 0 and r.dma_bytes_written > 0
+    # the figures are the model's MACs; the array's (channel padding included) apart
+    graph = fe_cache(model).quantized.graph
+    assert r.macs == sum(n.macs(graph) for n in graph.nodes) > 0
+    assert r.array_macs == sum(layer["array_macs"] for layer in r.layers)
+    assert r.array_macs > r.macs if model == "lenet5" else r.array_macs >= r.macs  # 1-channel conv
+    assert r.pe_utilization == r.macs / (r.total_cycles * CFG.rows * CFG.cols)
 
 
 def test_axi_backpressure_changes_timing_not_results(accel, fe_cache, tmp_path):

@@ -61,14 +61,17 @@ def run(spec: str | None, seed: int = 0, *, eval_batches: int = EVAL_BATCHES) ->
 
 def write(result: FrontendResult, out: Path) -> dict:
     """Write weights.npz, ir/00_linalg.mlir (integer model) and ir/00_linalg_float.mlir (float
-    model) into ``out``; return the design.json entries."""
+    model; both without the values of large constants, mlir_import.ELIDE_BYTES) into ``out``;
+    return the design.json entries."""
     out = Path(out)
     design.write_npz(out / "weights.npz", design.weight_arrays(result.quantized))
     ir = out / "ir"
     ir.mkdir(parents=True, exist_ok=True)
-    (ir / f"{mlir_import.STAGE}.mlir").write_text(mlir_import.import_integer_linalg(result.quantized))
+    limit = mlir_import.ELIDE_BYTES         # large weights: weights.npz holds them, not the IR text
+    (ir / f"{mlir_import.STAGE}.mlir").write_text(
+        mlir_import.import_integer_linalg(result.quantized, elide_over=limit))
     (ir / f"{mlir_import.FLOAT_STAGE}.mlir").write_text(
-        mlir_import.import_linalg(result.model.module, result.model.example_inputs))
+        mlir_import.import_linalg(result.model.module, result.model.example_inputs, elide_over=limit))
     d = design.design_dict(result.quantized, result.model.name, result.model.spec)
     d["accuracy"] = result.accuracy
     d["ir"] = {"int8": f"ir/{mlir_import.STAGE}.mlir", "float": f"ir/{mlir_import.FLOAT_STAGE}.mlir"}

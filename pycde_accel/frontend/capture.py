@@ -9,10 +9,16 @@ whose input is a Conv2d or Linear used by nothing else is folded into it:
 ``W' = W * g / sqrt(var + eps)`` (per output channel), ``b' = (b - mean) * g / sqrt(var + eps) + beta``.
 Nodes that do not lead to an output are dropped.
 
-Anything else is a :class:`~pycde_accel.errors.UserError` naming the op, the module path
-(``features.3``, from the exported graph's ``nn_module_stack``), the model's source line
-(``model.py:12``, the innermost stack_trace frame outside torch) and what is supported. Symbolic
-(dynamic or data-dependent) shapes are refused the same way.
+Anything else is an unsupported op, named with the module path (``features.3``, from the
+exported graph's ``nn_module_stack``), the model's source line (``model.py:12``, the innermost
+stack_trace frame outside torch; for code of an installed package the path inside it,
+``torchvision/models/squeezenet.py:33``) and what is supported. An op hook refuses a node with
+``raise cx.fail(n, what)`` (an :class:`UnsupportedOp`); capture records it, puts a placeholder
+with the fx node's static shape in its place so that the nodes after it are captured too, and
+raises one :class:`~pycde_accel.errors.UserError` at the end that lists every problem, one line
+per distinct problem (op, count, module paths, source line): a user sees all of them at once.
+A node inside a recurrent layer (``nn.LSTM``/``nn.GRU``/``nn.RNN``) is reported as that layer.
+Symbolic (dynamic or data-dependent) shapes are refused at once.
 """
 
 from __future__ import annotations
@@ -58,12 +64,27 @@ def _torch_dir() -> str:
     return _TORCH_DIR
 
 
+_PACKAGE_DIRS = ("site-packages", "dist-packages")
+
+
+def source_path(path: str) -> str:
+    """How errors name a source file: the path inside its package for code in an installed
+    package (``torchvision/models/squeezenet.py``), else the file name (``model.py``; never a
+    machine path)."""
+    parts = Path(os.path.abspath(path)).parts
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] in _PACKAGE_DIRS:
+            return "/".join(parts[i + 1:])
+    return Path(path).name
+
+
 def source_of(fx_node, fallback: str = "") -> str:
-    """``file.py:LINE`` of the innermost stack frame outside torch, else ``fallback``."""
+    """``file.py:LINE`` of the innermost stack frame outside torch (:func:`source_path`),
+    else ``fallback``."""
     frames = _FRAME.findall(fx_node.meta.get("stack_trace") or "")
     for path, line in reversed(frames):
         if not os.path.abspath(path).startswith(_torch_dir()):
-            return f"{Path(path).name}:{line}"
+            return f"{source_path(path)}:{line}"
     return fallback
 
 
@@ -83,6 +104,125 @@ def _where(fx_node, fallback: str) -> str:
     mod = f"module {path} ({cls})" if path else "the top-level forward"
     src = source_of(fx_node, fallback)
     return f"{mod}, {src}" if src else mod
+
+
+#: torch.nn's recurrent layers: any node inside one is reported as the layer
+_RNN = ("LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell")
+
+
+class UnsupportedOp(UserError):
+    """One node that capture cannot translate (what :meth:`CaptureContext.fail` returns):
+    ``what`` (``aten.sigmoid.default``, ``conv2d with groups=2``), the node's module path and
+    class, its source line."""
+
+    def __init__(self, message: str, what: str, module: str, cls: str, source: str):
+        super().__init__(message)
+        self.what, self.module, self.cls, self.source = what, module, cls, source
+
+
+def _rnn_of(fx_node) -> tuple[str, str] | None:
+    """(module path, class) of the outermost recurrent layer the node belongs to, or None."""
+    for path, cls in (fx_node.meta.get("nn_module_stack") or {}).values():
+        name = cls if isinstance(cls, str) else getattr(cls, "__qualname__", str(cls))
+        name = name.rsplit(".", 1)[-1]
+        if name in _RNN:
+            return re.sub(r"^L\['self'\]\.?", "", str(path)), name
+    return None
+
+
+def _modules_text(paths: list[tuple[str, str]]) -> str:
+    """``module features.3 (Sigmoid)`` or ``modules a, b, c and 4 more (ReLU6)``."""
+    classes = sorted({c for _, c in paths if c})
+    cls = f" ({', '.join(classes)})" if classes else ""
+    if len(paths) == 1:
+        return f"module {paths[0][0]}{cls}" if paths[0][0] else "the top-level forward"
+    names = [p or "the top-level forward" for p, _ in paths]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"modules {shown}{cls}"
+
+
+def _merge(whats: list[str]) -> str:
+    """Texts that differ only in their numbers as one: ``conv2d with groups=32,96,144``."""
+    parts = [re.split(r"(\d+)", w) for w in whats]
+    out = []
+    for i, first in enumerate(parts[0]):
+        vals = list(dict.fromkeys(p[i] for p in parts))
+        out.append(",".join(vals) if i % 2 else first)
+    return "".join(out)
+
+
+class Problems:
+    """The unsupported nodes of one capture, grouped into distinct problems: the same ``what``
+    at the same source line is one problem with a count (the 35 ReLU6 of one torchvision block
+    are one line); every node of one recurrent layer is that layer."""
+
+    def __init__(self):
+        self.groups: dict[tuple, dict] = {}
+        self.first: UnsupportedOp | None = None
+
+    def add(self, n, e: UnsupportedOp) -> None:
+        self.first = self.first or e
+        rnn = _rnn_of(n)
+        if rnn is not None:
+            key = ("rnn",) + rnn
+            g = self.groups.setdefault(key, {"rnn": rnn, "source": e.source, "nodes": 0})
+        else:
+            # "conv2d with groups=32" and "... groups=96" at one source line are one problem
+            key = ("op", re.sub(r"\d+", "#", e.what), e.source)
+            g = self.groups.setdefault(key, {"whats": [], "source": e.source, "paths": [],
+                                             "nodes": 0})
+            if e.what not in g["whats"]:
+                g["whats"].append(e.what)
+            if (e.module, e.cls) not in g["paths"]:
+                g["paths"].append((e.module, e.cls))
+        g["nodes"] += 1
+
+    def __bool__(self) -> bool:
+        return bool(self.groups)
+
+    def lines(self) -> list[str]:
+        """One line per distinct problem, in graph order."""
+        out = []
+        for g in self.groups.values():
+            src = f", {g['source']}" if g["source"] else ""
+            if "rnn" in g:
+                path, cls = g["rnn"]
+                where = f"module {path}" if path else "the top-level forward"
+                out.append(f"nn.{cls} ({where}{src}): recurrent layers are not supported yet")
+            else:
+                count = f" x{g['nodes']}" if g["nodes"] > 1 else ""
+                out.append(f"unsupported op {_merge(g['whats'])}{count} in "
+                           f"{_modules_text(g['paths'])}{src}")
+        return out
+
+    def error(self) -> UserError:
+        """One problem: its own line (as a single refusal always read); several: a line each
+        after a head line, then what is supported."""
+        lines = self.lines()
+        if len(lines) == 1:
+            g = next(iter(self.groups.values()))
+            if "rnn" in g:
+                return UserError(lines[0])
+            if g["nodes"] == 1:
+                return UserError(str(self.first))
+            return UserError(f"{lines[0]}; supported: {supported()}")
+        nodes = sum(g["nodes"] for g in self.groups.values())
+        head = f"{len(lines)} problems in the model ({nodes} nodes refused), one per line:"
+        return UserError("\n".join([head] + [f"  {line}" for line in lines] +
+                                   [f"supported: {supported()}"]))
+
+
+class Unsupported:
+    """The placeholder of a refused fx node, with its static shape, so that the nodes after it
+    can be captured (the graph is never used: capture raises at the end)."""
+    kind = "unsupported"
+
+    def __init__(self, name: str, inputs: tuple, shape: tuple):
+        self.name, self.inputs, self.shape = name, inputs, shape
+        self.module = self.source = ""
+
+    def folds_batchnorm(self) -> bool:
+        return False
 
 
 def _static_shape(fx_node) -> tuple[int, ...] | None:
@@ -142,45 +282,75 @@ def capture(module, example_inputs, *, fallback_source: str = "") -> g.Graph:
         consts[ph] = ep.constants[fqn].detach().double().numpy()
 
     cx = CaptureContext(consts, fallback_source)
-    out = cx.graph
+    problems = Problems()
     user_index = 0
     for n in ep.graph.nodes:
-        if n.op == "placeholder":
-            if n.name in consts:
-                continue
-            shape = _static_shape(n)
-            if shape is None:
-                raise UserError(f"model input {n.name} is not a tensor; only tensor inputs are supported")
-            cx.emit(ops.REGISTRY["input"](n.name, (), shape, index=user_index), n)
-            out.inputs.append(n.name)
-            user_index += 1
-            continue
-        if n.op == "output":
-            results = n.args[0] if isinstance(n.args[0], (tuple, list)) else (n.args[0],)
-            for r in results:
-                if not (isinstance(r, torch.fx.Node) and r.name in cx.alias):
-                    raise UserError(f"model output {r} is not a computed tensor; outputs must be activations")
-                out.outputs.append(cx.alias[r.name])
-            continue
-        if n.op != "call_function":
-            raise cx.fail(n, f"{n.op} {n.target}")
-        t = str(n.target)
-        if t in _IDENTITY:
-            cx.alias[n.name] = cx.act(n, n.args[0])
-        elif t in _BATCHNORM:
-            _batchnorm(cx, n)
-        elif t == "<built-in function getitem>" or t.endswith("getitem"):
-            base = n.args[0]
-            if isinstance(base, torch.fx.Node) and base.name in cx.alias and n.args[1] == 0 and \
-                    str(base.target) == "aten._native_batch_norm_legit_no_training.default":
-                cx.alias[n.name] = cx.alias[base.name]
-            else:
-                raise cx.fail(n, "getitem on a multi-output op")
-        elif t in ops.ATEN:
-            ops.ATEN[t].capture(cx, n)
+        try:
+            user_index = _capture_node(cx, n, user_index)
+        except UnsupportedOp as e:
+            problems.add(n, e)
+            cx.placeholder(n)
+    if problems:
+        raise problems.error()
+    return _prune(cx.graph)
+
+
+def _capture_node(cx: "CaptureContext", n, user_index: int) -> int:
+    """Translate one fx node (an op hook refuses it with ``raise cx.fail(...)``); returns the
+    index of the next model input."""
+    import torch
+    out = cx.graph
+    if n.op == "placeholder":
+        if n.name in cx.consts:
+            return user_index
+        shape = _static_shape(n)
+        if shape is None:
+            raise UserError(f"model input {n.name} is not a tensor; only tensor inputs are supported")
+        cx.emit(ops.REGISTRY["input"](n.name, (), shape, index=user_index), n)
+        out.inputs.append(n.name)
+        return user_index + 1
+    if n.op == "output":
+        results = n.args[0] if isinstance(n.args[0], (tuple, list)) else (n.args[0],)
+        for r in results:
+            if not (isinstance(r, torch.fx.Node) and r.name in cx.alias):
+                raise UserError(f"model output {r} is not a computed tensor; outputs must be activations")
+            out.outputs.append(cx.alias[r.name])
+        return user_index
+    if n.op != "call_function":
+        raise cx.fail(n, f"{n.op} {n.target}")
+    t = str(n.target)
+    if t in _IDENTITY:
+        cx.alias[n.name] = cx.act(n, n.args[0])
+    elif t in _BATCHNORM:
+        _batchnorm(cx, n)
+    elif t == "<built-in function getitem>" or t.endswith("getitem"):
+        base = n.args[0]
+        if isinstance(base, torch.fx.Node) and \
+                isinstance(cx.nodes.get(cx.alias.get(base.name, "")), Unsupported):
+            cx.placeholder(n)       # an output of a refused multi-output op: no problem of its own
+        elif isinstance(base, torch.fx.Node) and base.name in cx.alias and n.args[1] == 0 and \
+                str(base.target) == "aten._native_batch_norm_legit_no_training.default":
+            cx.alias[n.name] = cx.alias[base.name]
         else:
-            raise cx.fail(n, t)
-    return _prune(out)
+            raise cx.fail(n, "getitem on a multi-output op")
+    elif t in ops.ATEN:
+        ops.ATEN[t].capture(cx, n)
+    elif t in _NAMED:
+        raise cx.fail(n, _NAMED[t](cx, n))
+    else:
+        raise cx.fail(n, t)
+    return user_index
+
+
+#: targets that no op captures and that deserve a message of their own (a target an op module
+#: registers is that op's: it never gets here)
+_NAMED = {
+    "aten.conv2d.padding": lambda cx, n: f"Conv2d with padding={cx.arg(n, 4, 'padding', 'same')!r} "
+                                         f"(a string padding)",
+    "aten.conv1d.padding": lambda cx, n: f"Conv1d with padding={cx.arg(n, 4, 'padding', 'same')!r} "
+                                         f"(a string padding)",
+    "aten.max_pool2d_with_indices.default": lambda cx, n: "MaxPool2d with return_indices=True",
+}
 
 
 class CaptureContext:
@@ -201,8 +371,21 @@ class CaptureContext:
         self.nodes[node.name] = node
         self.alias[n.name] = node.name
 
-    def fail(self, n, what: str) -> UserError:
-        return UserError(f"unsupported op {what} in {_where(n, self.fallback_source)}; supported: {supported()}")
+    def fail(self, n, what: str) -> UnsupportedOp:
+        """The error for ``n`` (the hook raises it; capture records it and goes on)."""
+        path, cls = module_of(n)
+        return UnsupportedOp(f"unsupported op {what} in {_where(n, self.fallback_source)}; "
+                             f"supported: {supported()}", what, path, cls,
+                             source_of(n, self.fallback_source))
+
+    def placeholder(self, n) -> None:
+        """Stand in for the refused fx node ``n`` (unless a hook emitted it before refusing)."""
+        if n.name in self.alias or n.op != "call_function":
+            return
+        ins = tuple(self.alias[a.name] for a in n.all_input_nodes if a.name in self.alias)
+        node = Unsupported(n.name, ins, _static_shape(n) or ())
+        self.nodes[node.name] = node
+        self.alias[n.name] = node.name
 
     def is_act(self, a) -> bool:
         import torch
@@ -241,6 +424,9 @@ def _batchnorm(cx: CaptureContext, n) -> None:
     args = list(n.args)
     src = cx.act(n, args[0])
     prod = cx.nodes[src]
+    if isinstance(prod, Unsupported):       # a BatchNorm after a refused op: no problem of its own
+        cx.alias[n.name] = src
+        return
     sole = len(args[0].users) == 1
     if not prod.folds_batchnorm() or not sole:
         raise cx.fail(n, "BatchNorm that does not directly follow a Conv2d or 2-d Linear "

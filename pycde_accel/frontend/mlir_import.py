@@ -12,32 +12,47 @@ output_type="linalg-on-tensors")`` (which runs torch.export itself), function ``
   for inspection.
 
 The text is MLIR's pretty form with constants as ``dense_resource`` blobs at the end and no
-location information (so no machine paths).
+location information (so no machine paths). The files ``gen`` writes elide every blob larger
+than :data:`ELIDE_BYTES` (``elide_over``; MLIR's ``large_resource_limit``): the op keeps its
+``dense_resource<name>`` handle and the file still parses, but the values are not repeated
+there: the integer weights are in ``weights.npz`` (and the DRAM image), the float ones are the
+model's. A ResNet-18's float weights as hex text were 90 MB of its output folder. A header line
+says what was left out.
 """
 
 from __future__ import annotations
 
 STAGE = "00_linalg"
 FLOAT_STAGE = "00_linalg_float"
+#: blobs larger than this (bytes, with the blob's 4-byte alignment header) are elided from the
+#: files ``gen`` writes
+ELIDE_BYTES = 4096
 
 
-def _import(module, example_inputs) -> str:
+def _import(module, example_inputs, elide_over: int | None = None) -> str:
     import warnings
     from torch_mlir import fx
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mod = fx.export_and_import(module.eval(), *example_inputs, output_type="linalg-on-tensors",
                                    func_name="forward")
-    text = str(mod)
+    if elide_over is None:
+        text = str(mod)
+    else:
+        # MLIR's limit counts the printed string: quotes, "0x", two hex digits per byte
+        full = mod.operation.get_asm(large_resource_limit=2 * elide_over + 4)
+        text = (f"// dense_resource constants over {elide_over} bytes are elided (handles kept, "
+                f"no values): the integer weights are in weights.npz\n" + full)
     return text if text.endswith("\n") else text + "\n"
 
 
-def import_linalg(module, example_inputs) -> str:
-    """The float torch model as linalg-on-tensors text."""
-    return _import(module, example_inputs)
+def import_linalg(module, example_inputs, *, elide_over: int | None = None) -> str:
+    """The float torch model as linalg-on-tensors text (``elide_over``: see the module
+    docstring; None keeps every value)."""
+    return _import(module, example_inputs, elide_over)
 
 
-def import_integer_linalg(qm) -> str:
+def import_integer_linalg(qm, *, elide_over: int | None = None) -> str:
     """The quantized model (integer ops only) as linalg-on-tensors text."""
     from .intmodule import IntegerModule, example_int_inputs
-    return _import(IntegerModule(qm), example_int_inputs(qm))
+    return _import(IntegerModule(qm), example_int_inputs(qm), elide_over)

@@ -13,6 +13,8 @@ Hooks (defaults below; an op overrides those that apply to it):
   ``SUPPORTED`` (its phrase in the "supported:" list) and ``ORDER`` (its place there);
   ``FUSES_RELU`` (a following ReLU folds into it as ``relu=True``),
   :meth:`Node.folds_batchnorm` (a following BatchNorm folds into its weight).
+* :meth:`Node.macs`: the multiply-accumulates the model's op does (not the array's, which
+  include channel padding): the figure MACs and PE utilization are quoted in.
 * :meth:`Node.quantize`: the output scale and integer parameters (:class:`LayerQuant`).
 * :meth:`Node.float_eval`: the float64 meaning (calibration, capture checks).
 * :meth:`Node.reference`: the integer reference, bit-exact with the hardware.
@@ -85,6 +87,11 @@ class Node:
     def folds_batchnorm(self) -> bool:
         """Whether a BatchNorm right after this node folds into its ``weight``/``bias``."""
         return False
+
+    def macs(self, graph) -> int:
+        """Multiply-accumulates of the op as the model states it (``graph``: the layer graph,
+        for input shapes); 0 for ops that do none."""
+        return 0
 
     # ---- quantization and semantics --------------------------------------------------------
     def quantize(self, scales: dict, maxabs: dict):

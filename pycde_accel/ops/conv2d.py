@@ -74,6 +74,10 @@ class Conv2d(Node):
     def folds_batchnorm(self) -> bool:
         return True
 
+    def macs(self, graph) -> int:
+        """One per output value and weight tap (of its group's input channels)."""
+        return math.prod(self.shape) * math.prod(self.weight.shape[1:])
+
     def quantize(self, scales, maxabs):
         return linear.quantize_weighted(self, scales, maxabs)
 

@@ -124,6 +124,10 @@ class Linear(Node):
     def folds_batchnorm(self) -> bool:
         return len(self.shape) == 2
 
+    def macs(self, graph) -> int:
+        """One per output value and input feature."""
+        return math.prod(self.shape) * math.prod(self.weight.shape[1:])
+
     def quantize(self, scales, maxabs):
         return quantize_weighted(self, scales, maxabs)
 

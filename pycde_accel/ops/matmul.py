@@ -126,6 +126,10 @@ class MatMul(Node):
     def from_json(cls, common_, attrs, quant, arrays):
         return cls(**common_, relu=attrs["relu"]), q.LayerQuant(m0=int(quant["m0"]), shift=int(quant["shift"]))
 
+    def macs(self, graph) -> int:
+        """One per output value and step of the reduction (the first operand's last axis)."""
+        return math.prod(self.shape) * graph.node(self.inputs[0]).shape[-1]
+
     def lower(self, cx) -> None:
         sa, sb = cx.tensor(self.inputs[0]).shape, cx.tensor(self.inputs[1]).shape
         M, K, N = sa[-2], sa[-1], sb[-1]

@@ -44,8 +44,10 @@ class MaxPool2d(Node):
         stride = cx.arg(n, 2, "stride", None)
         stride = kernel if not stride else common.pair(stride)
         padding = common.pair(cx.arg(n, 3, "padding", 0))
-        if common.pair(cx.arg(n, 4, "dilation", 1)) != (1, 1) or cx.arg(n, 5, "ceil_mode", False):
-            raise cx.fail(n, "max_pool2d with dilation or ceil_mode")
+        if common.pair(cx.arg(n, 4, "dilation", 1)) != (1, 1):
+            raise cx.fail(n, f"MaxPool2d with dilation={list(common.pair(cx.arg(n, 4, 'dilation')))}")
+        if cx.arg(n, 5, "ceil_mode", False):
+            raise cx.fail(n, "MaxPool2d with ceil_mode=True")
         cx.emit(cls(n.name, (cx.act(n, args[0]),), cx.shape(n), **cx.common(n), kernel=kernel,
                     stride=stride, padding=padding), n)
 
