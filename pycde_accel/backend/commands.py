@@ -108,6 +108,7 @@ def compile_layer(d: P.Descriptor, cfg: AccelConfig) -> LayerCommands:
         raise _refuse(d, "a strided COPY cannot be expressed in accelerator commands (LOAD/VEC move "
                          "whole beats, nothing reorders bytes within a beat)")
     cmds, macs = sched(d, x)
+    cmds = _split_wide(cmds, x)
     for c in cmds:      # the fields the engines decode narrower than a word (the contract's)
         for f, v, bits in contract.fields_out_of_range(c.SPEC, vars(c)):
             raise _refuse(d, f"{c.KIND} field {f}={v} does not fit the engines' "
@@ -115,6 +116,59 @@ def compile_layer(d: P.Descriptor, cfg: AccelConfig) -> LayerCommands:
     lc = LayerCommands(d.index, d.name, d.KIND, cmds, macs=macs)
     lc.count(x.AB, x.C)
     return lc
+
+
+_F16 = 0xFFFF          # the largest value of a 16-bit field
+
+
+def _split_wide(cmds: list, x: _Ctx) -> list:
+    """Commands whose beats, rows (LOAD) or n (VEC) exceed the engines' 16-bit fields, as
+    several commands that do the same (commands that fit are returned as they are): a LOAD cut
+    into pieces of rows, a 1-row LOAD into pieces of beats (into P whole records), each piece at
+    its own destination index/word, COMMIT on the last piece only; a VEC into pieces of beats
+    of X, S and the result, in order. EXEC K is split by the GEMM schedule itself (K chunks)."""
+    if not any((isinstance(c, Load) and (c.beats > _F16 or c.rows > _F16))
+               or (isinstance(c, Vec) and c.n > _F16) for c in cmds):
+        return cmds
+    AB = x.AB
+    out = []
+    for c in cmds:
+        if isinstance(c, Vec) and c.n > _F16:
+            step = 1 if c.flags & V_TO_X else AB
+            for o in range(0, c.n, _F16):
+                out.append(dataclasses.replace(c, n=min(_F16, c.n - o), x_off=c.x_off + o,
+                                               dst=c.dst + o * step))
+            continue
+        if not isinstance(c, Load) or (c.beats <= _F16 and c.rows <= _F16):
+            out.append(c)
+            continue
+        lanes = c.flags & LANES and c.dst in (DST_A, DST_B)
+        pieces = []       # (addr, beats, rows, index, word): beats * r0 + b0 beats into the dst
+
+        def at(r0, b0):
+            """Destination index/word of beat b0 of row r0."""
+            n = r0 * c.beats + b0
+            if c.dst in (DST_A, DST_B):
+                return (c.index + r0, c.word + b0) if lanes else (c.index, c.word + n)
+            if c.dst == DST_P:
+                return c.index + n * AB // P.PARAM_RECORD_BYTES, c.word
+            return (c.index + n, c.word) if c.dst == DST_X else (c.index, c.word)
+        if c.beats <= _F16:
+            for r0 in range(0, c.rows, _F16):
+                pieces.append((c.addr + r0 * c.stride, c.beats, min(_F16, c.rows - r0)) + at(r0, 0))
+        else:
+            unit = max(1, P.PARAM_RECORD_BYTES // AB) if c.dst == DST_P else 1
+            step = _F16 // unit * unit
+            for r0 in range(c.rows):
+                for b0 in range(0, c.beats, step):
+                    pieces.append((c.addr + r0 * c.stride + (0 if c.flags & ZERO else b0 * AB),
+                                   min(step, c.beats - b0), 1) + at(r0, b0))
+        for i, (addr, beats, rows, index, word) in enumerate(pieces):
+            fl = c.flags if i == len(pieces) - 1 else c.flags & ~COMMIT
+            out.append(dataclasses.replace(c, addr=0 if c.flags & ZERO else addr, beats=beats,
+                                           rows=rows, stride=c.stride if rows > 1 else 0,
+                                           index=index, word=word, flags=fl))
+    return out
 
 
 # ---- GEMM ----------------------------------------------------------------------------------
