@@ -1,6 +1,6 @@
 """K splitting in Verilator (default config: banks of 1024 elements): a 3x3 conv with 128 input
-channels (K = 1152: two chunks) and a Linear with K = 2560 (three, the last one ragged) at tiny
-M/N run bit-exact as CHAIN-ed EXECs, calm and under random AXI pauses, and the perf model
+channels (K = 1152: two chunks; stride 2 and padding: 6 pixels, ZERO taps) and a Linear with
+K = 2560 (three chunks, the last one ragged) at tiny M/N run bit-exact as CHAIN-ed EXECs, calm and under random AXI pauses, and the perf model
 predicts the chained tiles within 1% of the simulated cycle counter."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ KSPLIT_MODEL = textwrap.dedent("""
     class KSplit(nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv = nn.Conv2d(128, 8, 3, padding=1)
+            self.conv = nn.Conv2d(128, 8, 3, stride=2, padding=1)
             self.fc = nn.Linear(128 * 4 * 5, 8)
 
         def forward(self, x):

@@ -25,6 +25,11 @@ panel its first tiles use. The accelerator dispatches a LOAD P only when every e
 done (so the half it overwrites is free), and the tiles' EXECs wait for the COMMIT of the panel
 loaded after it (so the records are in P before their STOREs).
 
+K longer than a bank (:func:`.tiling.k_chunk`): :func:`_gemm_split`, per tile its K chunks as
+EXECs with CHAIN on all but the last (the partial sums stay in the core), each chunk's A and B
+loads cut from the whole panel's at word boundaries (:func:`_clip`), one chunk ahead of the core.
+Commands whose beats/rows/n would overflow a 16-bit field are split (:func:`_split_wide`).
+
 Partial tiles: the A LOAD moves only the valid rows (lanes past M keep stale data; STORE drops
 those rows); B lanes past N are zero in a packed weight, stale for an activation B (those columns
 land in the output's padding). Conv (IM2COL): one lane per output pixel; each panel takes the
