@@ -8,7 +8,8 @@ bench/model.py and bench/sim_speed.py use it, and so do tests (tests/conftest.py
 folder on ``sys.path``).
 
 ``python bench/gemm_bench.py [--array 8x8] [--axi 64] [--m 256 --n 256 --k 256]`` prints the
-layer's program figures (tiles, model MACs, commands, compute and bandwidth bounds, and the
+layer's program figures (tiles, model MACs, commands, K chunks per tile (a K longer than a
+scratchpad bank runs as CHAIN-ed EXECs), compute and bandwidth bounds, and the
 bound's share of the array's peak: model MACs over rows*cols*bound cycles) and ends with one
 JSON line of them. It compiles only; bench/layer.py simulates the same layer.
 """
@@ -60,7 +61,8 @@ class GemmBench:
                 "compute_cycles": self.compute_cycles, "read_beats": self.read_beats,
                 "write_beats": self.write_beats, "bandwidth_cycles": self.bandwidth_cycles,
                 "bound_cycles": self.bound_cycles, "order": self.compiled.stats[0]["order"],
-                "block": self.compiled.stats[0]["block"]}
+                "block": self.compiled.stats[0]["block"],
+                "k_chunks": self.compiled.stats[0].get("k_chunks", 1)}
 
 
 def gemm_program(config: AccelConfig, M: int, N: int, K: int, seed: int = 0, relu: bool = False) -> GemmBench:

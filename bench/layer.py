@@ -60,7 +60,8 @@ def main(argv=None) -> int:
     bound = max(comp, bw)
     f = bench.figures()
     print(f"GEMM {args.m}x{args.n}x{args.k} on {cfg.array}, {args.axi}-bit AXI: {f['tiles']} tiles, "
-          f"{f['order']} blocks of {f['block']}, {r['cmds']} commands")
+          f"{f['order']} blocks of {f['block']}, {f['k_chunks']} K chunk(s) per tile, "
+          f"{r['cmds']} commands")
     print(f"  measured           {cycles:>9} cycles (bit-exact: {exact})")
     print(f"  compute bound      {comp:>9} cycles (tiles x K)")
     print(f"  bandwidth bound    {bw:>9} cycles ({bench.read_beats} beats read, "
@@ -72,6 +73,7 @@ def main(argv=None) -> int:
     print(json.dumps({"util_vs_roofline": round(bound / cycles, 4), "cycles": cycles,
                       "compute_bound_cycles": comp, "bandwidth_bound_cycles": bw,
                       "bit_exact": exact, "M": args.m, "N": args.n, "K": args.k,
+                      "k_chunks": f["k_chunks"],
                       "array": cfg.array, "axi_data_width": args.axi}))
     return 0 if exact else 1
 

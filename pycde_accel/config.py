@@ -28,8 +28,12 @@ class AccelConfig:
     rows, cols:      systolic array shape (PE rows x PE columns); rows index M, cols index N.
     data_width:      signed operand width in bits (int8 by default).
     acc_width:       signed accumulator width in bits.
-    max_k:           the largest reduction length K one tile may have; the generator proves
-                     that ``max_k`` products of two ``data_width`` operands fit ``acc_width``.
+    max_k:           the largest reduction length K one output tile may have, summed over the
+                     EXECs that feed it (a K longer than a scratchpad bank is split into chunks
+                     that accumulate in the core, ``backend/commands.py``); the generator
+                     proves that ``max_k`` products of two ``data_width`` operands fit
+                     ``acc_width``. The default is the largest K a 32-bit accumulator proves
+                     for int8 (``max_k_for(8, 32)`` = 131071).
     dataflow:        see ``rtl_lib.systolic`` for why output-stationary.
     spad_a_depth, spad_b_depth, spad_c_depth: scratchpad depths in words (per buffer half).
     axi_data_width:  AXI4 DMA data width in bits; axi_addr_width its address width.
@@ -45,7 +49,7 @@ class AccelConfig:
     cols: int = 8
     data_width: int = 8
     acc_width: int = 32
-    max_k: int = 4096
+    max_k: int = 131071
     dataflow: str = "output_stationary"
     spad_a_depth: int = 1024
     spad_b_depth: int = 1024

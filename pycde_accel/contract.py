@@ -132,6 +132,8 @@ EXEC = CommandSpec(2, "exec", (
 ), (
     Flag("rel_a", 1, "release the A bank after the last read"),
     Flag("rel_b", 2, "release the B bank after the last read"),
+    Flag("chain", 4, "more beats of this tile follow in the next EXEC: the core keeps the "
+                     "partial sums (clear: the last beat ends the tile)"),
 ), doc="one R x C tile on the systolic core from the committed A and B banks")
 
 STORE = CommandSpec(3, "store", (
@@ -162,6 +164,7 @@ BY_OP = {c.op: c for c in COMMANDS}
 OP_LOAD, OP_EXEC, OP_STORE, OP_VEC = (c.op for c in COMMANDS)
 LOAD_LANES, LOAD_COMMIT, LOAD_ZERO = (LOAD.flag(n) for n in ("lanes", "commit", "zero"))
 EXEC_REL_A, EXEC_REL_B = EXEC.flag("rel_a"), EXEC.flag("rel_b")
+EXEC_CHAIN = EXEC.flag("chain")
 STORE_RELU, STORE_PER_TENSOR = STORE.flag("relu"), STORE.flag("per_tensor")
 VEC_MAX, VEC_RELU, VEC_TO_X = (VEC.flag(n) for n in ("max", "relu", "to_x"))
 

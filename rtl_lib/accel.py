@@ -68,7 +68,7 @@ from .. import contract
 from ..config import AccelConfig
 # the command encoding and the structure the software relies on: the contract's
 from ..contract import (CMD_BITS, CMD_FIFO_DEPTH, DST_A, DST_B, DST_CMD, DST_P, DST_S, DST_X,
-                        ENGINE_FIFO_DEPTH, ERR_BAD_OP, ERR_CORE, ERR_DMA_RD, ERR_DMA_WR,
+                        ENGINE_FIFO_DEPTH, ERR_BAD_OP, EXEC_CHAIN, ERR_CORE, ERR_DMA_RD, ERR_DMA_WR,
                         FETCH_CHUNK, MAX_BURST, MAX_OUTSTANDING, OP_EXEC, OP_LOAD, OP_STORE,
                         OP_VEC, ROUTE_FIFO_DEPTH, hw_info)
 from .axi_dma import command_stream, make_axi_dma
@@ -188,6 +188,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel) -> ty
                    **rt.spad_write(DST_B, "b"),
                    ex_k=cmd_field(eh, 1, 16), ex_a_word=cmd_field(eh, 2, 16),
                    ex_b_word=cmd_field(eh, 3, 16), ex_rel_a=eh[8], ex_rel_b=eh[9],
+                   ex_chain=eh[8 + (EXEC_CHAIN.bit_length() - 1)],
                    ex_valid=~execq.empty, c_ready=mm_c_ready)
         rt.ready[DST_A].assign(mm.a_wr_ready)
         rt.ready[DST_B].assign(mm.b_wr_ready)

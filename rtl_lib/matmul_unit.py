@@ -15,10 +15,10 @@ Ports (valid/ready: a transfer on a rising edge where both are high)
   dropped), ``a_wr_word`` (log2(spad_a_depth/AB) bits), ``a_wr_data`` (W), ``a_commit``: the
   operand scratchpad's producer port (``wr_*``, ``commit``; see ``operand_spad``). ``b_*`` the
   same for B (C lanes, log2(spad_b_depth/AB) word bits).
-* EXEC command: ``ex_k`` (16 bits, 1..max_k, <= the scratchpad depth in elements; 0 is not
-  a valid K and would stream 65536 beats),
+* EXEC command: ``ex_k`` (16 bits, >= 1, its words inside the bank; 0 is not a valid K and
+  would stream 65536 beats; the K of a whole tile, summed over a CHAIN run, is <= max_k),
   ``ex_a_word``, ``ex_b_word`` (16 bits; the low log2(depth words) bits are used), ``ex_rel_a``,
-  ``ex_rel_b``, ``ex_valid``, ``ex_ready`` (out). ``ex_ready`` is high when no command is
+  ``ex_rel_b``, ``ex_chain``, ``ex_valid``, ``ex_ready`` (out). ``ex_ready`` is high when no command is
   active or the active one issues its last read in this cycle (so commands run back to back).
 * ``c_data`` (C x ACC), ``c_last``, ``c_valid`` (out), ``c_ready``: the core's C stream (R beats
   per tile, row r of C on beat r, ``c_last`` on beat R-1), tiles in EXEC order.
@@ -31,7 +31,10 @@ Ports (valid/ready: a transfer on a rising edge where both are high)
 EXEC semantics (docs/accelerator-contract.md): a command waits until the consumer owns a committed bank
 of both A and B (``rd_avail`` of both scratchpads), then issues reads k = 0..K-1, one per cycle: A
 beat k = byte k%AB of word ``a_word + k//AB`` of every A lane (word addresses wrap at the bank
-depth), B beat k likewise from ``b_word``; ``last`` with k = K-1. The A bank is released on the
+depth), B beat k likewise from ``b_word``; ``last`` with k = K-1 unless CHAIN (``ex_chain``):
+then no beat of the command is marked, the core goes on accumulating the same tile with the
+next command's beats, and a run of EXECs with CHAIN on all but the last is one tile of the
+summed K (the K splitting of ``backend/commands.py``). The A bank is released on the
 edge the last read is issued if REL_A, the B bank if REL_B (the read still returns the released
 bank's data). So the tile is C[i][j] = sum_k A_lane_i[k] * B_lane_j[k].
 
@@ -119,7 +122,8 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
     io = {"clk": Clock(), "rst": Reset(),
           **wr_a.sink("a_wr"), "a_commit": Input(Bits(1)),
           **wr_b.sink("b_wr"), "b_commit": Input(Bits(1)),
-          **Stream(k=CMD_WIDTH, a_word=CMD_WIDTH, b_word=CMD_WIDTH, rel_a=1, rel_b=1).sink("ex"),
+          **Stream(k=CMD_WIDTH, a_word=CMD_WIDTH, b_word=CMD_WIDTH, rel_a=1, rel_b=1,
+                   chain=1).sink("ex"),
           **c_stream.source("c"),
           **{n: Output(Bits(1)) for n in ("busy", "core_fire", "stall", "err")}}
 
@@ -129,6 +133,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         last_issue = Wire(Bits(1), "last_issue")
         rel_a = NamedReg(1, clk, None, None, name="cmd_rel_a")
         rel_b = NamedReg(1, clk, None, None, name="cmd_rel_b")
+        chain = NamedReg(1, clk, None, None, name="cmd_chain")
         a_word = NamedReg(AWA, clk, None, None, name="cmd_a_word")
         b_word = NamedReg(AWB, clk, None, None, name="cmd_b_word")
         byte = NamedReg(BW, clk, None, None, name="cmd_byte")
@@ -159,6 +164,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         rem.next(Mux(accept, Mux(iss, rem.q, rem_dec), k_m1))
         rel_a.next(Mux(accept, rel_a.q, p.ex_rel_a))
         rel_b.next(Mux(accept, rel_b.q, p.ex_rel_b))
+        chain.next(Mux(accept, chain.q, p.ex_chain))
         word_step = iss & (byte.q == Bits(BW)(AB - 1)) if AB > 1 else iss
         a_inc = inc(a_word.q)
         b_inc = inc(b_word.q)
@@ -172,7 +178,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         p.ex_ready = ex_ready
 
         # -- operand FIFO (read data arrives one edge after the issue) ---------------------
-        last_d = (iss & is_last)
+        last_d = iss & is_last & ~chain.q         # CHAIN: the tile goes on in the next EXEC
         for i in range(RD_LATENCY):
             last_d = last_d.reg(clk, rst, name=f"rd_last_d{i}")
         push = spad_a.rd_data_valid

@@ -8,7 +8,8 @@ sums never move until the tile is done. We chose it over weight-stationary becau
 
 * one engine serves Linear, Conv2d (as im2col) and bmm alike: every layer is a sequence of tiles
   C[M_tile, N_tile] = A[M_tile, K] @ B[K, N_tile], with K (the reduction length of the layer)
-  streamed, so nothing has to be preloaded into the array and K is per tile (1..max_k);
+  streamed, so nothing has to be preloaded into the array and K is per tile (1..max_k; the
+  matmul unit feeds a tile longer than a scratchpad bank from several EXECs, see CHAIN);
 * there is no weight preload phase: a weight-stationary array must load ``rows x cols`` weights
   before each block and only pays off when a weight block is reused over many input rows;
 * partial sums stay at full accumulator width inside the PE (no 32-bit partial-sum traffic

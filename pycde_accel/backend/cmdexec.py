@@ -13,7 +13,9 @@ LOAD when the producer owns no bank and none is free).
 Hardware rules asserted (CommandError): DMA addresses and strides are multiples of AB and inside
 the image; LOAD beats/rows >= 1; lanes and words inside a bank (a LOAD writes only the bank its
 producer side owns); ZERO only to A/B; P and X writes inside their memories; EXEC
-1 <= K <= min(max_k, spad depths) with its words inside the bank; STORE valid_rows in 1..R and
+1 <= K <= min(spad depths, 65535) with its words inside the bank, a tile's K summed over a
+CHAIN run (the core keeps accumulating; the tile is queued by the EXEC without CHAIN) <= max_k,
+no tile left open at the end; STORE valid_rows in 1..R and
 records inside P; VEC n >= 1 and X ranges inside X; at the end of a layer the S and C streams are
 empty and every bank is free again. In-flight data: the accelerator holds a LOAD P (LOAD X) at
 dispatch until every earlier STORE (VEC) is done, but a later STORE (VEC) could run before the
@@ -24,7 +26,7 @@ delivers in load order).
 Initial scratchpad/X contents are random (``garbage_seed``), so a program relying on stale zeros
 fails; ``fill_garbage`` puts random bytes into a byte range of the image (activation padding).
 
-Per layer (:class:`LayerCounters`): commands, tiles (EXECs), array MACs (R*C*K per EXEC),
+Per layer (:class:`LayerCounters`): commands, tiles (EXECs without CHAIN), array MACs (R*C*K per EXEC),
 exec cycles (sum K), DMA beats/bytes read (LOADs, ZERO excluded) and written (STOREs, VECs to
 DRAM), command fetch beats.
 """
@@ -123,6 +125,7 @@ class Machine:
         self.X = rng.integers(0, 256, size=(config.spad_c_depth, self.AB), dtype=np.uint8)
         self.S: deque = deque()           # (beat, seq of the LOAD S that brought it)
         self.Cq: deque = deque()          # (tile, seq of the later of its operands' COMMITs)
+        self.partial = None               # (sums, K so far) of a tile an EXEC CHAIN left open
         # in-flight hazards: the accelerator resolves LOAD P / LOAD X against earlier STOREs /
         # VECs at dispatch, but a later consumer may run before the load's data are routed unless
         # it waits for data of a load issued after it (the router is in load order)
@@ -207,19 +210,27 @@ class Machine:
         return lanes.view(np.int8).astype(np.int64)
 
     def exec_(self, k: C_.Exec, c: LayerCounters) -> None:
-        lim = min(self.cfg.max_k, self.cfg.spad_a_depth, self.cfg.spad_b_depth)
+        lim = min(self.cfg.spad_a_depth, self.cfg.spad_b_depth, (1 << C_.Exec.SPEC.field("K").bits) - 1)
         if not 1 <= k.K <= lim:
             raise CommandError(f"EXEC K={k.K} outside 1..{lim}")
         ab, bb = self.A.consume(), self.B.consume()
         a = self._operand(self.A, ab, k.a_word, k.K)
         b = self._operand(self.B, bb, k.b_word, k.K)
-        self.Cq.append((_wrap(a @ b.T, self.cfg.acc_width),
-                        max(self.A.commit_seq[ab], self.B.commit_seq[bb])))
+        acc, k_sum = self.partial if self.partial is not None else (0, 0)
+        acc, k_sum = acc + a @ b.T, k_sum + k.K            # a CHAIN run is one tile in the core
+        if k_sum > self.cfg.max_k:
+            raise CommandError(f"EXEC: a tile of K={k_sum} (CHAIN) exceeds max_k={self.cfg.max_k}")
+        if k.flags & C_.CHAIN:
+            self.partial = (acc, k_sum)
+        else:
+            self.partial = None
+            self.Cq.append((_wrap(acc, self.cfg.acc_width),
+                            max(self.A.commit_seq[ab], self.B.commit_seq[bb])))
+            c.tiles += 1
         if k.flags & C_.REL_A:
             self.A.release()
         if k.flags & C_.REL_B:
             self.B.release()
-        c.tiles += 1
         c.array_macs += self.R * self.C * k.K
         c.exec_cycles += k.K
 
@@ -289,7 +300,7 @@ class Machine:
             except CommandError as e:
                 raise CommandError(f"layer {index} command {i} ({k.KIND}): {e}") from None
             c.commands += 1
-        if self.S or self.Cq or not self.A.idle() or not self.B.idle():
+        if self.S or self.Cq or self.partial is not None or not self.A.idle() or not self.B.idle():
             raise CommandError(f"layer {index} ends with {len(self.S)} S beats, {len(self.Cq)} C tiles "
                                f"pending or a scratchpad bank not released")
         return c

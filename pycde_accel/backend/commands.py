@@ -25,6 +25,11 @@ panel its first tiles use. The accelerator dispatches a LOAD P only when every e
 done (so the half it overwrites is free), and the tiles' EXECs wait for the COMMIT of the panel
 loaded after it (so the records are in P before their STOREs).
 
+K longer than a bank (:func:`.tiling.k_chunk`): :func:`_gemm_split`, per tile its K chunks as
+EXECs with CHAIN on all but the last (the partial sums stay in the core), each chunk's A and B
+loads cut from the whole panel's at word boundaries (:func:`_clip`), one chunk ahead of the core.
+Commands whose beats/rows/n would overflow a 16-bit field are split (:func:`_split_wide`).
+
 Partial tiles: the A LOAD moves only the valid rows (lanes past M keep stale data; STORE drops
 those rows); B lanes past N are zero in a packed weight, stale for an activation B (those columns
 land in the output's padding). Conv (IM2COL): one lane per output pixel; each panel takes the
@@ -54,10 +59,10 @@ from . import program as P
 # the encoding (re-exported: the command values are used under these names throughout)
 from .encoding import (CMD_BYTES, CMD_WORDS, COMMANDS, COMMIT, DST_A, DST_B,  # noqa: F401
                        DST_NAMES, DST_P, DST_S, DST_X, LANES, OP_EXEC, OP_LOAD, OP_STORE,
-                       OP_VEC, REL_A, REL_B, S_PER_TENSOR, S_RELU, V_MAX, V_RELU, V_TO_X, ZERO,
+                       OP_VEC, REL_A, REL_B, CHAIN, S_PER_TENSOR, S_RELU, V_MAX, V_RELU, V_TO_X, ZERO,
                        _FLAG_NAMES, Command, Exec, Load, Store, Vec, decode, decode_bytes,
                        encode_list)
-from .tiling import ceil_div
+from .tiling import ceil_div, k_chunk, k_chunks
 
 
 # ------------------------------------------------------------------------------------------
@@ -85,7 +90,7 @@ class LayerCommands:
     cmd_addr: int = 0
 
     def count(self, axi: int, cols: int) -> None:
-        self.tiles = sum(isinstance(c, Exec) for c in self.commands)
+        self.tiles = sum(isinstance(c, Exec) and not c.flags & CHAIN for c in self.commands)
         self.exec_cycles = sum(c.K for c in self.commands if isinstance(c, Exec))
         self.bytes_read = sum(c.rows * c.beats * axi for c in self.commands
                               if isinstance(c, Load) and not c.flags & ZERO)
@@ -108,6 +113,7 @@ def compile_layer(d: P.Descriptor, cfg: AccelConfig) -> LayerCommands:
         raise _refuse(d, "a strided COPY cannot be expressed in accelerator commands (LOAD/VEC move "
                          "whole beats, nothing reorders bytes within a beat)")
     cmds, macs = sched(d, x)
+    cmds = _split_wide(cmds, x)
     for c in cmds:      # the fields the engines decode narrower than a word (the contract's)
         for f, v, bits in contract.fields_out_of_range(c.SPEC, vars(c)):
             raise _refuse(d, f"{c.KIND} field {f}={v} does not fit the engines' "
@@ -115,6 +121,59 @@ def compile_layer(d: P.Descriptor, cfg: AccelConfig) -> LayerCommands:
     lc = LayerCommands(d.index, d.name, d.KIND, cmds, macs=macs)
     lc.count(x.AB, x.C)
     return lc
+
+
+_F16 = 0xFFFF          # the largest value of a 16-bit field
+
+
+def _split_wide(cmds: list, x: _Ctx) -> list:
+    """Commands whose beats, rows (LOAD) or n (VEC) exceed the engines' 16-bit fields, as
+    several commands that do the same (commands that fit are returned as they are): a LOAD cut
+    into pieces of rows, a 1-row LOAD into pieces of beats (into P whole records), each piece at
+    its own destination index/word, COMMIT on the last piece only; a VEC into pieces of beats
+    of X, S and the result, in order. EXEC K is split by the GEMM schedule itself (K chunks)."""
+    if not any((isinstance(c, Load) and (c.beats > _F16 or c.rows > _F16))
+               or (isinstance(c, Vec) and c.n > _F16) for c in cmds):
+        return cmds
+    AB = x.AB
+    out = []
+    for c in cmds:
+        if isinstance(c, Vec) and c.n > _F16:
+            step = 1 if c.flags & V_TO_X else AB
+            for o in range(0, c.n, _F16):
+                out.append(dataclasses.replace(c, n=min(_F16, c.n - o), x_off=c.x_off + o,
+                                               dst=c.dst + o * step))
+            continue
+        if not isinstance(c, Load) or (c.beats <= _F16 and c.rows <= _F16):
+            out.append(c)
+            continue
+        lanes = c.flags & LANES and c.dst in (DST_A, DST_B)
+        pieces = []       # (addr, beats, rows, index, word): beats * r0 + b0 beats into the dst
+
+        def at(r0, b0):
+            """Destination index/word of beat b0 of row r0."""
+            n = r0 * c.beats + b0
+            if c.dst in (DST_A, DST_B):
+                return (c.index + r0, c.word + b0) if lanes else (c.index, c.word + n)
+            if c.dst == DST_P:
+                return c.index + n * AB // P.PARAM_RECORD_BYTES, c.word
+            return (c.index + n, c.word) if c.dst == DST_X else (c.index, c.word)
+        if c.beats <= _F16:
+            for r0 in range(0, c.rows, _F16):
+                pieces.append((c.addr + r0 * c.stride, c.beats, min(_F16, c.rows - r0)) + at(r0, 0))
+        else:
+            unit = max(1, P.PARAM_RECORD_BYTES // AB) if c.dst == DST_P else 1
+            step = _F16 // unit * unit
+            for r0 in range(c.rows):
+                for b0 in range(0, c.beats, step):
+                    pieces.append((c.addr + r0 * c.stride + (0 if c.flags & ZERO else b0 * AB),
+                                   min(step, c.beats - b0), 1) + at(r0, b0))
+        for i, (addr, beats, rows, index, word) in enumerate(pieces):
+            fl = c.flags if i == len(pieces) - 1 else c.flags & ~COMMIT
+            out.append(dataclasses.replace(c, addr=0 if c.flags & ZERO else addr, beats=beats,
+                                           rows=rows, stride=c.stride if rows > 1 else 0,
+                                           index=index, word=word, flags=fl))
+    return out
 
 
 # ---- GEMM ----------------------------------------------------------------------------------
@@ -125,8 +184,9 @@ def _check_aligned(d, x: _Ctx, **vals) -> None:
             raise _refuse(d, f"{k}={v} is not a multiple of the AXI beat ({x.AB} bytes)")
 
 
-def _a_panel(d: P.Gemm, x: _Ctx, b: int, mt: int, word: int) -> list:
-    """Loads of A panel (batch b, m-tile mt) into lanes 0..valid-1 at ``word``."""
+def _a_panel(d: P.Gemm, x: _Ctx, b: int, mt: int, word: int, window=None) -> list:
+    """Loads of A panel (batch b, m-tile mt) into lanes 0..valid-1 at ``word``; with ``window``
+    = (lo, hi) only words lo..hi-1 of the panel, at words 0.. (a K chunk, :func:`_clip`)."""
     R, AB = x.R, x.AB
     kw = ceil_div(d.K, AB)
     valid = min(R, d.M - mt * R)
@@ -136,7 +196,8 @@ def _a_panel(d: P.Gemm, x: _Ctx, b: int, mt: int, word: int) -> list:
         addr = d.a_base + b * d.a_stride_batch + mt * R * d.a_stride_m
         stride = d.a_stride_m if valid > 1 else 0
         _check_aligned(d, x, a_addr=addr, a_stride_m=stride)
-        return [Load(DST_A, addr, kw, valid, stride, 0, word, LANES)]
+        ld = [Load(DST_A, addr, kw, valid, stride, 0, word, LANES)]
+        return ld if window is None else _clip(ld, *window, x.AB)
     kh_, kw_ = P.unpack2(d.kernel)
     sh, sw = P.unpack2(d.stride)
     ph, pw = P.unpack2(d.pad)
@@ -148,7 +209,45 @@ def _a_panel(d: P.Gemm, x: _Ctx, b: int, mt: int, word: int) -> list:
     tb = pin // AB                                      # beats per tap
     per_lane = _im2col_per_lane(d, x, mt, valid, word, tb)
     per_row = _im2col_per_kernel_row(d, x, mt, valid, word, tb)
+    if window is not None:
+        per_lane, per_row = _clip(per_lane, *window, AB), _clip(per_row, *window, AB)
     return per_row if len(per_row) < len(per_lane) else per_lane
+
+
+def _clip(loads: list, lo: int, hi: int, AB: int) -> list:
+    """The A/B loads ``loads`` (of a whole panel at word 0) cut to the panel's words lo..hi-1,
+    moved to word 0: the LOADs of one K chunk (k = lo*AB ..). A LANES load keeps its lanes and
+    loses the words outside; a LANES-clear load (rows one after the other in one lane) keeps
+    its whole rows inside as one 2-D load and the cut rows at either end as 1-row loads."""
+    out = []
+    for ld in loads:
+        zero = ld.flags & ZERO
+
+        def piece(addr, beats, rows, stride, word):
+            out.append(dataclasses.replace(ld, addr=0 if zero else addr, beats=beats, rows=rows,
+                                           stride=stride if rows > 1 else 0, word=word - lo))
+        if ld.flags & LANES:
+            a, e = max(ld.word, lo), min(ld.word + ld.beats, hi)
+            if a < e:
+                piece(ld.addr + (a - ld.word) * AB, e - a, ld.rows, ld.stride, a)
+            continue
+        n, full = ld.beats, []
+        for r in range(ld.rows):
+            w0 = ld.word + r * n
+            a, e = max(w0, lo), min(w0 + n, hi)
+            if a >= e:
+                continue
+            addr = ld.addr + r * ld.stride + (a - w0) * AB
+            if (a, e) == (w0, w0 + n):
+                full.append((addr, w0))
+                continue
+            if full:
+                piece(full[0][0], n, len(full), ld.stride, full[0][1])
+                full = []
+            piece(addr, e - a, 1, 0, a)
+        if full:
+            piece(full[0][0], n, len(full), ld.stride, full[0][1])
+    return out
 
 
 def _pixel(d: P.Gemm, m: int):
@@ -281,13 +380,17 @@ def _gemm(d: P.Gemm, x: _Ctx) -> list:
     R, C, AB, cfg = x.R, x.C, x.AB, x.cfg
     K = d.K
     kw = ceil_div(K, AB)
-    if not 1 <= K <= min(cfg.max_k, cfg.spad_a_depth, cfg.spad_b_depth):
-        raise _refuse(d, f"K={K} outside 1..min(max_k, spad depths)")
+    if not 1 <= K <= cfg.max_k:
+        raise _refuse(d, f"K={K} outside 1..max_k={cfg.max_k}")
     if d.m_tiles != ceil_div(d.M, R) or d.n_tiles != ceil_div(d.N, C) or d.block < 1:
         raise _refuse(d, "tile counts do not match M, N and the array")
+    split = K > k_chunk(cfg)
+    if split and d.block != 1:
+        raise _refuse(d, f"K={K} is split into chunks of {k_chunk(cfg)}: the core keeps one "
+                         f"tile's sums, so the block must be 1, not {d.block}")
     a_stat = d.order == P.A_STATIONARY
     depth = (cfg.spad_a_depth if a_stat else cfg.spad_b_depth) // AB        # words per lane
-    if d.block * kw > depth:
+    if not split and d.block * kw > depth:
         raise _refuse(d, f"a block of {d.block} panels of {kw} words does not fit the scratchpad")
     per_tensor = d.has(P.PER_TENSOR)
     n_rec = d.n_tiles * C
@@ -301,6 +404,8 @@ def _gemm(d: P.Gemm, x: _Ctx) -> list:
         raise _refuse(d, f"a B-stationary block of {d.block} n-tiles needs more records than half "
                          f"of spad_c_depth={cap}")
     st_flags = (S_RELU if d.has(P.RELU) else 0) | (S_PER_TENSOR if per_tensor else 0)
+    if split:
+        return _gemm_split(d, x, a_stat, per_tensor, resident, win, st_flags)
 
     # blocks: (batch, stationary tiles, streamed tiles)
     blocks = []
@@ -381,6 +486,74 @@ def _gemm(d: P.Gemm, x: _Ctx) -> list:
                 stride = d.c_stride_m if valid > 1 else 0
                 _check_aligned(d, x, c_addr=addr, c_stride_m=stride)
                 cmds.append(Store(addr, valid, stride, p_index, st_flags))
+    return cmds
+
+
+def _gemm_split(d: P.Gemm, x: _Ctx, a_stat: bool, per_tensor: bool, resident: bool, win: int,
+                st_flags: int) -> list:
+    """A GEMM whose K does not fit a bank (tiling.py, "K splitting"): per tile, its K chunks as
+    consecutive EXECs, CHAIN on all but the last, then its STORE. Program order::
+
+        [LOAD P window] LOAD A chunk 0 (COMMIT), LOAD B chunk 0 (COMMIT)
+        for each (tile, chunk): LOAD A, B of the next (tile, chunk) (COMMIT each; before a
+                                tile's first chunk the LOAD P of its window if it is new)
+                                EXEC chunk (REL_A | REL_B, CHAIN unless the tile's last chunk)
+                                STORE after the tile's last chunk
+
+    Each chunk's banks are released by its EXEC, so the LOAD of chunk c+1 fills the bank
+    chunk c-1 released (earlier in program order: no deadlock) while chunk c runs. A LOAD P
+    precedes the COMMITs its tile's EXECs wait for, and only STOREs of earlier tiles precede it."""
+    R, C, AB, cap = x.R, x.C, x.AB, x.cfg.spad_c_depth
+    chunks = k_chunks(d.K, x.cfg)
+    tiles = []
+    for b in range(d.batch):
+        outer, inner = (d.m_tiles, d.n_tiles) if a_stat else (d.n_tiles, d.m_tiles)
+        for o in range(outer):
+            for i in range(inner):
+                tiles.append((b, o, i) if a_stat else (b, i, o))
+    steps = [(t, ci) for t in tiles for ci in range(len(chunks))]
+    cmds: list = []
+    p_state = {"window": None, "half": 1}
+    tile_p = {}
+
+    def loads(i):
+        (b, mt, nt), ci = steps[i]
+        out = []
+        if ci == 0:
+            w = 0 if resident else (nt // win) * win
+            if w != p_state["window"]:
+                p_state["window"], p_state["half"] = w, 1 - p_state["half"]
+                if per_tensor:
+                    out.append(Load(DST_P, d.p_base, ceil_div(P.PARAM_RECORD_BYTES, AB), 1, 0, 0, 0, 0))
+                else:
+                    n = min(win, d.n_tiles - w) * C
+                    out.append(Load(DST_P, d.p_base + w * C * P.PARAM_RECORD_BYTES,
+                                    n * P.PARAM_RECORD_BYTES // AB, 1, 0, p_state["half"] * (cap // 2),
+                                    0, 0))
+            tile_p[i] = (w, p_state["half"])
+        k0, kl = chunks[ci]
+        win_w = (k0 // AB, k0 // AB + ceil_div(kl, AB))
+        out += _with_commit(_a_panel(d, x, b, mt, 0, win_w))
+        out += _with_commit(_clip(_b_panel(d, x, b, nt, 0), *win_w, AB))
+        return out
+
+    cmds += loads(0)
+    first = 0
+    for i, ((b, mt, nt), ci) in enumerate(steps):
+        if ci == 0:
+            first = i
+        if i + 1 < len(steps):
+            cmds += loads(i + 1)
+        last = ci == len(chunks) - 1
+        cmds.append(Exec(chunks[ci][1], 0, 0, REL_A | REL_B | (0 if last else CHAIN)))
+        if last:
+            w, half = tile_p[first]
+            p_index = 0 if per_tensor else (0 if resident else half * (cap // 2)) + (nt - w) * C
+            addr = d.c_base + b * d.c_stride_batch + mt * R * d.c_stride_m + nt * C
+            valid = min(R, d.M - mt * R)
+            stride = d.c_stride_m if valid > 1 else 0
+            _check_aligned(d, x, c_addr=addr, c_stride_m=stride)
+            cmds.append(Store(addr, valid, stride, p_index, st_flags))
     return cmds
 
 

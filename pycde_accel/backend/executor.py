@@ -33,6 +33,7 @@ the config when one is given.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,7 +41,7 @@ import numpy as np
 from ..config import AccelConfig
 from ..frontend import quantize as q
 from . import program as P
-from .tiling import schedule
+from .tiling import k_chunk, schedule
 
 
 class ExecutionError(RuntimeError):
@@ -113,9 +114,16 @@ class _Machine:
                 a_need, b_need = d.block * kw, kw
             else:
                 a_need, b_need = kw, d.block * kw
-            if a_need * axi > self.cfg.spad_a_depth or b_need * axi > self.cfg.spad_b_depth or K > self.cfg.max_k:
+            if K > self.cfg.max_k:
+                raise ExecutionError(f"layer {d.index}: K={K} exceeds max_k={self.cfg.max_k}")
+            if K > k_chunk(self.cfg):
+                # K split into chunks accumulated in the core (tiling.py): one tile at a time
+                if d.block != 1:
+                    raise ExecutionError(f"layer {d.index}: K={K} is split into chunks, which "
+                                         f"needs block 1, not {d.block}")
+            elif a_need * axi > self.cfg.spad_a_depth or b_need * axi > self.cfg.spad_b_depth:
                 raise ExecutionError(f"layer {d.index}: panels of K={K} (block {d.block}) do not fit "
-                                     f"the scratchpads / max_k")
+                                     f"the scratchpads")
         if d.m_tiles * rows < d.M or d.n_tiles * cols < d.N or d.block < 1:
             raise ExecutionError(f"layer {d.index}: tile counts do not cover M x N")
         spad_a: dict = {}
@@ -124,7 +132,10 @@ class _Machine:
         sh, sw = P.unpack2(d.stride)
         ph, pw = P.unpack2(d.pad)
         karange = np.arange(K, dtype=np.int64)
-        for st in schedule(d.batch, d.m_tiles, d.n_tiles, d.order, d.block):
+        steps = schedule(d.batch, d.m_tiles, d.n_tiles, d.order, d.block)
+        if self.cfg and K > k_chunk(self.cfg):
+            steps = _per_tile_loads(steps)
+        for st in steps:
             if st.kind == "load_a":
                 m = st.mt * rows + np.arange(rows, dtype=np.int64)
                 valid_m = m < d.M
@@ -239,3 +250,14 @@ def run(compiled, inputs_q) -> tuple[list, Execution]:
     """Write the int8 model inputs into the compiled image, execute, read the outputs."""
     ex = execute(compiled.load_inputs(inputs_q), compiled.config)
     return compiled.read_outputs(ex.image), ex
+
+
+def _per_tile_loads(steps):
+    """A split-K GEMM's loop nest (tiling.py, "K splitting"): the core keeps one tile's sums,
+    so each tile loads its own A and B panel (chunk by chunk, which the DMA byte count does not
+    see), in the tile order of the loop nest."""
+    for st in steps:
+        if st.kind == "tile":
+            yield dataclasses.replace(st, kind="load_a")
+            yield dataclasses.replace(st, kind="load_b")
+            yield st

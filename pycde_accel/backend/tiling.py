@@ -9,7 +9,8 @@ Every matmul-like layer is a GEMM ``C[M, N] = A[M, K] @ B[K, N]`` (per batch ele
 Tiles
 -----
 A core tile is ``rows x cols`` of C with the full reduction K streamed through the array (the
-core takes any K in 1..max_k per tile, so K is never tiled and never padded: zero padding of K
+core takes any K in 1..max_k per tile, so K is never padded (a K longer than a scratchpad
+bank is fed in chunks, see "K splitting" below): zero padding of K
 would be numerically free, but it costs cycles and bytes and buys nothing here). M and N are cut
 into ``m_tiles = ceil(M / rows)``, ``n_tiles = ceil(N / cols)``. The last tile of each may be
 *partial*: the LOAD moves only the valid rows of A (columns of B); the other scratchpad lanes
@@ -63,9 +64,24 @@ C is written once. :func:`plan_gemm` takes ``block`` as large as a scratchpad ha
 elements, ``spad_depth / AB`` words, and a panel takes ``ceil(K / AB)`` of them) and picks the order with fewer bytes read (ties: A-stationary).
 For batch-1 Linear layers (M = 1) that is A-stationary with every weight byte read once; for
 convolutions with few output channels it is B-stationary (the weights stay on chip and the
-feature map is read once). A panel must fit one half: K <= spad_a_depth and K <= spad_b_depth
-and K <= max_k, else the layer is refused (K splitting would need partial sums, which the core
-does not keep).
+feature map is read once).
+
+K splitting
+-----------
+A panel fits one half when its ``ceil(K / AB)`` words fit a lane of both banks and K fits the
+EXEC's 16-bit K field: K <= :func:`k_chunk` (the whole words of the smaller bank, at most 65535
+elements). A longer K is split into ``ceil(K / k_chunk)`` chunks at word boundaries (k0 =
+c * k_chunk; the last chunk is ragged) and the partial sums accumulate *in the core*: the
+chunks of one tile are consecutive EXECs with the CHAIN flag on all but the last, so the PEs
+keep accumulating one tile of the whole K (the core sees one long tile; no int32 partial sums
+leave the array, no extra engine and no DRAM traffic for them). The price is reuse: the core
+holds one tile's sums, so every tile streams all of its K and its A and B chunks are loaded for
+that tile alone (block = 1; traffic ``tiles * (valid rows + valid cols) * K``): the A and B
+banks are double-buffered, so chunk c+1 loads while chunk c runs. The loop order still decides
+the tile order (A-stationary: n-tiles inner, B-stationary: m-tiles inner) and thereby how
+often non-resident post-op records are reloaded. The only limit left is max_k: the total K of
+a tile, for which the accumulator is proven not to overflow (``config.max_k``, by default
+the largest K that a 32-bit accumulator proves for int8).
 """
 
 from __future__ import annotations
@@ -95,6 +111,19 @@ def inbounds_1d(out: int, k: int, s: int, p: int, size: int) -> int:
     return sum(1 for o in range(out) for kk in range(k) if 0 <= o * s + kk - p < size)
 
 
+def k_chunk(config: AccelConfig) -> int:
+    """The longest K one EXEC streams: the whole words of a lane of the smaller bank (A, B),
+    at most the EXEC K field's 16 bits; a longer K is split into chunks of this length."""
+    ab = config.axi_data_width // 8
+    return min(config.spad_a_depth // ab, config.spad_b_depth // ab, 0xFFFF // ab) * ab
+
+
+def k_chunks(K: int, config: AccelConfig) -> list[tuple[int, int]]:
+    """(k0, length) of the chunks of a K-long reduction (one chunk when K fits a bank)."""
+    kc = k_chunk(config)
+    return [(k0, min(kc, K - k0)) for k0 in range(0, K, kc)]
+
+
 def packed_panel_bytes(K: int, cols: int, axi_bytes: int) -> int:
     """Bytes of one packed weight panel: ``cols`` lanes (B^T rows) of ``round_up(K, AB)`` bytes."""
     return cols * align(K, axi_bytes)
@@ -122,6 +151,7 @@ class GemmTiling:
     b_pass_bytes: int        # bytes of B read by one pass over all N panels
     p_panel_bytes: int       # post-op record bytes per N panel
     p_resident: bool = True  # all records fit the parameter memory at once
+    k_chunks: int = 1        # EXECs per tile (K split into chunks that fit the banks)
 
     @property
     def tiles(self) -> int:
@@ -133,16 +163,22 @@ class GemmTiling:
 
     @property
     def a_passes(self) -> int:
+        if self.k_chunks > 1:                  # every tile loads its own chunks
+            return self.batch * self.n_tiles
         return self.batch * (1 if self.order == A_STATIONARY else ceil_div(self.n_tiles, self.block))
 
     @property
     def b_passes(self) -> int:
+        if self.k_chunks > 1:
+            return self.batch * self.m_tiles
         return self.batch * (ceil_div(self.m_tiles, self.block) if self.order == A_STATIONARY else 1)
 
     @property
     def p_passes(self) -> int:
         """Loads of the post-op records: once when they all fit the parameter memory (or with
         B-stationary blocks sized to fit it), else once per pass over the N panels."""
+        if self.k_chunks > 1 and not self.p_resident:     # records follow the tile order
+            return self.batch * (self.m_tiles if self.order == A_STATIONARY else 1)
         return 1 if self.p_resident or self.order == B_STATIONARY else self.b_passes
 
     @property
@@ -166,26 +202,25 @@ class GemmTiling:
                 "pe_utilization": round(self.macs / (self.tiles * self.rows * self.cols * self.K), 6),
                 "order": "A-stationary" if self.order == A_STATIONARY else "B-stationary",
                 "block": self.block, "dram_bytes_read": self.bytes_read,
-                "dram_bytes_written": self.bytes_written, "core_cycles": self.core_cycles}
+                "dram_bytes_written": self.bytes_written, "core_cycles": self.core_cycles,
+                **({"k_chunks": self.k_chunks} if self.k_chunks > 1 else {})}
 
 
 def plan_gemm(M: int, N: int, K: int, batch: int, config: AccelConfig, *, a_pass_bytes: int,
               b_pass_bytes: int, p_panel_bytes: int, where: str) -> GemmTiling:
     """Tile a GEMM; ``where`` names the layer in a refusal (``layer X (module Y)``)."""
     rows, cols = config.rows, config.cols
-    for limit, name in ((config.max_k, "max_k"), (config.spad_a_depth, "spad_a_depth"),
-                        (config.spad_b_depth, "spad_b_depth")):
-        words = limit // (config.axi_data_width // 8) if name != "max_k" else limit
-        if K > limit or (name != "max_k" and k_words(K, config.axi_data_width // 8) > words):
-            raise UserError(f"{where}: reduction length K={K} exceeds config {name}={limit}; a tile "
-                            f"streams all of K through one scratchpad half and the core keeps no "
-                            f"partial sums across tiles (raise {name} or split the layer)")
+    if K > config.max_k:
+        raise UserError(f"{where}: reduction length K={K} exceeds config max_k={config.max_k}, the "
+                        f"longest K whose sum of products is proven to fit acc_width="
+                        f"{config.acc_width} (raise max_k, and acc_width with it if needed)")
     if p_panel_bytes > PARAM_RECORD_BYTES and config.spad_c_depth < cols:
         raise UserError(f"{where}: config spad_c_depth={config.spad_c_depth} cannot hold the "
                         f"{cols} post-op records of one tile")
     m_tiles, n_tiles = ceil_div(M, rows), ceil_div(N, cols)
-    kw = k_words(K, config.axi_data_width // 8)
-    common = dict(M=M, N=N, K=K, batch=batch, rows=rows, cols=cols, m_tiles=m_tiles, n_tiles=n_tiles,
+    chunks = len(k_chunks(K, config))
+    kw = k_words(min(K, k_chunk(config)), config.axi_data_width // 8)
+    common = dict(k_chunks=chunks, M=M, N=N, K=K, batch=batch, rows=rows, cols=cols, m_tiles=m_tiles, n_tiles=n_tiles,
                   a_pass_bytes=a_pass_bytes, b_pass_bytes=b_pass_bytes, p_panel_bytes=p_panel_bytes,
                   p_resident=p_panel_bytes <= PARAM_RECORD_BYTES or n_tiles * cols <= config.spad_c_depth)
     ab = config.axi_data_width // 8
@@ -198,7 +233,10 @@ def plan_gemm(M: int, N: int, K: int, batch: int, config: AccelConfig, *, a_pass
                             f"{config.spad_c_depth}, and half of it cannot hold the {cols} records "
                             f"of one tile for double-buffered reloads (raise spad_c_depth)")
         b_block = min(b_block, (config.spad_c_depth // 2) // cols)
-    a_stat = GemmTiling(order=A_STATIONARY, block=min(m_tiles, (config.spad_a_depth // ab) // kw), **common)
+    a_block = min(m_tiles, (config.spad_a_depth // ab) // kw)
+    if chunks > 1:            # the core keeps one tile's sums: one panel per bank
+        a_block = b_block = 1
+    a_stat = GemmTiling(order=A_STATIONARY, block=a_block, **common)
     b_stat = GemmTiling(order=B_STATIONARY, block=b_block, **common)
     return a_stat if a_stat.bytes_read <= b_stat.bytes_read else b_stat
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..config import AccelConfig
-from ..contract import CMD_BITS, DST_P, OP_EXEC, OP_LOAD, OP_STORE, OP_VEC, VEC_MAX, VEC_TO_X
+from ..contract import CMD_BITS, DST_P, EXEC_CHAIN, OP_EXEC, OP_LOAD, OP_STORE, OP_VEC, VEC_MAX, VEC_TO_X
 from .timing import timing
 
 
@@ -13,14 +13,17 @@ def bounds(commands, config: AccelConfig) -> dict:
     tm = timing(config)
     cmd_beats = CMD_BITS // config.axi_data_width
     rd = cmd_beats * len(commands)
-    wr = exec_ = store = vec = 0
+    wr = exec_ = store = vec = run = 0
     for c in commands:
         op = c.OP
         if op == OP_LOAD:
             n = c.beats * c.rows
             rd += n * (config.axi_data_width // 32 if c.dst == DST_P else 1)
         elif op == OP_EXEC:
-            exec_ += max(c.K, config.rows)
+            run += c.K                        # a CHAIN run is one tile in the core
+            if not c.flags & EXEC_CHAIN:
+                exec_ += max(run, config.rows)
+                run = 0
         elif op == OP_STORE:
             store += config.rows * config.cols
             wr += c.valid_rows * (config.cols // ab)

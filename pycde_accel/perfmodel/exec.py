@@ -6,7 +6,8 @@
   ``EXEC_CREDITS`` beats of credit to the core (a beat enters the core ``ISSUE_TO_CORE`` cycles
   after its read); the next EXEC starts the cycle its predecessor's last read issues. The core
   takes one beat per cycle; a tile's last beat is admitted ``rows`` cycles after the previous
-  tile's at the earliest and only with room for ``rows`` rows in the output FIFO; its results
+  tile's at the earliest and only with room for ``rows`` rows in the output FIFO (an EXEC with
+  CHAIN marks no last beat: a CHAIN run is one tile of the summed K); its results
   leave ``rows + cols + 3`` cycles after its last beat, one row per cycle, to the store engine.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..contract import DST_A, DST_B, EXEC_CREDITS, EXEC_REL_A, EXEC_REL_B
+from ..contract import DST_A, DST_B, EXEC_CHAIN, EXEC_CREDITS, EXEC_REL_A, EXEC_REL_B
 from .timing import CORE_RESULT_EXTRA
 
 
@@ -85,7 +86,7 @@ class MatmulUnit:
             act[0] -= 1
             self.credit_used += 1
             self.beats.append(t + self.issue_to_core)
-            self.last.append(act[0] == 0)
+            self.last.append(act[0] == 0 and not act[1] & EXEC_CHAIN)   # CHAIN: the tile goes on
             if act[0] == 0:
                 if act[1] & EXEC_REL_A:
                     a.pending.append((t + 1, -1))

@@ -53,7 +53,7 @@ def _too_long_linear():
 
 def test_unmappable_layer_names_its_module():
     with pytest.raises(UserError) as e:
-        compile_program(_too_long_linear(), cfg(4, 8, spad_a_depth=256))
+        compile_program(_too_long_linear(), cfg(4, 8, max_k=256))
     msg = str(e.value)
     assert "\n" not in msg and "module head.proj" in msg and "model.py:7" in msg and "K=300" in msg
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pycde_accel.backend import program as P
-from pycde_accel.backend.tiling import (ceil_div, inbounds_1d, packed_panel_bytes, plan_gemm,
-                                        schedule)
+from pycde_accel.backend.tiling import (ceil_div, inbounds_1d, k_chunk, k_chunks, packed_panel_bytes,
+                                        plan_gemm, schedule)
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import UserError
 
@@ -71,11 +71,27 @@ def test_partial_tiles_and_utilization():
     assert t.bytes_written == 2 * 35
 
 
-@pytest.mark.parametrize("field", ["max_k", "spad_a_depth", "spad_b_depth"])
-def test_k_too_long_is_refused(field):
-    cfg = AccelConfig(**{field: 64})
-    with pytest.raises(UserError, match=f"layer fc.*K=65 exceeds config {field}=64"):
+def test_k_longer_than_max_k_is_refused():
+    cfg = AccelConfig(max_k=64)
+    with pytest.raises(UserError, match="layer fc.*K=65 exceeds config max_k=64"):
         plan_gemm(1, 1, 65, 1, cfg, a_pass_bytes=0, b_pass_bytes=0, p_panel_bytes=0, where="layer fc")
+
+
+@pytest.mark.parametrize("field", ["spad_a_depth", "spad_b_depth"])
+def test_k_longer_than_a_bank_is_split(field):
+    """The smaller bank sets the chunk; every tile then streams its own chunks (block 1), so A
+    is read once per n-tile and B once per m-tile."""
+    cfg = AccelConfig(rows=4, cols=8, **{field: 64})
+    assert k_chunk(cfg) == 64 and k_chunks(130, cfg) == [(0, 64), (64, 64), (128, 2)]
+    t = plan_gemm(9, 20, 130, 1, cfg, a_pass_bytes=9 * 136, b_pass_bytes=3 * 8 * 136,
+                  p_panel_bytes=128, where="layer fc")
+    assert (t.k_chunks, t.block, t.order) == (3, 1, P.A_STATIONARY)
+    assert t.bytes_read == 3 * 9 * 136 + 3 * (3 * 8 * 136) + 3 * 128
+    assert t.stats()["k_chunks"] == 3 and "k_chunks" not in plan_gemm(
+        9, 20, 64, 1, cfg, a_pass_bytes=1, b_pass_bytes=1, p_panel_bytes=128, where="x").stats()
+    # the EXEC K field (16 bits) bounds a chunk even when a bank holds more
+    big = AccelConfig(spad_a_depth=1 << 17, spad_b_depth=1 << 17)
+    assert k_chunk(big) == (0xFFFF // 8) * 8
 
 
 def test_inbounds_counts_padding():

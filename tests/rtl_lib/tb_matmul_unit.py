@@ -6,8 +6,9 @@ writes it with its numpy reference)::
     {"rows", "cols", "acc_width",
      "a_banks": [{"writes": [[lane, word, data], ...], "commit_with_last": bool}, ...],
      "b_banks": [...],                       # in commit order; each bank ends with a commit
-     "execs": [[k, a_word, b_word, rel_a, rel_b], ...],
-     "tiles": [[[C[0][0], C[0][1], ...], ...], ...],   # expected tile per EXEC (signed)
+     "execs": [[k, a_word, b_word, rel_a, rel_b(, chain)], ...],
+     "tiles": [[[C[0][0], C[0][1], ...], ...], ...],   # expected tile per EXEC without chain
+                                                       # (summed over its CHAIN run; signed)
      "p_wr", "p_ex", "p_c": probability a write / EXEC / c_ready is offered in a cycle,
      "junk": offer ignored writes while the producer owns no bank,
      "preload": EXECs are offered only after this many banks of A and of B were committed,
@@ -49,7 +50,8 @@ async def program(dut):
     seed = spec["seed"]
     inputs = [f"{s}_{n}" for s in "ab" for n in ("wr_valid", "wr_lane", "wr_word", "wr_data",
                                                  "commit")]
-    inputs += ["ex_k", "ex_a_word", "ex_b_word", "ex_rel_a", "ex_rel_b", "ex_valid", "c_ready"]
+    inputs += ["ex_k", "ex_a_word", "ex_b_word", "ex_rel_a", "ex_rel_b", "ex_chain", "ex_valid",
+               "c_ready"]
     await tb.start(dut, idle=inputs)
     committed = {"a": 0, "b": 0}
     ev = {"accepts": [], "fires": [], "c": [], "busy": 0, "stall": 0}
@@ -101,7 +103,7 @@ async def program(dut):
         na, nb = min(need, len(spec["a_banks"])), min(need, len(spec["b_banks"]))
         while committed["a"] < na or committed["b"] < nb:
             await RisingEdge(dut.clk)
-        for k, aw, bw, ra, rb in spec["execs"]:
+        for k, aw, bw, ra, rb, *chain in spec["execs"]:
             while True:
                 await RisingEdge(dut.clk)
                 await Timer(1, "ns")  # ex_ready depends on registers only
@@ -110,6 +112,7 @@ async def program(dut):
                     continue
                 dut.ex_k.value, dut.ex_a_word.value, dut.ex_b_word.value = k, aw, bw
                 dut.ex_rel_a.value, dut.ex_rel_b.value = ra, rb
+                dut.ex_chain.value = chain[0] if chain else 0
                 dut.ex_valid.value = 1
                 if _u(dut.ex_ready):
                     ev["accepts"].append(edge_index(PERIOD_NS) + 1)

@@ -99,10 +99,13 @@ def random_plan(seed, groups, ks, max_per_a=3):
              for _ in range(rng.randint(1, max_per_a))] for _ in range(groups)]
 
 
-def make_program(cfg, seed, plan, *, p_rel_b=0.6, style="mixed", extra=2, b_with_a=False):
+def make_program(cfg, seed, plan, *, p_rel_b=0.6, style="mixed", extra=2, b_with_a=False,
+                 p_chain=0.0):
     """EXECs per ``plan`` (a list of groups, each the Ks of the EXECs of one A bank, REL_A on
     the group's last); B released with probability p_rel_b (or with A if ``b_with_a``); the
-    last EXEC releases both. Random a_word/b_word offsets; random operand bytes."""
+    last EXEC releases both. Random a_word/b_word offsets; random operand bytes. With
+    ``p_chain`` an EXEC but the last has CHAIN with that probability: its sums carry into the
+    next EXEC's tile (the expected tiles are the sums over each CHAIN run)."""
     rng = random.Random(seed)
     R, C, ab = cfg.rows, cfg.cols, cfg.axi_data_width // 8
     aw, bw = spad_words(cfg)
@@ -120,7 +123,8 @@ def make_program(cfg, seed, plan, *, p_rel_b=0.6, style="mixed", extra=2, b_with
             rel_b = last or (rel_a if b_with_a else rng.random() < p_rel_b)
             A.use(ea, a_word, nw)
             B.use(eb, b_word, nw)
-            execs.append([k, a_word, b_word, int(rel_a), int(rel_b)])
+            chain = not last and rng.random() < p_chain
+            execs.append([k, a_word, b_word, int(rel_a), int(rel_b)] + ([int(chain)] if p_chain else []))
             uses.append((ea, eb))
             if rel_a and not last:
                 ea = A.new_epoch()
@@ -130,10 +134,15 @@ def make_program(cfg, seed, plan, *, p_rel_b=0.6, style="mixed", extra=2, b_with
     B.fill(style, extra)
     tiles = []
     mask = (1 << cfg.acc_width) - 1
-    for (k, a_word, b_word, _, _), (ea, eb) in zip(execs, uses):
-        c = A.operand(ea, a_word, k) @ B.operand(eb, b_word, k).T
-        c = ((c & mask) ^ (1 << (cfg.acc_width - 1))) - (1 << (cfg.acc_width - 1))
+    run = 0
+    for ex, (ea, eb) in zip(execs, uses):
+        k, a_word, b_word = ex[:3]
+        run = run + A.operand(ea, a_word, k) @ B.operand(eb, b_word, k).T
+        if ex[5:6] == [1]:
+            continue
+        c = ((run & mask) ^ (1 << (cfg.acc_width - 1))) - (1 << (cfg.acc_width - 1))
         tiles.append(c.tolist())
+        run = 0
     return {"rows": R, "cols": C, "acc_width": cfg.acc_width, "a_banks": A.banks,
             "b_banks": B.banks, "execs": execs, "tiles": tiles, "seed": seed}
 
@@ -191,6 +200,18 @@ def test_panels_in_one_a_bank(cache_root, tmp_path):
     prog = make_program(cfg, 11, plan, p_rel_b=1.0, style="lanes", extra=0)
     assert any(e[3] == 0 for e in prog["execs"])  # an A bank used by several EXECs
     res = _run(sim, tmp_path, prog, p_c=0.5)
+    assert res["fires"] == sum(e[0] for e in prog["execs"])
+
+
+def test_chained_execs(cache_root, tmp_path):
+    """CHAIN: an EXEC's sums stay in the core and its successor's beats add to the same tile
+    (the K splitting of backend/commands.py), across A and B bank changes, under random gaps
+    and C back-pressure; only the EXECs without CHAIN produce tiles."""
+    cfg = _cfg(2, 8, w=64)
+    sim = _build(cache_root, cfg)
+    prog = make_program(cfg, 21, random_plan(21, 6, _k_mix(cfg)), p_chain=0.6, extra=1)
+    assert len(prog["tiles"]) < len(prog["execs"])
+    res = _run(sim, tmp_path, prog, p_wr=0.7, p_ex=0.8, p_c=0.5)
     assert res["fires"] == sum(e[0] for e in prog["execs"])
 
 
