@@ -36,7 +36,7 @@ channel vectors fit the X buffer: LOAD X tap 0 (a tap valid for the whole group)
 VEC MAX TO_X per other tap (only its valid pixel range: padding taps are skipped, -128 being the
 identity of max), the last VEC to DRAM. ADD/RELU: chunks of ``spad_c_depth`` beats over the
 operands' common padded span: LOAD X a, LOAD S b, VEC ADD (a standalone RELU is ``VEC ADD`` of
-``a`` with itself, ma=1, mb=0, shift 0, RELU). COPY is refused: the command set cannot reorder
+``a`` with itself, ma=1, mb=0, shift 0, RELU). VMAX: see :func:`_vmax`. COPY is refused: the command set cannot reorder
 bytes within a beat (the compiler transposes on the array instead, see compile.py).
 """
 
@@ -483,6 +483,37 @@ def _eltwise(d, x: _Ctx, a, b, out, sa, sb, so, ma, mb, shift, flags) -> list:
     return cmds
 
 
+# ---- VMAX ---------------------------------------------------------------------------------------
+
+def _vmax(d: P.VMax, x: _Ctx) -> list:
+    """Chunks of ``spad_c_depth`` beats over the common padded span: LOAD X x; with ``pre``
+    LOAD S ZERO + VEC ADD (ma, shift_a) TO_X in place; LOAD S s; VEC MAX (to DRAM, or TO_X
+    followed by LOAD S ZERO + VEC ADD (mb, shift_b) to DRAM with ``post``). ZERO S beats cost
+    no DMA read: the bus moves x, s and the result once."""
+    AB, depth = x.AB, x.cfg.spad_c_depth
+    sa, sb, so = d.x_strides, d.s_strides, d.out_strides
+    if tuple(sa) != tuple(sb) or tuple(sa) != tuple(so) or any(v < 0 for v in sa):
+        raise _refuse(d, f"element-wise operands and result must share one layout (strides "
+                         f"{list(sa)}, {list(sb)} -> {list(so)})")
+    _check_aligned(d, x, x_base=d.x_base, s_base=d.s_base, out=d.out_base)
+    span = sum((n - 1) * v for n, v in zip(d.dims, sa)) + 1
+    beats = ceil_div(span, AB)
+    cmds = []
+    for off in range(0, beats, depth):
+        nb = min(depth, beats - off)
+        out = d.out_base + off * AB
+        cmds.append(Load(DST_X, d.x_base + off * AB, nb, 1, 0, 0, 0, 0))
+        if d.ma:
+            cmds += [Load(DST_S, 0, nb, 1, 0, 0, 0, ZERO), Vec(nb, 0, 0, d.ma, 0, d.shift_a, V_TO_X)]
+        cmds.append(Load(DST_S, d.s_base + off * AB, nb, 1, 0, 0, 0, 0))
+        if d.mb:
+            cmds += [Vec(nb, 0, 0, 0, 0, 0, V_MAX | V_TO_X), Load(DST_S, 0, nb, 1, 0, 0, 0, ZERO),
+                     Vec(nb, 0, out, d.mb, 0, d.shift_b, 0)]
+        else:
+            cmds.append(Vec(nb, 0, out, 0, 0, 0, V_MAX))
+    return cmds
+
+
 #: descriptor KIND -> scheduler: (descriptor, context) -> (commands, useful MACs)
 SCHEDULERS = {
     "gemm": lambda d, x: (_gemm(d, x), d.batch * d.M * d.N * d.K),
@@ -492,4 +523,5 @@ SCHEDULERS = {
                                   V_RELU if d.has(P.RELU) else 0), 0),
     "relu": lambda d, x: (_eltwise(d, x, d.in_base, d.in_base, d.out_base, d.in_strides,
                                    d.in_strides, d.out_strides, 1, 0, 0, V_RELU), 0),
+    "vmax": lambda d, x: (_vmax(d, x), 0),
 }

@@ -18,7 +18,8 @@ the descriptors (nothing of the compiler's own data structures is used):
   (m0, shift from the records; fused ReLU) and the write DMA stores the valid rows/columns.
 * ADD: :func:`~pycde_accel.frontend.quantize.residual_add` over the descriptor's 4 strided loops;
   RELU: :func:`~pycde_accel.frontend.quantize.relu_int8`; MAXPOOL: the input read once, the max over
-  each window (padding -128); COPY: a strided gather into the destination strides.
+  each window (padding -128); COPY: a strided gather into the destination strides; VMAX:
+  ``post(max(pre(x), s))`` with the optional rescales of :class:`~.program.VMax`.
 
 Every DMA byte is counted (``dram_bytes_read``/``dram_bytes_written`` per layer; a packed weight
 panel counts its whole aligned size, a strided read counts the elements it fetches, padding
@@ -194,6 +195,16 @@ class _Machine:
     def copy(self, d: P.Copy, c: LayerCounters) -> None:
         x = self.read(d.src_base + _loop_offsets(d.dims, d.src_strides), c)
         self.write(d.dst_base + _loop_offsets(d.dims, d.dst_strides), x, c)
+
+    def vmax(self, d: P.VMax, c: LayerCounters) -> None:
+        x = self.read(d.x_base + _loop_offsets(d.dims, d.x_strides), c)
+        s = self.read(d.s_base + _loop_offsets(d.dims, d.s_strides), c)
+        if d.ma:
+            x = q.residual_add(x, x, d.ma, 0, d.shift_a)
+        y = np.maximum(x, s)
+        if d.mb:
+            y = q.residual_add(y, y, d.mb, 0, d.shift_b)
+        self.write(d.out_base + _loop_offsets(d.dims, d.out_strides), y, c)
 
     def maxpool(self, d: P.MaxPool, c: LayerCounters) -> None:
         kh, kw = P.unpack2(d.kernel)

@@ -58,6 +58,12 @@ entries have count 1 and stride 0):
   GEMM), in_strides (n, c, h, w), out_strides (n, c, h, w). Padding is -128.
 * ``COPY`` (5): strided gather (reshape/transpose that is not a view). src_base, dst_base,
   dims[4], src_strides[4], dst_strides[4].
+* ``VMAX`` (6): ``out = post(max(pre(x), s))`` element-wise over the 4 strided loops, where
+  ``pre(x) = sat8(RoundingDivideByPOT(x * ma, shift_a))`` (none when ``ma == 0``) and
+  ``post(y) = sat8(RoundingDivideByPOT(y * mb, shift_b))`` (none when ``mb == 0``). x_base,
+  s_base, out_base, ma, shift_a, mb, shift_b, dims[4], x_strides[4], s_strides[4],
+  out_strides[4]. (``maximum`` rescales its smaller-scale operand with ``pre``; ``minimum`` is
+  ``-max(-x', -s)`` with the negations in ``pre`` and ``post``.)
 
 ``word_map(Gemm)`` (etc.) gives each field's word index, for the controller's decoder.
 
@@ -320,7 +326,30 @@ class Copy(Descriptor):
     KIND: ClassVar[str] = "copy"
 
 
-OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy)}
+@dataclass(frozen=True)
+class VMax(Descriptor):
+    """Element-wise max of two int8 operands on the vector engine, with an optional rescale of
+    the X operand before it and of the result after it (both in X, see the module docstring)."""
+    index: int = 0
+    flags: int = 0
+    x_base: int = 0
+    s_base: int = 0
+    out_base: int = 0
+    ma: int = 0
+    shift_a: int = 0
+    mb: int = 0
+    shift_b: int = 0
+    dims: tuple = _O4
+    x_strides: tuple = _Z4
+    s_strides: tuple = _Z4
+    out_strides: tuple = _Z4
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 6
+    KIND: ClassVar[str] = "vmax"
+
+
+OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy, VMax)}
 OPS_BY_KIND = {c.KIND: c for c in OPS.values()}
 
 
