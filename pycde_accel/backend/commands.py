@@ -36,7 +36,7 @@ channel vectors fit the X buffer: LOAD X tap 0 (a tap valid for the whole group)
 VEC MAX TO_X per other tap (only its valid pixel range: padding taps are skipped, -128 being the
 identity of max), the last VEC to DRAM. ADD/RELU: chunks of ``spad_c_depth`` beats over the
 operands' common padded span: LOAD X a, LOAD S b, VEC ADD (a standalone RELU is ``VEC ADD`` of
-``a`` with itself, ma=1, mb=0, shift 0, RELU). VMAX: see :func:`_vmax`. COPY is refused: the command set cannot reorder
+``a`` with itself, ma=1, mb=0, shift 0, RELU). VMAX: see :func:`_vmax`; GATHER: :func:`_gather`. COPY is refused: the command set cannot reorder
 bytes within a beat (the compiler transposes on the array instead, see compile.py).
 """
 
@@ -514,6 +514,99 @@ def _vmax(d: P.VMax, x: _Ctx) -> list:
     return cmds
 
 
+# ---- GATHER -------------------------------------------------------------------------------------
+
+def _gather_tiles(d: P.Gather, R: int) -> list:
+    """The m-tiles: lists of up to R output pixels (b, oh, ow) whose results are at a constant
+    stride (one STORE): runs of the output's pixel order, not crossing an output row unless the
+    output is dense."""
+    dense = d.c_stride_h == d.out_w * d.c_pitch and d.c_stride_n == d.out_h * d.c_stride_h
+    pix = [(b, oh, ow) for b in range(d.n) for oh in range(d.out_h) for ow in range(d.out_w)]
+    if dense:
+        return [pix[i:i + R] for i in range(0, len(pix), R)]
+    out = []
+    for b in range(d.n):
+        for oh in range(d.out_h):
+            row = [(b, oh, ow) for ow in range(d.out_w)]
+            out += [row[i:i + R] for i in range(0, len(row), R)]
+    return out
+
+
+def _gather_a(d: P.Gather, x: _Ctx, tile: list) -> list:
+    """LOADs of one A panel: per source, runs of consecutive lanes whose source pixels are at a
+    constant beat-aligned address step (one LANES LOAD each), ZERO for pixels outside the source;
+    with CONST the extra beat (``one_base`` outside, ZERO inside)."""
+    AB = x.AB
+    src = [P.gather_pixel(d, oh, ow) for (_, oh, ow) in tile]
+    cmds = []
+    word = 0
+    for s in range(d.n_srcs):
+        pitch, base = d.src_pitch[s], d.src_base[s]
+        tb = pitch // AB
+        addrs = [None if p is None else base + ((b * d.in_h + p[0]) * d.in_w + p[1]) * pitch
+                 for (b, _, _), p in zip(tile, src)]
+        i = 0
+        while i < len(tile):
+            if addrs[i] is None:
+                j = i
+                while j < len(tile) and addrs[j] is None:
+                    j += 1
+                cmds.append(Load(DST_A, 0, tb, j - i, 0, i, word, ZERO | LANES))
+                i = j
+                continue
+            j, step = i + 1, None
+            while j < len(tile) and addrs[j] is not None:
+                st = addrs[j] - addrs[j - 1]
+                if st < 0 or (step is not None and st != step):
+                    break
+                step = st
+                j += 1
+            cmds.append(Load(DST_A, addrs[i], tb, j - i, step if j - i > 1 else 0, i, word, LANES))
+            i = j
+        word += tb
+    if d.mode & P.G_CONST:
+        i = 0
+        while i < len(tile):
+            out = src[i] is None
+            j = i
+            while j < len(tile) and (src[j] is None) == out:
+                j += 1
+            cmds.append(Load(DST_A, d.one_base if out else 0, 1, j - i, 0, i, word,
+                             LANES if out else ZERO | LANES))
+            i = j
+    return cmds
+
+
+def _gather(d: P.Gather, x: _Ctx) -> list:
+    """Per n-tile: LOAD B panel (COMMIT); per m-tile (up to R output pixels, see
+    :func:`_gather_tiles`): the A panel's LOADs (COMMIT), EXEC over the n-tile's K window
+    (REL_A; REL_B on the n-tile's last), STORE. Records: one LOAD P first."""
+    R, C, AB, cfg = x.R, x.C, x.AB, x.cfg
+    kw = ceil_div(d.K, AB)
+    if any(p % AB for p in d.src_pitch[:d.n_srcs]) or d.c_pitch % AB:
+        raise _refuse(d, "gather sources and output need beat-aligned pixel pitches")
+    if not 1 <= d.K <= min(cfg.max_k, cfg.spad_a_depth, cfg.spad_b_depth):
+        raise _refuse(d, f"a gather's pixel of K={d.K} bytes exceeds min(max_k, spad depths)")
+    n_tiles = ceil_div(d.N, C)
+    if n_tiles * C > cfg.spad_c_depth:
+        raise _refuse(d, f"{d.N} output channels need more than config spad_c_depth="
+                         f"{cfg.spad_c_depth} post-op records")
+    tiles = _gather_tiles(d, R)
+    cmds = [Load(DST_P, d.p_base, n_tiles * C * P.PARAM_RECORD_BYTES // AB, 1, 0, 0, 0, 0)]
+    for nt in range(n_tiles):
+        k0, k1 = P.gather_k_window(d, nt * C, min(d.N, nt * C + C), AB)
+        cmds.append(Load(DST_B, d.b_base + nt * C * kw * AB, kw, C, kw * AB, 0, 0, LANES | COMMIT))
+        for ti, tile in enumerate(tiles):
+            cmds += _with_commit(_gather_a(d, x, tile))
+            fl = REL_A | (REL_B if ti == len(tiles) - 1 else 0)
+            cmds.append(Exec(k1 - k0, k0 // AB, k0 // AB, fl))
+            b, oh, ow = tile[0]
+            addr = d.c_base + b * d.c_stride_n + oh * d.c_stride_h + ow * d.c_pitch + nt * C
+            _check_aligned(d, x, c_addr=addr)
+            cmds.append(Store(addr, len(tile), d.c_pitch if len(tile) > 1 else 0, nt * C, 0))
+    return cmds
+
+
 #: descriptor KIND -> scheduler: (descriptor, context) -> (commands, useful MACs)
 SCHEDULERS = {
     "gemm": lambda d, x: (_gemm(d, x), d.batch * d.M * d.N * d.K),
@@ -524,4 +617,5 @@ SCHEDULERS = {
     "relu": lambda d, x: (_eltwise(d, x, d.in_base, d.in_base, d.out_base, d.in_strides,
                                    d.in_strides, d.out_strides, 1, 0, 0, V_RELU), 0),
     "vmax": lambda d, x: (_vmax(d, x), 0),
+    "gather": lambda d, x: (_gather(d, x), 0),
 }
