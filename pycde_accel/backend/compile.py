@@ -236,6 +236,8 @@ class Compiler:
         """The layout of an element-wise layer over the tensors ``inputs``: the output takes
         their common padded layout. ``(input views, output view, dims, strides)``, strides one
         tuple per input and then the output's (``P.ND`` merged loops)."""
+        if any(self.tensors[i].view() is None for i in inputs):
+            return self._eltwise_span(node, inputs)
         ins = [self.strided(i, node, "an operand") for i in inputs]
         a = ins[0]
         if any(v.strides != a.strides or v.shape != a.shape for v in ins) or a.offset % self.axi \
@@ -252,6 +254,25 @@ class Compiler:
             raise UserError(f"{_where(node)}: operands need more than {P.ND} strided loop dimensions")
         dims, strides = loops
         return ins, out, dims, strides
+
+    def _eltwise_span(self, node, inputs: list) -> tuple:
+        """An element-wise layer over operands that are not strided views (a flatten or a
+        permutation of a channels-last map) but share one arrangement of their elements: the
+        layer runs over the byte span they cover (padding included, as any element-wise layer
+        does), and the output has the same arrangement in a buffer of its own."""
+        ts = [self.tensors[i] for i in inputs]
+        starts = [int(t.offs.min()) if t.offs.size else 0 for t in ts]
+        rel = ts[0].offs - starts[0]
+        if any(not np.array_equal(t.offs - s, rel) for t, s in zip(ts, starts)) \
+                or any(s % self.axi for s in starts):
+            raise UserError(f"{_where(node)}: the operands are reshapes that are not strided views "
+                            f"and are arranged differently; re-laying one out needs a COPY")
+        span = int(rel.max()) + 1 if rel.size else 1
+        ins = [View(t.buffer, (span,), (1,), s) for t, s in zip(ts, starts)]
+        buf = self.layout.request("activation", node.name, span, "activation", node.name)
+        out = View(buf, (span,), (1,), 0)
+        self.tensors[node.name] = _T(buf, rel.copy())
+        return ins, out, (1, 1, 1, span), [(0, 0, 0, 1)] * (len(inputs) + 1)
 
     # ---- driver ----------------------------------------------------------------------------
     def run(self) -> CompiledProgram:

@@ -1,7 +1,8 @@
 """``sub``: the element-wise difference ``a - b`` of two activations of the same shape;
 ``relu``: a fused ReLU.
 
-* capture: ``aten.sub.Tensor`` (``a - b``, ``torch.sub``) with ``alpha=1``.
+* capture: ``aten.sub.Tensor`` (``a - b``, ``torch.sub``) with ``alpha=1``; with a constant
+  or parameter operand it is an affine map (:mod:`._affine`).
 * quantization: the residual add's form with a negative multiplier of ``b``:
   ``(ma, mb, shift) = add_multipliers(s_a / s_y, -s_b / s_y)``, ``s_y >= max(s_a, s_b) / 2^14``.
 * reference: ``y = sat8(RoundingDivideByPOT(a * ma + b * mb, shift))``
@@ -19,7 +20,7 @@ from typing import ClassVar
 
 from ..frontend import quantize as q
 from ..lowering import kernels
-from . import add
+from . import _affine, add
 from .base import Node, register
 
 
@@ -28,7 +29,8 @@ from .base import Node, register
 class Sub(Node):
     relu: bool = False
     kind: ClassVar[str] = "sub"
-    ATEN: ClassVar[tuple[str, ...]] = ("aten.sub.Tensor", "aten.sub_.Tensor")
+    ATEN: ClassVar[tuple[str, ...]] = ("aten.sub.Tensor", "aten.sub_.Tensor", "aten.sub.Scalar",
+                                       "aten.rsub.Scalar", "aten.rsub.Tensor")
     SUPPORTED: ClassVar[str] = "sub of two activations"
     ORDER: ClassVar[int] = 51
     FUSES_RELU: ClassVar[bool] = True
@@ -39,6 +41,8 @@ class Sub(Node):
     @classmethod
     def capture(cls, cx, n) -> None:
         t = str(n.target)
+        if _affine.capture_binary(cx, n, "r-" if t.startswith("aten.rsub") else "-"):
+            return
         if not all(cx.is_act(a) for a in n.args[:2]):
             raise cx.fail(n, f"{t} with a constant operand (only the difference of two activations)")
         if n.kwargs.get("alpha", 1) != 1:
