@@ -29,7 +29,7 @@ from ..errors import UserError
 from . import commands as CMD
 from . import program as P
 from .layout import (ALIGN, ConstSpec, Layout, Placement, View, as_view, build_image, merge_loops,
-                     padded_view, view_span)
+                     pack_params, pack_weight, padded_view, view_span)
 from .tiling import align, ceil_div, packed_panel_bytes, plan_gemm
 
 
@@ -178,9 +178,75 @@ class Compiler:
         t = self.tensors[name]
         v = t.view()
         if v is None:
+            v = self.relayout(name, node)
+        if v is None:
             raise UserError(f"{_where(node)}: {what} is a reshape of {name} that is not a strided "
                             f"view of its buffer; it would need a COPY, which the accelerator's "
                             f"commands cannot express")
+        return v
+
+    def relayout(self, name: str, node) -> View | None:
+        """Copy tensor ``name``, which is no strided view (a flatten in NCHW order of a
+        channels-last map, a channel shuffle, any permutation inside rows), into a padded
+        row-major buffer of its own with one GATHER layer ``<name>.copy`` on the systolic array,
+        and make that the tensor (later consumers reuse it). The tensor's elements must split
+        into rows (its leading dims) at a constant beat-aligned stride that all hold the same
+        arrangement of their elements: each row is one source pixel and B the permutation.
+        None when they do not."""
+        t = self.tensors[name]
+        rank = len(t.shape)
+        perms = ([(0, 2, 3, 1)] if rank == 4 else []) + [tuple(range(rank))]   # NCHW: pixels first
+        for perm in perms:
+            v = self._relayout(name, node, t, perm)
+            if v is not None:
+                return v
+        return None
+
+    def _relayout(self, name, node, t, perm) -> View | None:
+        po = t.offs.transpose(perm)
+        shape = po.shape
+        for j in range(len(shape) - 1, -1, -1):
+            outer, inner = int(np.prod(shape[:j], dtype=np.int64)), int(np.prod(shape[j:], dtype=np.int64))
+            offs = po.reshape(outer, inner)
+            base = offs.min(axis=1)
+            rel = offs - base[:, None]
+            if not np.array_equal(rel, np.broadcast_to(rel[0], rel.shape)):
+                continue
+            pitch = align(int(rel.max()) + 1, self.axi)
+            stride = int(base[1] - base[0]) if outer > 1 else pitch
+            if (outer > 1 and not np.array_equal(base, base[0] + stride * np.arange(outer))) \
+                    or stride % self.axi or stride < pitch or base[0] % self.axi:
+                continue
+            k = stride if outer > 1 else pitch
+            if k > min(self.cfg.max_k, self.cfg.spad_a_depth, self.cfg.spad_b_depth):
+                return None
+            return self._emit_copy(name, node, t, outer, inner, int(base[0]), k, rel[0], shape, perm)
+        return None
+
+    def _emit_copy(self, name, node, t, outer, inner, start, k, rel, pshape, perm) -> View:
+        cname = f"{name}.copy"
+        out = padded_view(cname, (outer, inner), self.C)
+        self.layout.request("activation", cname, view_span(out), "activation", node.name)
+        n_tiles = ceil_div(inner, self.C)
+        B = np.zeros((inner, k), np.int64)
+        B[np.arange(inner), rel] = 1
+        wdata = pack_weight(B.T.astype(np.int8), self.C, self.axi)
+        pdata = pack_params(None, np.full(inner, (1 << 31) - 1), np.zeros(inner), n_tiles * self.C)
+        for sym, data, kind in ((f"{cname}.gather", wdata, "weight"), (f"{cname}.params", pdata, "params")):
+            self.layout.request("const", sym, len(data), kind, node.name)
+            self.layout.consts.append(ConstSpec(sym, node.name, "data", data=data))
+        z = (0,) * (P.NSRC - 1)
+
+        def build(Lo, i):
+            return P.Gather(i, 0, b_base=Lo.addr(f"{cname}.gather"), c_base=Lo.addr(cname),
+                            p_base=Lo.addr(f"{cname}.params"), n=outer, N=inner, K=k,
+                            c_stride_n=out.strides[0], c_stride_h=out.strides[0],
+                            c_pitch=out.strides[0], n_srcs=1,
+                            src_base=(Lo.addr(t.buffer) + start,) + z, src_pitch=(k,) + z,
+                            src_channels=(k,) + z, name=cname, module=node.module)
+        self.emit(build, {"kind": "copy"})
+        v = out.reshape(pshape).transpose(tuple(int(i) for i in np.argsort(perm)))
+        self.tensors[name] = _T(cname, v.offsets())
         return v
 
     def rows_ok(self, v: View) -> bool:

@@ -390,7 +390,7 @@ class Gather(Descriptor):
     N: int = 1
     K: int = 1
     pad: int = 0
-    up: int = 0
+    up: int = 0x10001          # uh | uw << 16: 1, 1
     c_stride_n: int = 0
     c_stride_h: int = 0
     c_pitch: int = 0
