@@ -185,15 +185,17 @@ class Compiler:
                             f"commands cannot express")
         return v
 
-    def relayout(self, name: str, node) -> View | None:
+    def relayout(self, name: str, node, force: bool = False) -> View | None:
         """Copy tensor ``name``, which is no strided view (a flatten in NCHW order of a
         channels-last map, a channel shuffle, any permutation inside rows), into a padded
         row-major buffer of its own with one GATHER layer ``<name>.copy`` on the systolic array,
         and make that the tensor (later consumers reuse it). The tensor's elements must split
         into rows (its leading dims) at a constant beat-aligned stride that all hold the same
         arrangement of their elements: each row is one source pixel and B the permutation.
-        None when they do not."""
+        None when they do not. (``force``: also a strided view, made dense and padded.)"""
         t = self.tensors[name]
+        if not force and t.view() is not None:
+            return t.view()
         rank = len(t.shape)
         perms = ([(0, 2, 3, 1)] if rank == 4 else []) + [tuple(range(rank))]   # NCHW: pixels first
         for perm in perms:

@@ -178,6 +178,8 @@ def capture(module, example_inputs, *, fallback_source: str = "") -> g.Graph:
             if isinstance(base, torch.fx.Node) and base.name in cx.alias and n.args[1] == 0 and \
                     str(base.target) == "aten._native_batch_norm_legit_no_training.default":
                 cx.alias[n.name] = cx.alias[base.name]
+            elif isinstance(base, torch.fx.Node) and base.name in cx.multi:
+                cx.multi[base.name](cx, n, int(n.args[1]))
             else:
                 raise cx.fail(n, "getitem on a multi-output op")
         elif t in ops.ATEN:
@@ -198,6 +200,8 @@ class CaptureContext:
         self.alias: dict[str, str] = {}
         self.consts = consts
         self.fallback_source = fallback_source
+        #: fx node name of a multi-output op -> handler(cx, getitem fx node, index)
+        self.multi: dict = {}
 
     def emit(self, node, n) -> None:
         """Add ``node`` to the graph as the value of the fx node ``n``."""

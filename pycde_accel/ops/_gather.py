@@ -37,22 +37,35 @@ def geometry(shape) -> tuple[int, int, int, int]:
     raise ValueError(f"rank {len(shape)}")
 
 
-def source(cx, node, name: str):
-    """``(view, pitch)`` of a dense channels-last source tensor, or a refusal."""
-    v = cx.strided(name, node, "an input")
+def _dense(cx, v):
+    """The pixel pitch of ``v`` if it is a dense channels-last tensor, else None."""
     n, c, h, w = geometry(v.shape)
     if len(v.shape) == 4:
         sn, sc, sh, sw = v.strides
+        pitch = sw if w > 1 else (sh if h > 1 else (sn if n > 1 else None))
     else:
-        (sn, sc), sh, sw = v.strides, None, None
-    pitch = sw if sw is not None else sn
-    ok = (sc == 1 or c == 1) and pitch % cx.C == 0 and pitch >= c and v.offset % cx.axi == 0
-    if sw is not None:
+        sn, sc = v.strides
+        pitch = sn if n > 1 else None
+    if pitch is None:
+        pitch = -(-c // cx.axi) * cx.axi          # one pixel: any beat-aligned run of its channels
+    ok = (sc == 1 or c == 1) and pitch % cx.axi == 0 and pitch >= c and v.offset % cx.axi == 0
+    if len(v.shape) == 4:
         ok = ok and (h == 1 or sh == w * pitch) and (n == 1 or sn == h * w * pitch)
-    if not ok:
-        raise cx.refuse(node, f"input {name} is not a dense channels-last activation (strides "
-                              f"{list(v.strides)}); moving its pixels needs that layout")
-    return v, int(pitch)
+    return int(pitch) if ok else None
+
+
+def source(cx, node, name: str):
+    """``(view, pitch)`` of a dense channels-last source tensor (copied into one first when it
+    is not), or a refusal."""
+    v = cx.strided(name, node, "an input")
+    pitch = _dense(cx, v)
+    if pitch is None:
+        v = cx.relayout(name, node, force=True)
+        pitch = None if v is None else _dense(cx, v)
+    if pitch is None:
+        raise cx.refuse(node, f"input {name} is not a dense channels-last activation and no "
+                              f"row copy makes it one; moving its pixels needs that layout")
+    return v, pitch
 
 
 def output(cx, node, name: str, shape):
@@ -68,12 +81,13 @@ def output(cx, node, name: str, shape):
 
 
 def emit(cx, node, srcs: list, out_shape, B: np.ndarray, m0, shift, *, mode: int = 0,
-         pad=(0, 0), up=(1, 1), in_hw=None, const_code: int = 0) -> None:
+         pad=(0, 0), up=(1, 1), in_hw=None, const_code: int = 0, src_start: int = 0) -> None:
     """One GATHER layer for ``node`` from the source tensors ``srcs`` into ``node``'s output.
 
     ``B`` is ``N x sum(real channels of srcs)`` (logical: the channels of the sources in order);
     it is scattered onto the padded K (the pitches) here. ``const_code``: with ``pad``, the
-    int8 code outside the source (mode CONST when not 0)."""
+    int8 code outside the source (mode CONST when not 0). ``src_start`` (beat-aligned, one
+    source): the pixel's A row starts at that channel (B's first ``src_start`` columns dropped)."""
     views = [source(cx, node, s) for s in srcs]
     if len(views) > P.NSRC:
         raise cx.refuse(node, f"{len(views)} inputs, more than the {P.NSRC} one gather reads")
@@ -82,6 +96,9 @@ def emit(cx, node, srcs: list, out_shape, B: np.ndarray, m0, shift, *, mode: int
     on, oc, oh, ow = geometry(out_shape)
     out, opitch = output(cx, node, node.name, out_shape)
     chans = [geometry(v.shape)[1] for v, _ in views]
+    if src_start:
+        chans[0] -= src_start
+        B = B[:, src_start:]
     pitches = [p for _, p in views]
     K = sum(pitches)
     if const_code:
@@ -115,7 +132,8 @@ def emit(cx, node, srcs: list, out_shape, B: np.ndarray, m0, shift, *, mode: int
                         one_base=Lo.addr(osym) if const_code else 0, mode=mode, n=on, in_h=h,
                         in_w=w, out_h=oh, out_w=ow, N=oc, K=K, pad=P.pack2(*pad), up=P.pack2(*up),
                         c_stride_n=oh * ow * opitch, c_stride_h=ow * opitch, c_pitch=opitch,
-                        n_srcs=len(views), src_base=tuple([cx.base(v) for v in bases] + z),
+                        n_srcs=len(views), src_base=tuple([cx.base(v) + (src_start if i == 0 else 0)
+                                        for i, v in enumerate(bases)] + z),
                         src_pitch=tuple(pitches + z), src_channels=tuple(chans + z),
                         name=node.name, module=node.module)
     cx.emit(build, {"kind": node.kind})
