@@ -578,9 +578,11 @@ def _gather_a(d: P.Gather, x: _Ctx, tile: list) -> list:
 
 
 def _gather(d: P.Gather, x: _Ctx) -> list:
-    """Per n-tile: LOAD B panel (COMMIT); per m-tile (up to R output pixels, see
-    :func:`_gather_tiles`): the A panel's LOADs (COMMIT), EXEC over the n-tile's K window
-    (REL_A; REL_B on the n-tile's last), STORE. Records: one LOAD P first."""
+    """LOAD P (the records) and every B panel first, all resident in one B bank (panel nt at word
+    ``nt * ceil(K/AB)``); then per m-tile (up to R output pixels, see :func:`_gather_tiles`): the
+    A panel's LOADs (COMMIT), and per n-tile an EXEC over its K window (REL_A on the last; REL_B
+    on the very last) and its STORE. Each source pixel is read once; when the panels do not fit
+    one bank, each n-tile's panel is loaded in turn and the A panels are reloaded per n-tile."""
     R, C, AB, cfg = x.R, x.C, x.AB, x.cfg
     kw = ceil_div(d.K, AB)
     if any(p % AB for p in d.src_pitch[:d.n_srcs]) or d.c_pitch % AB:
@@ -592,18 +594,35 @@ def _gather(d: P.Gather, x: _Ctx) -> list:
         raise _refuse(d, f"{d.N} output channels need more than config spad_c_depth="
                          f"{cfg.spad_c_depth} post-op records")
     tiles = _gather_tiles(d, R)
+    windows = [P.gather_k_window(d, nt * C, min(d.N, nt * C + C), AB) for nt in range(n_tiles)]
     cmds = [Load(DST_P, d.p_base, n_tiles * C * P.PARAM_RECORD_BYTES // AB, 1, 0, 0, 0, 0)]
-    for nt in range(n_tiles):
-        k0, k1 = P.gather_k_window(d, nt * C, min(d.N, nt * C + C), AB)
-        cmds.append(Load(DST_B, d.b_base + nt * C * kw * AB, kw, C, kw * AB, 0, 0, LANES | COMMIT))
-        for ti, tile in enumerate(tiles):
-            cmds += _with_commit(_gather_a(d, x, tile))
-            fl = REL_A | (REL_B if ti == len(tiles) - 1 else 0)
-            cmds.append(Exec(k1 - k0, k0 // AB, k0 // AB, fl))
+
+    def b_load(nt, word, commit):
+        return Load(DST_B, d.b_base + nt * C * kw * AB, kw, C, kw * AB, 0, word,
+                    LANES | (COMMIT if commit else 0))
+
+    def tile_cmds(tile, nts, b_words, last_b):
+        out = _with_commit(_gather_a(d, x, tile))
+        for j, nt in enumerate(nts):
+            k0, k1 = windows[nt]
+            fl = (REL_A if j == len(nts) - 1 else 0) | (REL_B if last_b and j == len(nts) - 1 else 0)
+            out.append(Exec(k1 - k0, k0 // AB, b_words[j] + k0 // AB, fl))
             b, oh, ow = tile[0]
             addr = d.c_base + b * d.c_stride_n + oh * d.c_stride_h + ow * d.c_pitch + nt * C
             _check_aligned(d, x, c_addr=addr)
-            cmds.append(Store(addr, len(tile), d.c_pitch if len(tile) > 1 else 0, nt * C, 0))
+            out.append(Store(addr, len(tile), d.c_pitch if len(tile) > 1 else 0, nt * C, 0))
+        return out
+
+    if n_tiles * kw <= cfg.spad_b_depth // AB:          # all panels resident: A read once
+        cmds += [b_load(nt, nt * kw, nt == n_tiles - 1) for nt in range(n_tiles)]
+        for ti, tile in enumerate(tiles):
+            cmds += tile_cmds(tile, list(range(n_tiles)), [nt * kw for nt in range(n_tiles)],
+                              ti == len(tiles) - 1)
+        return cmds
+    for nt in range(n_tiles):
+        cmds.append(b_load(nt, 0, True))
+        for ti, tile in enumerate(tiles):
+            cmds += tile_cmds(tile, [nt], [0], ti == len(tiles) - 1)
     return cmds
 
 

@@ -421,7 +421,8 @@ def gather_pixel(d: Gather, oh: int, ow: int):
 
 def gather_k_window(d: Gather, c0: int, c1: int, axi_bytes: int) -> tuple[int, int]:
     """The beat-aligned K byte range ``[k0, k1)`` that output channels ``c0 .. c1-1`` read:
-    with mode CAT from their sources' segments, else all of K."""
+    with mode CAT from their sources' segments (and the constant's beat with CONST), else all
+    of K."""
     if not d.mode & G_CAT:
         return 0, -(-d.K // axi_bytes) * axi_bytes
     ks, kbase, cbase = [], 0, 0
@@ -431,6 +432,8 @@ def gather_k_window(d: Gather, c0: int, c1: int, axi_bytes: int) -> tuple[int, i
             ks += [kbase + lo - cbase, kbase + hi - cbase]
         kbase += d.src_pitch[s]
         cbase += d.src_channels[s]
+    if d.mode & G_CONST:                      # the constant's beat, last in K
+        ks += [d.K - axi_bytes, d.K]
     if not ks:
         return 0, axi_bytes
     return min(ks) // axi_bytes * axi_bytes, -(-max(ks) // axi_bytes) * axi_bytes

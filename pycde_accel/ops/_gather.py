@@ -95,6 +95,8 @@ def emit(cx, node, srcs: list, out_shape, B: np.ndarray, m0, shift, *, mode: int
                                                                      0, *in_hw)
     on, oc, oh, ow = geometry(out_shape)
     out, opitch = output(cx, node, node.name, out_shape)
+    if B.shape[0] == B.shape[1] and np.array_equal(B, np.eye(B.shape[0], dtype=B.dtype)):
+        mode |= P.G_CAT           # the identity is a concatenation: each n-tile its own beats
     chans = [geometry(v.shape)[1] for v, _ in views]
     if src_start:
         chans[0] -= src_start
