@@ -12,7 +12,8 @@ LOAD when the producer owns no bank and none is free).
 
 Hardware rules asserted (CommandError): DMA addresses and strides are multiples of AB and inside
 the image; LOAD beats/rows >= 1; lanes and words inside a bank (a LOAD writes only the bank its
-producer side owns); ZERO only to A/B; P and X writes inside their memories; EXEC
+producer side owns); ZERO only to A/B and S (zero S beats: a VEC operand that is ignored); P and
+X writes inside their memories; EXEC
 1 <= K <= min(spad depths, 65535) with its words inside the bank, a tile's K summed over a
 CHAIN run (the core keeps accumulating; the tile is queued by the EXEC without CHAIN) <= max_k,
 no tile left open at the end; STORE valid_rows in 1..R and
@@ -182,9 +183,10 @@ class Machine:
             if k.flags & C_.COMMIT:
                 sp.commit(self.seq)
             return
-        if zero or k.flags & (C_.LANES | C_.COMMIT):
+        if (zero and k.dst != C_.DST_S) or k.flags & (C_.LANES | C_.COMMIT):
             raise CommandError(f"LOAD to {C_.DST_NAMES.get(k.dst, k.dst)} with A/B-only flags {k.flags}")
-        data = self.dma_read(k.addr, k.beats, k.rows, k.stride, c).reshape(-1, self.AB)
+        data = (np.zeros((k.rows * k.beats, self.AB), np.uint8) if zero
+                else self.dma_read(k.addr, k.beats, k.rows, k.stride, c).reshape(-1, self.AB))
         if k.dst == C_.DST_P:
             words = np.frombuffer(data.tobytes(), "<i4").astype(np.int64)
             lo = 4 * k.index

@@ -41,7 +41,7 @@ channel vectors fit the X buffer: LOAD X tap 0 (a tap valid for the whole group)
 VEC MAX TO_X per other tap (only its valid pixel range: padding taps are skipped, -128 being the
 identity of max), the last VEC to DRAM. ADD/RELU: chunks of ``spad_c_depth`` beats over the
 operands' common padded span: LOAD X a, LOAD S b, VEC ADD (a standalone RELU is ``VEC ADD`` of
-``a`` with itself, ma=1, mb=0, shift 0, RELU). COPY is refused: the command set cannot reorder
+``a`` with itself, ma=1, mb=0, shift 0, RELU). VMAX: see :func:`_vmax`; GATHER: :func:`_gather`. COPY is refused: the command set cannot reorder
 bytes within a beat (the compiler transposes on the array instead, see compile.py).
 """
 
@@ -656,6 +656,149 @@ def _eltwise(d, x: _Ctx, a, b, out, sa, sb, so, ma, mb, shift, flags) -> list:
     return cmds
 
 
+# ---- VMAX ---------------------------------------------------------------------------------------
+
+def _vmax(d: P.VMax, x: _Ctx) -> list:
+    """Chunks of ``spad_c_depth`` beats over the common padded span: LOAD X x; with ``pre``
+    LOAD S ZERO + VEC ADD (ma, shift_a) TO_X in place; LOAD S s; VEC MAX (to DRAM, or TO_X
+    followed by LOAD S ZERO + VEC ADD (mb, shift_b) to DRAM with ``post``). ZERO S beats cost
+    no DMA read: the bus moves x, s and the result once."""
+    AB, depth = x.AB, x.cfg.spad_c_depth
+    sa, sb, so = d.x_strides, d.s_strides, d.out_strides
+    if tuple(sa) != tuple(sb) or tuple(sa) != tuple(so) or any(v < 0 for v in sa):
+        raise _refuse(d, f"element-wise operands and result must share one layout (strides "
+                         f"{list(sa)}, {list(sb)} -> {list(so)})")
+    _check_aligned(d, x, x_base=d.x_base, s_base=d.s_base, out=d.out_base)
+    span = sum((n - 1) * v for n, v in zip(d.dims, sa)) + 1
+    beats = ceil_div(span, AB)
+    cmds = []
+    for off in range(0, beats, depth):
+        nb = min(depth, beats - off)
+        out = d.out_base + off * AB
+        cmds.append(Load(DST_X, d.x_base + off * AB, nb, 1, 0, 0, 0, 0))
+        if d.ma:
+            cmds += [Load(DST_S, 0, nb, 1, 0, 0, 0, ZERO), Vec(nb, 0, 0, d.ma, 0, d.shift_a, V_TO_X)]
+        cmds.append(Load(DST_S, d.s_base + off * AB, nb, 1, 0, 0, 0, 0))
+        if d.mb:
+            cmds += [Vec(nb, 0, 0, 0, 0, 0, V_MAX | V_TO_X), Load(DST_S, 0, nb, 1, 0, 0, 0, ZERO),
+                     Vec(nb, 0, out, d.mb, 0, d.shift_b, 0)]
+        else:
+            cmds.append(Vec(nb, 0, out, 0, 0, 0, V_MAX))
+    return cmds
+
+
+# ---- GATHER -------------------------------------------------------------------------------------
+
+def _gather_tiles(d: P.Gather, R: int) -> list:
+    """The m-tiles: lists of up to R output pixels (b, oh, ow) whose results are at a constant
+    stride (one STORE): runs of the output's pixel order, not crossing an output row unless the
+    output is dense."""
+    dense = d.c_stride_h == d.out_w * d.c_pitch and d.c_stride_n == d.out_h * d.c_stride_h
+    pix = [(b, oh, ow) for b in range(d.n) for oh in range(d.out_h) for ow in range(d.out_w)]
+    if dense:
+        return [pix[i:i + R] for i in range(0, len(pix), R)]
+    out = []
+    for b in range(d.n):
+        for oh in range(d.out_h):
+            row = [(b, oh, ow) for ow in range(d.out_w)]
+            out += [row[i:i + R] for i in range(0, len(row), R)]
+    return out
+
+
+def _gather_a(d: P.Gather, x: _Ctx, tile: list) -> list:
+    """LOADs of one A panel: per source, runs of consecutive lanes whose source pixels are at a
+    constant beat-aligned address step (one LANES LOAD each), ZERO for pixels outside the source;
+    with CONST the extra beat (``one_base`` outside, ZERO inside)."""
+    AB = x.AB
+    src = [P.gather_pixel(d, oh, ow) for (_, oh, ow) in tile]
+    cmds = []
+    word = 0
+    for s in range(d.n_srcs):
+        pitch, base = d.src_pitch[s], d.src_base[s]
+        tb = pitch // AB
+        addrs = [None if p is None else base + ((b * d.in_h + p[0]) * d.in_w + p[1]) * pitch
+                 for (b, _, _), p in zip(tile, src)]
+        i = 0
+        while i < len(tile):
+            if addrs[i] is None:
+                j = i
+                while j < len(tile) and addrs[j] is None:
+                    j += 1
+                cmds.append(Load(DST_A, 0, tb, j - i, 0, i, word, ZERO | LANES))
+                i = j
+                continue
+            j, step = i + 1, None
+            while j < len(tile) and addrs[j] is not None:
+                st = addrs[j] - addrs[j - 1]
+                if st < 0 or (step is not None and st != step):
+                    break
+                step = st
+                j += 1
+            cmds.append(Load(DST_A, addrs[i], tb, j - i, step if j - i > 1 else 0, i, word, LANES))
+            i = j
+        word += tb
+    if d.mode & P.G_CONST:
+        i = 0
+        while i < len(tile):
+            out = src[i] is None
+            j = i
+            while j < len(tile) and (src[j] is None) == out:
+                j += 1
+            cmds.append(Load(DST_A, d.one_base if out else 0, 1, j - i, 0, i, word,
+                             LANES if out else ZERO | LANES))
+            i = j
+    return cmds
+
+
+def _gather(d: P.Gather, x: _Ctx) -> list:
+    """LOAD P (the records) and every B panel first, all resident in one B bank (panel nt at word
+    ``nt * ceil(K/AB)``); then per m-tile (up to R output pixels, see :func:`_gather_tiles`): the
+    A panel's LOADs (COMMIT), and per n-tile an EXEC over its K window (REL_A on the last; REL_B
+    on the very last) and its STORE. Each source pixel is read once; when the panels do not fit
+    one bank, each n-tile's panel is loaded in turn and the A panels are reloaded per n-tile."""
+    R, C, AB, cfg = x.R, x.C, x.AB, x.cfg
+    kw = ceil_div(d.K, AB)
+    if any(p % AB for p in d.src_pitch[:d.n_srcs]) or d.c_pitch % AB:
+        raise _refuse(d, "gather sources and output need beat-aligned pixel pitches")
+    if not 1 <= d.K <= min(cfg.max_k, cfg.spad_a_depth, cfg.spad_b_depth):
+        raise _refuse(d, f"a gather's pixel of K={d.K} bytes exceeds min(max_k, spad depths)")
+    n_tiles = ceil_div(d.N, C)
+    if n_tiles * C > cfg.spad_c_depth:
+        raise _refuse(d, f"{d.N} output channels need more than config spad_c_depth="
+                         f"{cfg.spad_c_depth} post-op records")
+    tiles = _gather_tiles(d, R)
+    windows = [P.gather_k_window(d, nt * C, min(d.N, nt * C + C), AB) for nt in range(n_tiles)]
+    cmds = [Load(DST_P, d.p_base, n_tiles * C * P.PARAM_RECORD_BYTES // AB, 1, 0, 0, 0, 0)]
+
+    def b_load(nt, word, commit):
+        return Load(DST_B, d.b_base + nt * C * kw * AB, kw, C, kw * AB, 0, word,
+                    LANES | (COMMIT if commit else 0))
+
+    def tile_cmds(tile, nts, b_words, last_b):
+        out = _with_commit(_gather_a(d, x, tile))
+        for j, nt in enumerate(nts):
+            k0, k1 = windows[nt]
+            fl = (REL_A if j == len(nts) - 1 else 0) | (REL_B if last_b and j == len(nts) - 1 else 0)
+            out.append(Exec(k1 - k0, k0 // AB, b_words[j] + k0 // AB, fl))
+            b, oh, ow = tile[0]
+            addr = d.c_base + b * d.c_stride_n + oh * d.c_stride_h + ow * d.c_pitch + nt * C
+            _check_aligned(d, x, c_addr=addr)
+            out.append(Store(addr, len(tile), d.c_pitch if len(tile) > 1 else 0, nt * C, 0))
+        return out
+
+    if n_tiles * kw <= cfg.spad_b_depth // AB:          # all panels resident: A read once
+        cmds += [b_load(nt, nt * kw, nt == n_tiles - 1) for nt in range(n_tiles)]
+        for ti, tile in enumerate(tiles):
+            cmds += tile_cmds(tile, list(range(n_tiles)), [nt * kw for nt in range(n_tiles)],
+                              ti == len(tiles) - 1)
+        return cmds
+    for nt in range(n_tiles):
+        cmds.append(b_load(nt, 0, True))
+        for ti, tile in enumerate(tiles):
+            cmds += tile_cmds(tile, [nt], [0], ti == len(tiles) - 1)
+    return cmds
+
+
 #: descriptor KIND -> scheduler: (descriptor, context) -> (commands, useful MACs)
 SCHEDULERS = {
     "gemm": lambda d, x: (_gemm(d, x), d.batch * d.M * d.N * d.K),
@@ -665,4 +808,6 @@ SCHEDULERS = {
                                   V_RELU if d.has(P.RELU) else 0), 0),
     "relu": lambda d, x: (_eltwise(d, x, d.in_base, d.in_base, d.out_base, d.in_strides,
                                    d.in_strides, d.out_strides, 1, 0, 0, V_RELU), 0),
+    "vmax": lambda d, x: (_vmax(d, x), 0),
+    "gather": lambda d, x: (_gather(d, x), 0),
 }

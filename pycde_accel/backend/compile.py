@@ -29,7 +29,7 @@ from ..errors import UserError
 from . import commands as CMD
 from . import program as P
 from .layout import (ALIGN, ConstSpec, Layout, Placement, View, as_view, build_image, merge_loops,
-                     padded_view, view_span)
+                     pack_params, pack_weight, padded_view, view_span)
 from .tiling import align, ceil_div, packed_panel_bytes, plan_gemm
 
 
@@ -178,9 +178,77 @@ class Compiler:
         t = self.tensors[name]
         v = t.view()
         if v is None:
+            v = self.relayout(name, node)
+        if v is None:
             raise UserError(f"{_where(node)}: {what} is a reshape of {name} that is not a strided "
                             f"view of its buffer; it would need a COPY, which the accelerator's "
                             f"commands cannot express")
+        return v
+
+    def relayout(self, name: str, node, force: bool = False) -> View | None:
+        """Copy tensor ``name``, which is no strided view (a flatten in NCHW order of a
+        channels-last map, a channel shuffle, any permutation inside rows), into a padded
+        row-major buffer of its own with one GATHER layer ``<name>.copy`` on the systolic array,
+        and make that the tensor (later consumers reuse it). The tensor's elements must split
+        into rows (its leading dims) at a constant beat-aligned stride that all hold the same
+        arrangement of their elements: each row is one source pixel and B the permutation.
+        None when they do not. (``force``: also a strided view, made dense and padded.)"""
+        t = self.tensors[name]
+        if not force and t.view() is not None:
+            return t.view()
+        rank = len(t.shape)
+        perms = ([(0, 2, 3, 1)] if rank == 4 else []) + [tuple(range(rank))]   # NCHW: pixels first
+        for perm in perms:
+            v = self._relayout(name, node, t, perm)
+            if v is not None:
+                return v
+        return None
+
+    def _relayout(self, name, node, t, perm) -> View | None:
+        po = t.offs.transpose(perm)
+        shape = po.shape
+        for j in range(len(shape) - 1, -1, -1):
+            outer, inner = int(np.prod(shape[:j], dtype=np.int64)), int(np.prod(shape[j:], dtype=np.int64))
+            offs = po.reshape(outer, inner)
+            base = offs.min(axis=1)
+            rel = offs - base[:, None]
+            if not np.array_equal(rel, np.broadcast_to(rel[0], rel.shape)):
+                continue
+            pitch = align(int(rel.max()) + 1, self.axi)
+            stride = int(base[1] - base[0]) if outer > 1 else pitch
+            if (outer > 1 and not np.array_equal(base, base[0] + stride * np.arange(outer))) \
+                    or stride % self.axi or stride < pitch or base[0] % self.axi:
+                continue
+            k = stride if outer > 1 else pitch
+            if k > min(self.cfg.max_k, self.cfg.spad_a_depth, self.cfg.spad_b_depth):
+                return None
+            return self._emit_copy(name, node, t, outer, inner, int(base[0]), k, rel[0], shape, perm)
+        return None
+
+    def _emit_copy(self, name, node, t, outer, inner, start, k, rel, pshape, perm) -> View:
+        cname = f"{name}.copy"
+        out = padded_view(cname, (outer, inner), self.C)
+        self.layout.request("activation", cname, view_span(out), "activation", node.name)
+        n_tiles = ceil_div(inner, self.C)
+        B = np.zeros((inner, k), np.int64)
+        B[np.arange(inner), rel] = 1
+        wdata = pack_weight(B.T.astype(np.int8), self.C, self.axi)
+        pdata = pack_params(None, np.full(inner, (1 << 31) - 1), np.zeros(inner), n_tiles * self.C)
+        for sym, data, kind in ((f"{cname}.gather", wdata, "weight"), (f"{cname}.params", pdata, "params")):
+            self.layout.request("const", sym, len(data), kind, node.name)
+            self.layout.consts.append(ConstSpec(sym, node.name, "data", data=data))
+        z = (0,) * (P.NSRC - 1)
+
+        def build(Lo, i):
+            return P.Gather(i, 0, b_base=Lo.addr(f"{cname}.gather"), c_base=Lo.addr(cname),
+                            p_base=Lo.addr(f"{cname}.params"), n=outer, N=inner, K=k,
+                            c_stride_n=out.strides[0], c_stride_h=out.strides[0],
+                            c_pitch=out.strides[0], n_srcs=1,
+                            src_base=(Lo.addr(t.buffer) + start,) + z, src_pitch=(k,) + z,
+                            src_channels=(k,) + z, name=cname, module=node.module)
+        self.emit(build, {"kind": "copy"})
+        v = out.reshape(pshape).transpose(tuple(int(i) for i in np.argsort(perm)))
+        self.tensors[name] = _T(cname, v.offsets())
         return v
 
     def rows_ok(self, v: View) -> bool:
@@ -236,6 +304,8 @@ class Compiler:
         """The layout of an element-wise layer over the tensors ``inputs``: the output takes
         their common padded layout. ``(input views, output view, dims, strides)``, strides one
         tuple per input and then the output's (``P.ND`` merged loops)."""
+        if any(self.tensors[i].view() is None for i in inputs):
+            return self._eltwise_span(node, inputs)
         ins = [self.strided(i, node, "an operand") for i in inputs]
         a = ins[0]
         if any(v.strides != a.strides or v.shape != a.shape for v in ins) or a.offset % self.axi \
@@ -252,6 +322,25 @@ class Compiler:
             raise UserError(f"{_where(node)}: operands need more than {P.ND} strided loop dimensions")
         dims, strides = loops
         return ins, out, dims, strides
+
+    def _eltwise_span(self, node, inputs: list) -> tuple:
+        """An element-wise layer over operands that are not strided views (a flatten or a
+        permutation of a channels-last map) but share one arrangement of their elements: the
+        layer runs over the byte span they cover (padding included, as any element-wise layer
+        does), and the output has the same arrangement in a buffer of its own."""
+        ts = [self.tensors[i] for i in inputs]
+        starts = [int(t.offs.min()) if t.offs.size else 0 for t in ts]
+        rel = ts[0].offs - starts[0]
+        if any(not np.array_equal(t.offs - s, rel) for t, s in zip(ts, starts)) \
+                or any(s % self.axi for s in starts):
+            raise UserError(f"{_where(node)}: the operands are reshapes that are not strided views "
+                            f"and are arranged differently; re-laying one out needs a COPY")
+        span = int(rel.max()) + 1 if rel.size else 1
+        ins = [View(t.buffer, (span,), (1,), s) for t, s in zip(ts, starts)]
+        buf = self.layout.request("activation", node.name, span, "activation", node.name)
+        out = View(buf, (span,), (1,), 0)
+        self.tensors[node.name] = _T(buf, rel.copy())
+        return ins, out, (1, 1, 1, span), [(0, 0, 0, 1)] * (len(inputs) + 1)
 
     # ---- driver ----------------------------------------------------------------------------
     def run(self) -> CompiledProgram:

@@ -18,7 +18,9 @@ the descriptors (nothing of the compiler's own data structures is used):
   (m0, shift from the records; fused ReLU) and the write DMA stores the valid rows/columns.
 * ADD: :func:`~pycde_accel.frontend.quantize.residual_add` over the descriptor's 4 strided loops;
   RELU: :func:`~pycde_accel.frontend.quantize.relu_int8`; MAXPOOL: the input read once, the max over
-  each window (padding -128); COPY: a strided gather into the destination strides.
+  each window (padding -128); COPY: a strided gather into the destination strides; VMAX:
+  ``post(max(pre(x), s))`` with the optional rescales of :class:`~.program.VMax`; GATHER: each
+  output pixel's A row from its source pixel (:func:`~.program.gather_pixel`) times B, requantized.
 
 Every DMA byte is counted (``dram_bytes_read``/``dram_bytes_written`` per layer; a packed weight
 panel counts its whole aligned size, a strided read counts the elements it fetches, padding
@@ -205,6 +207,42 @@ class _Machine:
     def copy(self, d: P.Copy, c: LayerCounters) -> None:
         x = self.read(d.src_base + _loop_offsets(d.dims, d.src_strides), c)
         self.write(d.dst_base + _loop_offsets(d.dims, d.dst_strides), x, c)
+
+    def vmax(self, d: P.VMax, c: LayerCounters) -> None:
+        x = self.read(d.x_base + _loop_offsets(d.dims, d.x_strides), c)
+        s = self.read(d.s_base + _loop_offsets(d.dims, d.s_strides), c)
+        if d.ma:
+            x = q.residual_add(x, x, d.ma, 0, d.shift_a)
+        y = np.maximum(x, s)
+        if d.mb:
+            y = q.residual_add(y, y, d.mb, 0, d.shift_b)
+        self.write(d.out_base + _loop_offsets(d.dims, d.out_strides), y, c)
+
+    def gather(self, d: P.Gather, c: LayerCounters) -> None:
+        AB = self.axi
+        kp = -(-d.K // AB) * AB
+        n_tiles = -(-d.N // self.cols)
+        b = self.read(d.b_base + np.arange(n_tiles * self.cols * kp), c).reshape(-1, kp)[:d.N]
+        rec = self.read_words(d.p_base, 4 * n_tiles * self.cols, c).reshape(-1, 4)[:d.N]
+        one = self.read(d.one_base + np.arange(AB), c) if d.mode & P.G_CONST else None
+        for bi in range(d.n):
+            for oh in range(d.out_h):
+                for ow in range(d.out_w):
+                    src = P.gather_pixel(d, oh, ow)
+                    parts = []
+                    for s_ in range(d.n_srcs):
+                        if src is None:
+                            parts.append(np.zeros(d.src_pitch[s_], np.int64))
+                        else:
+                            a0 = d.src_base[s_] + ((bi * d.in_h + src[0]) * d.in_w + src[1]) * d.src_pitch[s_]
+                            parts.append(self.read(a0 + np.arange(d.src_pitch[s_]), c))
+                    if one is not None:
+                        parts.append(one if src is None else np.zeros(AB, np.int64))
+                    a = np.concatenate(parts)
+                    acc = _wrap(b[:, :a.size] @ a + rec[:, 0], 32)
+                    y = q.requantize(acc, rec[:, 1], rec[:, 2])
+                    addr = d.c_base + bi * d.c_stride_n + oh * d.c_stride_h + ow * d.c_pitch
+                    self.write(addr + np.arange(d.N), y, c)
 
     def maxpool(self, d: P.MaxPool, c: LayerCounters) -> None:
         kh, kw = P.unpack2(d.kernel)

@@ -58,6 +58,28 @@ entries have count 1 and stride 0):
   GEMM), in_strides (n, c, h, w), out_strides (n, c, h, w). Padding is -128.
 * ``COPY`` (5): strided gather (reshape/transpose that is not a view). src_base, dst_base,
   dims[4], src_strides[4], dst_strides[4].
+* ``VMAX`` (6): ``out = post(max(pre(x), s))`` element-wise over the 4 strided loops, where
+  ``pre(x) = sat8(RoundingDivideByPOT(x * ma, shift_a))`` (none when ``ma == 0``) and
+  ``post(y) = sat8(RoundingDivideByPOT(y * mb, shift_b))`` (none when ``mb == 0``). x_base,
+  s_base, out_base, ma, shift_a, mb, shift_b, dims[4], x_strides[4], s_strides[4],
+  out_strides[4]. (``maximum`` rescales its smaller-scale operand with ``pre``; ``minimum`` is
+  ``-max(-x', -s)`` with the negations in ``pre`` and ``post``.)
+* ``GATHER`` (7): a pixel gather on the systolic array (flip, padding, nearest upsampling,
+  concatenation along channels, channel permutations). Fields b_base (packed B: ``N`` lanes of
+  ``K`` bytes), c_base, p_base (``n_tiles * cols`` post-op records), one_base (a beat whose
+  byte 0 is 1, mode CONST), mode (bits FLIP_H 1, FLIP_W 2, CAT 4, CONST 8), n, in_h, in_w, out_h, out_w, N, K, pad (top | left << 16), up
+  (uh | uw << 16), c_stride_n, c_stride_h, c_pitch, n_srcs, src_base[4], src_pitch[4],
+  src_channels[4]. Output pixel (b, oh, ow): ``th = oh - top``, ``tw = ow - left``; inside iff
+  ``0 <= th < in_h * uh`` and ``0 <= tw < in_w * uw``; then ``ih = th // uh`` (``in_h - 1 - ih``
+  with FLIP_H), ``iw`` likewise (FLIP_W). Its A row (K bytes) is the concatenation over the
+  sources s of the ``src_pitch[s]`` bytes at ``src_base[s] + ((b * in_h + ih) * in_w + iw) *
+  src_pitch[s]`` (dense channels-last sources), then with mode CONST one more beat: zero inside,
+  ``one_base``'s beat outside; zero bytes outside for the sources. The result
+  ``y[c] = requantize(sum_k A[k] * B[c][k] + bias[c], m0[c], shift[c])`` for c < N goes to
+  ``c_base + b * c_stride_n + oh * c_stride_h + ow * c_pitch + c``. Mode CAT: B is the
+  selection of a concatenation (output channel c of source s's channel j is K byte
+  ``sum(src_pitch[:s]) + j``, ``src_channels`` the real channel counts), so each n-tile streams
+  only the beats of K its channels come from (the scheduler's K window).
 
 ``word_map(Gemm)`` (etc.) gives each field's word index, for the controller's decoder.
 
@@ -320,7 +342,104 @@ class Copy(Descriptor):
     KIND: ClassVar[str] = "copy"
 
 
-OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy)}
+@dataclass(frozen=True)
+class VMax(Descriptor):
+    """Element-wise max of two int8 operands on the vector engine, with an optional rescale of
+    the X operand before it and of the result after it (both in X, see the module docstring)."""
+    index: int = 0
+    flags: int = 0
+    x_base: int = 0
+    s_base: int = 0
+    out_base: int = 0
+    ma: int = 0
+    shift_a: int = 0
+    mb: int = 0
+    shift_b: int = 0
+    dims: tuple = _O4
+    x_strides: tuple = _Z4
+    s_strides: tuple = _Z4
+    out_strides: tuple = _Z4
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 6
+    KIND: ClassVar[str] = "vmax"
+
+
+#: bits of a Gather's ``mode`` field
+G_FLIP_H, G_FLIP_W, G_CAT, G_CONST = 1, 2, 4, 8
+NSRC = 4
+
+
+@dataclass(frozen=True)
+class Gather(Descriptor):
+    """A pixel gather on the systolic array: each output pixel's channel vector is a channel
+    matrix B applied to the concatenated channel vectors of its source pixel (see the module
+    docstring)."""
+    index: int = 0
+    flags: int = 0
+    b_base: int = 0
+    c_base: int = 0
+    p_base: int = 0
+    one_base: int = 0
+    mode: int = 0
+    n: int = 1
+    in_h: int = 1
+    in_w: int = 1
+    out_h: int = 1
+    out_w: int = 1
+    N: int = 1
+    K: int = 1
+    pad: int = 0
+    up: int = 0x10001          # uh | uw << 16: 1, 1
+    c_stride_n: int = 0
+    c_stride_h: int = 0
+    c_pitch: int = 0
+    n_srcs: int = 1
+    src_base: tuple = _Z4
+    src_pitch: tuple = _Z4
+    src_channels: tuple = _Z4
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 7
+    KIND: ClassVar[str] = "gather"
+
+
+def gather_pixel(d: Gather, oh: int, ow: int):
+    """``(ih, iw)`` of output pixel (oh, ow) of a gather, or None outside the source."""
+    pt, pl = unpack2(d.pad)
+    uh, uw = unpack2(d.up)
+    th, tw = oh - pt, ow - pl
+    if not (0 <= th < d.in_h * uh and 0 <= tw < d.in_w * uw):
+        return None
+    ih, iw = th // uh, tw // uw
+    if d.mode & G_FLIP_H:
+        ih = d.in_h - 1 - ih
+    if d.mode & G_FLIP_W:
+        iw = d.in_w - 1 - iw
+    return ih, iw
+
+
+def gather_k_window(d: Gather, c0: int, c1: int, axi_bytes: int) -> tuple[int, int]:
+    """The beat-aligned K byte range ``[k0, k1)`` that output channels ``c0 .. c1-1`` read:
+    with mode CAT from their sources' segments (and the constant's beat with CONST), else all
+    of K."""
+    if not d.mode & G_CAT:
+        return 0, -(-d.K // axi_bytes) * axi_bytes
+    ks, kbase, cbase = [], 0, 0
+    for s in range(d.n_srcs):
+        lo, hi = max(c0, cbase), min(c1, cbase + d.src_channels[s])
+        if lo < hi:
+            ks += [kbase + lo - cbase, kbase + hi - cbase]
+        kbase += d.src_pitch[s]
+        cbase += d.src_channels[s]
+    if d.mode & G_CONST:                      # the constant's beat, last in K
+        ks += [d.K - axi_bytes, d.K]
+    if not ks:
+        return 0, axi_bytes
+    return min(ks) // axi_bytes * axi_bytes, -(-max(ks) // axi_bytes) * axi_bytes
+
+
+OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy, VMax, Gather)}
 OPS_BY_KIND = {c.KIND: c for c in OPS.values()}
 
 

@@ -6,7 +6,9 @@ shapes; each ATen op of the exported graph maps to the node kind that captures i
 :class:`CaptureContext`).
 Dropout, clone, contiguous, alias and detach are identities in eval mode and vanish. A BatchNorm
 whose input is a Conv2d or Linear used by nothing else is folded into it:
-``W' = W * g / sqrt(var + eps)`` (per output channel), ``b' = (b - mean) * g / sqrt(var + eps) + beta``.
+``W' = W * g / sqrt(var + eps)`` (per output channel), ``b' = (b - mean) * g / sqrt(var + eps) + beta``;
+any other BatchNorm of an NCHW or (N, F) tensor is a per-channel affine layer of its own
+(:mod:`pycde_accel.ops._affine`).
 Nodes that do not lead to an output are dropped.
 
 Anything else is an unsupported op, named with the module path (``features.3``, from the
@@ -32,11 +34,13 @@ import numpy as np
 
 from .. import ops
 from ..errors import UserError
+from ..ops import _affine
 from ..ops.common import fold_batchnorm
 from . import graph as g
 
 #: what capture itself handles besides the ops' targets
-_CAPTURE_ONLY = "BatchNorm after Conv2d/Linear (folded), dropout (identity)"
+_CAPTURE_ONLY = ("BatchNorm (folded into a Conv2d/Linear before it, else a per-channel affine), "
+                 "dropout (identity)")
 
 
 def supported() -> str:
@@ -331,6 +335,8 @@ def _capture_node(cx: "CaptureContext", n, user_index: int) -> int:
         elif isinstance(base, torch.fx.Node) and base.name in cx.alias and n.args[1] == 0 and \
                 str(base.target) == "aten._native_batch_norm_legit_no_training.default":
             cx.alias[n.name] = cx.alias[base.name]
+        elif isinstance(base, torch.fx.Node) and base.name in cx.multi:
+            cx.multi[base.name](cx, n, int(n.args[1]))
         else:
             raise cx.fail(n, "getitem on a multi-output op")
     elif t in ops.ATEN:
@@ -364,6 +370,8 @@ class CaptureContext:
         self.alias: dict[str, str] = {}
         self.consts = consts
         self.fallback_source = fallback_source
+        #: fx node name of a multi-output op -> handler(cx, getitem fx node, index)
+        self.multi: dict = {}
 
     def emit(self, node, n) -> None:
         """Add ``node`` to the graph as the value of the fx node ``n``."""
@@ -428,9 +436,6 @@ def _batchnorm(cx: CaptureContext, n) -> None:
         cx.alias[n.name] = src
         return
     sole = len(args[0].users) == 1
-    if not prod.folds_batchnorm() or not sole:
-        raise cx.fail(n, "BatchNorm that does not directly follow a Conv2d or 2-d Linear "
-                         "(used by nothing else)")
     if str(n.target) == "aten.batch_norm.default":
         gamma, beta, mean, var, eps = args[1], args[2], args[3], args[4], args[7]
     else:
@@ -442,6 +447,15 @@ def _batchnorm(cx: CaptureContext, n) -> None:
     gamma = np.ones(c) if gamma is None else cx.const(n, gamma)
     beta = np.zeros(c) if beta is None else cx.const(n, beta)
     scale = gamma / np.sqrt(var + float(eps))
+    if not prod.folds_batchnorm() or not sole:
+        # standalone: the per-channel affine map as its own layer
+        shape = prod.shape
+        exp = (slice(None),) + (None,) * (len(shape) - 2) if len(shape) >= 2 else (slice(None),)
+        if len(shape) not in (2, 4):
+            raise cx.fail(n, f"BatchNorm on a rank-{len(shape)} tensor that does not follow a "
+                             f"Conv2d or Linear (a standalone BatchNorm needs NCHW or (N, F))")
+        _affine.emit(cx, n, src, scale[exp], (beta - mean * scale)[exp], "BatchNorm")
+        return
     fold_batchnorm(prod, scale, mean, beta)
     cx.alias[n.name] = src
 

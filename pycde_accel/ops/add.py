@@ -1,4 +1,5 @@
 """``add``: the element-wise sum of two activations of the same shape; ``relu``: a fused ReLU.
+(An add of a constant or a parameter is an affine map, captured by :mod:`._affine`.)
 
 * quantization: ``y_q = sat8(RoundingDivideByPOT(a_q * ma + b_q * mb, shift))``
   (:func:`~pycde_accel.frontend.quantize.residual_add`) with ``ma``, ``mb``, ``shift`` from
@@ -18,6 +19,7 @@ import numpy as np
 from ..backend import program as P
 from ..frontend import quantize as q
 from ..lowering import kernels
+from . import _affine
 from .base import Node, register
 
 
@@ -48,7 +50,7 @@ def emit_vec_add(cx, node, a, b, relu: bool, lq) -> None:
 class Add(Node):
     relu: bool = False
     kind: ClassVar[str] = "add"
-    ATEN: ClassVar[tuple[str, ...]] = ("aten.add.Tensor", "aten.add_.Tensor")
+    ATEN: ClassVar[tuple[str, ...]] = ("aten.add.Tensor", "aten.add_.Tensor", "aten.add.Scalar")
     SUPPORTED: ClassVar[str] = "add of two activations"
     ORDER: ClassVar[int] = 50
     FUSES_RELU: ClassVar[bool] = True
@@ -59,6 +61,8 @@ class Add(Node):
     @classmethod
     def capture(cls, cx, n) -> None:
         t = str(n.target)
+        if _affine.capture_binary(cx, n, "+"):
+            return
         if not all(cx.is_act(a) for a in n.args[:2]):
             raise cx.fail(n, f"{t} with a constant operand (only the sum of two activations)")
         if n.kwargs.get("alpha", 1) != 1:

@@ -8,7 +8,8 @@
 * reference: ``acc = x.reshape(-1, in) @ W_q.T + bias_q`` (int32-checked), then
   ``requantize(acc, m0[n], shift[n], relu)`` per column.
 * back end: one GEMM (B a packed weight, per-channel records); the input rows may be any equal
-  byte runs at a constant beat-aligned stride (K is the run's span, zero weights face the gaps).
+  byte runs at a constant beat-aligned stride (K is the run's span, zero weights face the gaps);
+  other inputs are copied into padded rows first (``Compiler.relayout``).
 * post-op kernel: ``requantize_pc`` (``requantize_relu_pc`` with the ReLU).
 """
 
@@ -163,15 +164,18 @@ class Linear(Node):
 
     def lower(self, cx) -> None:
         K, N = self.in_features, self.out_features
-        x = cx.tensor(self.inputs[0])
-        offs = x.offs.reshape(-1, K)
-        M = offs.shape[0]
-        starts = offs.min(axis=1)
-        rel = offs - starts[:, None]
-        stride_m = int(starts[1] - starts[0]) if M > 1 else 0
-        ok = (np.array_equal(rel, np.broadcast_to(rel[0], rel.shape))
-              and np.array_equal(starts, starts[0] + stride_m * np.arange(M))
-              and starts[0] % cx.axi == 0 and stride_m % cx.axi == 0 and stride_m >= 0)
+        for attempt in range(2):
+            x = cx.tensor(self.inputs[0])
+            offs = x.offs.reshape(-1, K)
+            M = offs.shape[0]
+            starts = offs.min(axis=1)
+            rel = offs - starts[:, None]
+            stride_m = int(starts[1] - starts[0]) if M > 1 else 0
+            ok = (np.array_equal(rel, np.broadcast_to(rel[0], rel.shape))
+                  and np.array_equal(starts, starts[0] + stride_m * np.arange(M))
+                  and starts[0] % cx.axi == 0 and stride_m % cx.axi == 0 and stride_m >= 0)
+            if ok or attempt or cx.relayout(self.inputs[0], self, force=True) is None:
+                break
         if not ok:
             raise cx.refuse(self, "the input rows are not equal byte runs at a constant "
                                   "beat-aligned stride; re-laying them out needs a COPY, which the "
