@@ -36,7 +36,11 @@ channel vectors fit the X buffer: LOAD X tap 0 (a tap valid for the whole group)
 VEC MAX TO_X per other tap (only its valid pixel range: padding taps are skipped, -128 being the
 identity of max), the last VEC to DRAM. ADD/RELU: chunks of ``spad_c_depth`` beats over the
 operands' common padded span: LOAD X a, LOAD S b, VEC ADD (a standalone RELU is ``VEC ADD`` of
-``a`` with itself, ma=1, mb=0, shift 0, RELU). COPY is refused: the command set cannot reorder
+``a`` with itself, ma=1, mb=0, shift 0, RELU). LUT: LOAD S of the 256-byte table and
+``VEC LUT_SET`` (the table into the vector engine's table memory), then per chunk of at most
+:data:`LUT_CHUNK` beats LOAD S of the input and ``VEC LUT`` to DRAM: the input streams through
+S, so the next chunk's LOAD is not held behind the VEC (a LOAD X would be) and the read and
+write DMAs overlap. COPY is refused: the command set cannot reorder
 bytes within a beat (the compiler transposes on the array instead, see compile.py).
 """
 
@@ -54,7 +58,8 @@ from . import program as P
 # the encoding (re-exported: the command values are used under these names throughout)
 from .encoding import (CMD_BYTES, CMD_WORDS, COMMANDS, COMMIT, DST_A, DST_B,  # noqa: F401
                        DST_NAMES, DST_P, DST_S, DST_X, LANES, OP_EXEC, OP_LOAD, OP_STORE,
-                       OP_VEC, REL_A, REL_B, S_PER_TENSOR, S_RELU, V_MAX, V_RELU, V_TO_X, ZERO,
+                       OP_VEC, REL_A, REL_B, S_PER_TENSOR, S_RELU, V_LUT, V_LUT_SET, V_MAX,
+                       V_RELU, V_TO_X, ZERO,
                        _FLAG_NAMES, Command, Exec, Load, Store, Vec, decode, decode_bytes,
                        encode_list)
 from .tiling import ceil_div
@@ -483,6 +488,27 @@ def _eltwise(d, x: _Ctx, a, b, out, sa, sb, so, ma, mb, shift, flags) -> list:
     return cmds
 
 
+#: beats of one LUT chunk (one LOAD S + one VEC LUT; the 16-bit fields bound it)
+LUT_CHUNK = 1 << 15
+
+
+def _lut(d: P.Lut, x: _Ctx) -> list:
+    AB = x.AB
+    if tuple(d.in_strides) != tuple(d.out_strides) or any(s < 0 for s in d.in_strides):
+        raise _refuse(d, f"LUT input and result must share one layout (strides "
+                         f"{list(d.in_strides)} -> {list(d.out_strides)})")
+    _check_aligned(d, x, in_base=d.in_base, out_base=d.out_base, table_base=d.table_base)
+    tb = ceil_div(contract.LUT_ENTRIES, AB)
+    cmds = [Load(DST_S, d.table_base, tb, 1, 0, 0, 0, 0), Vec(tb, 0, 0, 0, 0, 0, V_LUT_SET)]
+    span = sum((n - 1) * s for n, s in zip(d.dims, d.in_strides)) + 1
+    beats = ceil_div(span, AB)
+    for off in range(0, beats, LUT_CHUNK):
+        nb = min(LUT_CHUNK, beats - off)
+        cmds += [Load(DST_S, d.in_base + off * AB, nb, 1, 0, 0, 0, 0),
+                 Vec(nb, 0, d.out_base + off * AB, 0, 0, 0, V_LUT)]
+    return cmds
+
+
 #: descriptor KIND -> scheduler: (descriptor, context) -> (commands, useful MACs)
 SCHEDULERS = {
     "gemm": lambda d, x: (_gemm(d, x), d.batch * d.M * d.N * d.K),
@@ -492,4 +518,5 @@ SCHEDULERS = {
                                   V_RELU if d.has(P.RELU) else 0), 0),
     "relu": lambda d, x: (_eltwise(d, x, d.in_base, d.in_base, d.out_base, d.in_strides,
                                    d.in_strides, d.out_strides, 1, 0, 0, V_RELU), 0),
+    "lut": lambda d, x: (_lut(d, x), 0),
 }

@@ -191,6 +191,11 @@ class _Machine:
         x = self.read(d.in_base + _loop_offsets(d.dims, d.in_strides), c)
         self.write(d.out_base + _loop_offsets(d.dims, d.out_strides), q.relu_int8(x), c)
 
+    def lut(self, d: P.Lut, c: LayerCounters) -> None:
+        table = self.read(d.table_base + np.arange(256), c)
+        x = self.read(d.in_base + _loop_offsets(d.dims, d.in_strides), c)
+        self.write(d.out_base + _loop_offsets(d.dims, d.out_strides), table[x + 128], c)
+
     def copy(self, d: P.Copy, c: LayerCounters) -> None:
         x = self.read(d.src_base + _loop_offsets(d.dims, d.src_strides), c)
         self.write(d.dst_base + _loop_offsets(d.dims, d.dst_strides), x, c)

@@ -56,6 +56,9 @@ entries have count 1 and stride 0):
 * ``RELU`` (3): standalone ReLU. in_base, out_base, dims[4], in_strides[4], out_strides[4].
 * ``MAXPOOL`` (4): in_base, out_base, n, c, h, w, out_h, out_w, kernel, stride, pad (packed as in
   GEMM), in_strides (n, c, h, w), out_strides (n, c, h, w). Padding is -128.
+* ``LUT`` (6): element-wise function by table: ``out = table[in + 128]``. in_base, out_base,
+  table_base (256 int8 codes, entry i for input code i - 128), dims[4], in_strides[4],
+  out_strides[4].
 * ``COPY`` (5): strided gather (reshape/transpose that is not a view). src_base, dst_base,
   dims[4], src_strides[4], dst_strides[4].
 
@@ -320,7 +323,23 @@ class Copy(Descriptor):
     KIND: ClassVar[str] = "copy"
 
 
-OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy)}
+@dataclass(frozen=True)
+class Lut(Descriptor):
+    index: int = 0
+    flags: int = 0
+    in_base: int = 0
+    out_base: int = 0
+    table_base: int = 0
+    dims: tuple = _O4
+    in_strides: tuple = _Z4
+    out_strides: tuple = _Z4
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 6
+    KIND: ClassVar[str] = "lut"
+
+
+OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy, Lut)}
 OPS_BY_KIND = {c.KIND: c for c in OPS.values()}
 
 
