@@ -159,6 +159,8 @@ VEC = CommandSpec(4, "vec", (
                        "byte i of the beats in order); no result, X unused"),
     Flag("lut", 16, "element-wise table[s + 128] of n beats of S (X unused; the table of the "
                     "last LUT_SET)"),
+    Flag("mul", 32, "element-wise sat8(RDBPOT(SRDHM(x * s, ma), shift)); X beat "
+                    "x_off + (i mod mb) for mb > 0 (a vector re-read per pixel)"),
 ), doc="n beats of X (from x_off) with n beats of S, element-wise, int8")
 
 COMMANDS = (LOAD, EXEC, STORE, VEC)
@@ -168,7 +170,7 @@ LOAD_LANES, LOAD_COMMIT, LOAD_ZERO = (LOAD.flag(n) for n in ("lanes", "commit", 
 EXEC_REL_A, EXEC_REL_B = EXEC.flag("rel_a"), EXEC.flag("rel_b")
 STORE_RELU, STORE_PER_TENSOR = STORE.flag("relu"), STORE.flag("per_tensor")
 VEC_MAX, VEC_RELU, VEC_TO_X = (VEC.flag(n) for n in ("max", "relu", "to_x"))
-VEC_LUT_SET, VEC_LUT = VEC.flag("lut_set"), VEC.flag("lut")
+VEC_LUT_SET, VEC_LUT, VEC_MUL = VEC.flag("lut_set"), VEC.flag("lut"), VEC.flag("mul")
 #: entries of the vector engine's function table (LUT_SET / LUT): one per int8 code
 LUT_ENTRIES = 256
 

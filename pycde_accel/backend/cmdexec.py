@@ -249,16 +249,25 @@ class Machine:
         if k.flags & (C_.V_LUT_SET | C_.V_LUT):
             return self._vec_lut(k, c)
         n = k.n
-        if n < 1 or k.x_off + n > len(self.X):
+        period = k.mb if k.flags & C_.V_MUL and k.mb > 0 else n
+        if n < 1 or k.x_off + min(n, period) > len(self.X):
             raise CommandError(f"VEC n={n} x_off={k.x_off} outside X of {len(self.X)} beats")
         if len(self.S) < n:
             raise CommandError(f"VEC needs {n} S beats, {len(self.S)} were loaded before it (deadlock)")
         beats = [self.S.popleft() for _ in range(n)]
         s = np.array([b for b, _ in beats]).view(np.int8).astype(np.int64)
-        if np.any(self.X_seq[k.x_off:k.x_off + n] > np.array([q_ for _, q_ in beats])):
+        # MUL with mb > 0: X beat x_off + (i mod mb) (a vector re-read per pixel)
+        xi = k.x_off + (np.arange(n) % k.mb if k.flags & C_.V_MUL and k.mb > 0 else np.arange(n))
+        if xi.max() >= len(self.X):
+            raise CommandError(f"VEC reads X beat {xi.max()} outside X of {len(self.X)} beats")
+        if np.any(self.X_seq[xi] > np.array([q_ for _, q_ in beats])):
             raise CommandError("VEC reads X beats of a LOAD X issued after the LOAD S of its S beats")
-        a = self.X[k.x_off:k.x_off + n].view(np.int8).astype(np.int64)
-        if k.flags & C_.V_MAX:
+        a = self.X[xi].view(np.int8).astype(np.int64)
+        if k.flags & C_.V_MUL:
+            if k.flags & (C_.V_MAX | C_.V_RELU):
+                raise CommandError(f"VEC with flags {k.flags}: MUL takes no MAX/RELU")
+            y = q.requantize(a * s, k.ma, k.shift)
+        elif k.flags & C_.V_MAX:
             y = np.maximum(a, s)
         else:
             y = q.residual_add(a, s, k.ma, k.mb, k.shift)

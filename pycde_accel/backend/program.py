@@ -59,6 +59,10 @@ entries have count 1 and stride 0):
 * ``LUT`` (6): element-wise function by table: ``out = table[in + 128]``. in_base, out_base,
   table_base (256 int8 codes, entry i for input code i - 128), dims[4], in_strides[4],
   out_strides[4].
+* ``MUL`` (7): element-wise product ``out = sat8(RDBPOT(SRDHM(a * b, m0), shift))``. a_base,
+  b_base, out_base, m0, shift, dims[4], a_strides[4], b_strides[4], out_strides[4]. Flag
+  BCAST (16): b is broadcast over pixels: dims = (1, images, pixels, pitch) with b's pixel
+  stride 0 (a's and out's channels-last, one ``pitch``-byte vector per pixel).
 * ``COPY`` (5): strided gather (reshape/transpose that is not a view). src_base, dst_base,
   dims[4], src_strides[4], dst_strides[4].
 
@@ -339,7 +343,29 @@ class Lut(Descriptor):
     KIND: ClassVar[str] = "lut"
 
 
-OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy, Lut)}
+@dataclass(frozen=True)
+class Mul(Descriptor):
+    index: int = 0
+    flags: int = 0
+    a_base: int = 0
+    b_base: int = 0
+    out_base: int = 0
+    m0: int = 0
+    shift: int = 0
+    dims: tuple = _O4
+    a_strides: tuple = _Z4
+    b_strides: tuple = _Z4
+    out_strides: tuple = _Z4
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 7
+    KIND: ClassVar[str] = "mul"
+
+
+#: MUL flag: the b operand is broadcast over the pixels (the flags byte is per descriptor)
+BCAST = 16
+
+OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy, Lut, Mul)}
 OPS_BY_KIND = {c.KIND: c for c in OPS.values()}
 
 

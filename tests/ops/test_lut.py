@@ -246,3 +246,18 @@ def test_lut_chunks_long_tensors():
     ab = CFG.axi_data_width // 8
     assert sum(v.n for v in vecs[1:]) == math.ceil(3 * (1 << 16) / ab)
     assert all(v.n <= CMD.LUT_CHUNK for v in vecs)
+
+
+def test_verilator_bit_exact(fe, build_accel, tmp_path):
+    from pycde_accel.simulate import simulate
+    r = simulate(fe, CFG, tmp_path, sim=build_accel(CFG))
+    assert r.bit_exact, r.mismatches
+    assert [layer["op"] for layer in r.layers] == ["gemm"] + ["lut"] * 4 + [
+        "add", "lut", "lut", "gemm", "lut"]
+
+
+@pytest.mark.slow
+def test_verilator_bit_exact_axi_pauses(fe, build_accel, tmp_path):
+    from pycde_accel.simulate import simulate
+    r = simulate(fe, CFG, tmp_path, sim=build_accel(CFG), axi_pause=0.3, seed=5)
+    assert r.bit_exact, r.mismatches
