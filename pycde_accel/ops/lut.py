@@ -1,5 +1,6 @@
 """``lut``: any element-wise function of one activation, ``y = f(x)``, as a 256-entry table
 indexed by the int8 input code: LeakyReLU, PReLU (one parameter), ELU, CELU, SELU, Threshold,
+Hardtanh / clamp with bounds other than ReLU6's ``[0, b]`` (handed over by ``ops/hardtanh.py``),
 Sigmoid, SiLU, Hardswish, Hardsigmoid, Tanh, GELU (exact and tanh), Softplus, Mish,
 Hardshrink, Softshrink, LogSigmoid, RReLU (eval), and the unary ``exp``, ``abs``, ``neg``,
 ``erf``, ``sin``, ``cos``.
@@ -115,6 +116,9 @@ FUNCTIONS: dict[str, Fn] = {
     "rrelu": Fn(lambda x, lo=1 / 8, hi=1 / 3: np.where(np.asarray(x) >= 0, x,
                                                         np.asarray(x) * (lo + hi) / 2),
                 ("aten.rrelu.default",), ((1, "lower", 1 / 8), (2, "upper", 1 / 3)), "RReLU"),
+    # captured by ops/hardtanh.py (its targets), for bounds other than [0, b > 0]; a bound
+    # may be None (clamp with one bound)
+    "hardtanh": Fn(lambda x, lo, hi: np.clip(x, lo, hi), (), (), "Hardtanh/clamp"),
     "exp": Fn(np.exp, ("aten.exp.default", "aten.exp_.default"), (), "exp"),
     "abs": Fn(np.abs, ("aten.abs.default", "aten.abs_.default"), (), "abs"),
     "neg": Fn(np.negative, ("aten.neg.default", "aten.neg_.default"), (), "neg"),
@@ -143,6 +147,13 @@ def make_table(fn: str, params, s_in: float, s_out: float) -> np.ndarray:
 def lut_int8(x, table) -> np.ndarray:
     """``table[x + 128]`` for int8 codes ``x``."""
     return np.asarray(table, np.int64)[np.asarray(x, np.int64) + 128]
+
+
+def emit(cx, n, fn: str, params) -> None:
+    """Add a ``lut`` node computing ``fn(x, *params)`` for the fx node ``n`` (its first
+    argument the activation): other ops' capture hooks hand over functions they cannot map."""
+    cx.emit(Lut(n.name, (cx.act(n, n.args[0]),), cx.shape(n), **cx.common(n), fn=fn,
+                params=tuple(params)), n)
 
 
 @register

@@ -261,3 +261,29 @@ def test_verilator_bit_exact_axi_pauses(fe, build_accel, tmp_path):
     from pycde_accel.simulate import simulate
     r = simulate(fe, CFG, tmp_path, sim=build_accel(CFG), axi_pause=0.3, seed=5)
     assert r.bit_exact, r.mismatches
+
+
+def test_hardtanh_with_other_bounds_runs_as_a_table(tmp_path):
+    """Hardtanh(-1, 1) and clamp(min=-0.5): tables, bit-exact on both golden models."""
+    path = tmp_path / "clamp.py"
+    path.write_text(
+        "import torch\nfrom torch import nn\n\n\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(16, 16)\n\n"
+        "    def forward(self, x):\n"
+        "        return torch.clamp(nn.Hardtanh()(self.fc(x)), min=-0.5)\n\n\n"
+        "def build():\n"
+        "    torch.manual_seed(0)\n"
+        "    return M().eval(), (torch.randn(2, 16),)\n")
+    fe = frontend.run(str(path), eval_batches=2)
+    luts = [n for n in fe.quantized.graph.nodes if n.kind == "lut"]
+    assert [(n.fn, n.params) for n in luts] == [("hardtanh", (-1.0, 1.0)),
+                                                ("hardtanh", (-0.5, None))]
+    cp = compile_program(fe, CFG)
+    x = np.random.default_rng(2).integers(-128, 128, size=(2, 16))
+    want = reference.run(fe.quantized, [x]).outputs[0]
+    np.testing.assert_array_equal(executor.run(cp, [x])[0][0], want)
+    np.testing.assert_array_equal(cmdexec.run(cp, [x])[0][0], want)
+    assert want.min() >= round(-0.5 / fe.quantized.scales[luts[1].name]) - 1
