@@ -23,8 +23,6 @@ tests' reference implement the same):
   activations into the output scale.
 * ``lut``: y = table[x + 128] elementwise on int8, the 256-entry table fixed at build time
   (a chain of compare/selects, one per step of the table: a model's per-layer function).
-* ``lut_index``: the vector engine's table address ``x + 128`` (i8 -> i8, the bits of the
-  unsigned index 0..255); the engine reads its loaded table at that address.
 
 The arithmetic is written with cmpi+select (no maxsi/minsi) so that the same linalg also
 passes lower-scf-to-calyx (docs/toolchain.md, "Calyx in this CIRCT build").
@@ -246,12 +244,6 @@ def lut(n: int = 64, table=None, name: str = "lut") -> Kernel:
     return _kernel(name, n, [("x", "i8")], [], "i8", build, table=tuple(table))
 
 
-def lut_index(n: int = 64, name: str = "lut_index") -> Kernel:
-    """``x + 128`` on i8 (wrapping): the unsigned table address of the int8 code ``x``."""
-    return _kernel(name, n, [("x", "i8")], [], "i8",
-                   lambda b, x: b.bin("xori", x, b.const(-128, "i8")))
-
-
 #: The post-op kernels by name, each with the default build parameters.
 KERNELS = {
     "requantize": requantize,
@@ -261,6 +253,5 @@ KERNELS = {
     "maxpool": maxpool,
     "clamp": lambda n=64: clamp(n, lo=0, hi=100),
     "lut": lut,
-    "lut_index": lut_index,
     "mul_requantize": mul_requantize,
 }

@@ -11,14 +11,19 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..contract import VEC_LUT, VEC_LUT_SET, VEC_MAX, VEC_PAIR_FIFO_DEPTH, VEC_TO_X
+from ..contract import VEC_LUT, VEC_LUT_SET, VEC_MAX, VEC_MUL, VEC_PAIR_FIFO_DEPTH, VEC_TO_X
 from .dma import bursts
 from .timing import SLICE, VEC_S_TO_START
 
 #: rtl_lib.vector_engine's LUT path: result beats in flight (its FIFO depth) and the cycles
-#: from an S beat leaving the input slice to its result beat on the write port
+#: from an S beat leaving the input slice to its result beat on the write port (fitted
+#: against Verilator runs of tests/ops/test_lut.py's model: per command, the engine's
+#: start and finish overlap the DMA's more than the model's steps count)
 LUT_CREDITS = 8
-LUT_LATENCY = 5
+LUT_LATENCY = 4
+#: the mul_requantize kernel's drain beyond residual_add's (its SRDHM: a 32x32 product in
+#: 16x16 limbs and the rounding stages; fitted against tests/ops/test_mul.py's model)
+MUL_EXTRA_DRAIN = 16
 
 
 class _Active:
@@ -67,8 +72,10 @@ class VecEngine:
                                       bool(c.flags & (VEC_TO_X | VEC_LUT_SET)))
                 self.active.lut = True
             else:
-                self.active = _Active(c.n, t + self.startup, per,
-                                      self.max_drain if mx else self.add_drain,
+                drain = self.max_drain if mx else self.add_drain
+                if c.flags & VEC_MUL:
+                    drain += MUL_EXTRA_DRAIN
+                self.active = _Active(c.n, t + self.startup, per, drain,
                                       bool(c.flags & VEC_TO_X))
             if not c.flags & (VEC_TO_X | VEC_LUT_SET):
                 self.wdma.aw.extend(bursts(c.dst, c.n, 1, self.ab, self.ab))

@@ -223,7 +223,9 @@ def test_rate(block_sim, tmp_path, w):
 @pytest.mark.parametrize("w", [32, 64])
 def test_lut(block_sim, tmp_path, w):
     """LUT_SET then LUT (to DRAM, n = 1, TO_X), a second table, ADD and MAX between LUT
-    commands (their kernels untouched by the table path); random gaps everywhere."""
+    commands (their kernels and the pair FIFO's credits untouched by the table path, also
+    after LUT beat counts that are not a multiple of the FIFO depth); random gaps
+    everywhere."""
     sim = _sim(block_sim, w)
     ab = w // 8
     rng = np.random.default_rng(200 + w)
@@ -232,7 +234,8 @@ def test_lut(block_sim, tmp_path, w):
     m.lut_set(rng.integers(-128, 128, 256))
     m.lut(40, 0x1000, _i8(rng, 40, ab))
     m.lut(1, 0x2000, np.arange(-128, -128 + ab))
-    ma, mb, sh = _add_params(rng)
+    m.lut(3, 0x2040, _i8(rng, 3, ab))          # 4 LUT beats since the last multiple of 8:
+    ma, mb, sh = _add_params(rng)              # the ADD must still get its pair FIFO
     m.vec(7, 2, 0x2100, _i8(rng, 7, ab), ma=ma, mb=mb, shift=sh, relu=True)
     m.lut_set(np.arange(127, -129, -1))
     m.lut(DEPTH, 0x3000, np.arange(DEPTH * ab).reshape(DEPTH, ab) % 256 - 128)
