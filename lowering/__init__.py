@@ -8,8 +8,8 @@ Public API:
   writing ``ir/NN_<stage>.mlir``; every stage runs in a worker process (crash isolation, timeout).
 * :data:`pipeline.MODEL_ROUTES`: a model's chain: its post-op kernels (:mod:`.postops`,
   extracted from the frontend's quantized graph) down to SV, one module per kernel.
-* :data:`kernels.KERNELS`: the post-op kernels (requantize, residual_add, maxpool, clamp) as
-  linalg builders; :func:`build_kernel` lowers one.
+* :data:`kernels.KERNELS`: the post-op kernels (requantize, residual_add, maxpool, clamp, lut,
+  mul_requantize) as linalg builders; :func:`build_kernel` lowers one.
 * :func:`import_kernel`: put a lowered kernel into a PyCDE ``System`` (``System.import_mlir``)
   and return its module class for rtl_lib to instantiate.
 * :func:`stream.stream_module` / :func:`stream.emit_stream`: a kernel as a streaming PyCDE

@@ -18,6 +18,11 @@ tests' reference implement the same):
 * ``maxpool``: y = max of ``k`` int8 inputs (one window of k taps; the caller streams the k taps
   of each window as k parallel inputs).
 * ``clamp``: y = clamp(x, lo, hi) elementwise on int8, lo/hi fixed at build time.
+* ``mul_requantize``: y = clamp(RDBPOT(SRDHM(a * b, m0), s), -128, 127); int8 a, b (the
+  exact int16 product), scalar inputs m0 (Q0.31) and s (0..31): the product of two
+  activations into the output scale.
+* ``lut``: y = table[x + 128] elementwise on int8, the 256-entry table fixed at build time
+  (a chain of compare/selects, one per step of the table: a model's per-layer function).
 
 The arithmetic is written with cmpi+select (no maxsi/minsi) so that the same linalg also
 passes lower-scf-to-calyx (docs/toolchain.md, "Calyx in this CIRCT build").
@@ -213,6 +218,32 @@ def clamp(n: int = 64, lo: int = -128, hi: int = 127, name: str = "clamp") -> Ke
     return _kernel(name, n, [("x", "i8")], [], "i8", lambda b, x: b.clamp(x, lo, hi), lo=lo, hi=hi)
 
 
+def mul_requantize(n: int = 64, name: str = "mul_requantize") -> Kernel:
+    def build(b: Body, a: V, c: V, m0: V, s: V) -> V:
+        p = b.bin("muli", b.cast("extsi", a, "i32"), b.cast("extsi", c, "i32"))
+        return b.cast("trunci", b.clamp(b.rdbpot(b.srdhm(p, m0), s), -128, 127), "i8")
+
+    return _kernel(name, n, [("a", "i8"), ("b", "i8")], [("m0", "i32"), ("s", "i32")], "i8",
+                   build)
+
+
+def lut(n: int = 64, table=None, name: str = "lut") -> Kernel:
+    """``table``: 256 int8 codes, entry i for input code i - 128 (default: the identity)."""
+    table = [int(v) for v in (range(-128, 128) if table is None else table)]
+    if len(table) != 256 or not all(-128 <= v <= 127 for v in table):
+        raise ValueError("lut: the table needs 256 int8 codes")
+
+    def build(b: Body, x: V) -> V:
+        y = b.const(table[0], "i8")
+        for i in range(1, 256):
+            if table[i] != table[i - 1]:
+                c = b.cmp("sge", x, b.const(i - 128, "i8"))
+                y = b.select(c, b.const(table[i], "i8"), y)
+        return y
+
+    return _kernel(name, n, [("x", "i8")], [], "i8", build, table=tuple(table))
+
+
 #: The post-op kernels by name, each with the default build parameters.
 KERNELS = {
     "requantize": requantize,
@@ -221,4 +252,6 @@ KERNELS = {
     "residual_add": residual_add,
     "maxpool": maxpool,
     "clamp": lambda n=64: clamp(n, lo=0, hi=100),
+    "lut": lut,
+    "mul_requantize": mul_requantize,
 }

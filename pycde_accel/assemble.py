@@ -63,8 +63,9 @@ def requant_kernel(config: AccelConfig):
 
 
 def vector_kernels(config: AccelConfig, max_run: int = MAX_RUN):
-    """The two kernels the vector engine (``rtl_lib.vector_engine``) for ``config``
-    instantiates, as ``lowering.kernels.Kernel``: ``(residual_add, maxpool)``: residual_add with
+    """The three kernels the vector engine (``rtl_lib.vector_engine``) for ``config``
+    instantiates, as ``lowering.kernels.Kernel``: ``(residual_add, maxpool, mul_requantize)``
+    (mul_requantize like residual_add, one run per beat): residual_add with
     run length n = AB elements (one beat), maxpool with k = 2 taps and run length ``max_run``
     (any n >= 1 works; tests use a short one to cross run boundaries), named
     ``vec_residual_add`` / ``vec_maxpool`` so that they coexist with other instances of the same
@@ -74,15 +75,16 @@ def vector_kernels(config: AccelConfig, max_run: int = MAX_RUN):
 
     ab = config.axi_data_width // 8
     return (kernels.residual_add(ab, name="vec_residual_add"),
-            kernels.maxpool(max_run, k=2, name="vec_maxpool"))
+            kernels.maxpool(max_run, k=2, name="vec_maxpool"),
+            kernels.mul_requantize(ab, name="vec_mul_requantize"))
 
 
 def accel_kernels(config: AccelConfig, route: str = KERNEL_ROUTE) -> dict:
     """The post-op kernels the accelerator instantiates, by role: ``requant`` (per-channel
     requantize of one C tile, n = rows*cols), ``add`` and ``max`` (the vector engine's); for
     the static route with their wide multiplies split (same names, ports and function)."""
-    add, mx = vector_kernels(config)
-    ks = {"requant": requant_kernel(config), "add": add, "max": mx}
+    add, mx, mul = vector_kernels(config)
+    ks = {"requant": requant_kernel(config), "add": add, "max": mx, "mul": mul}
     return {role: kernel_for_route(k, route) for role, k in ks.items()}
 
 
@@ -115,7 +117,8 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
 
         def prepare(system):
             mods = {role: stream_module(system, ks[role], lowered[role]) for role in ks}
-            return make_accelerator(config, mods["requant"], mods["add"], mods["max"])
+            return make_accelerator(config, mods["requant"], mods["add"], mods["max"],
+                                    mods["mul"])
 
         return emit_module(None, Path(sv_dir), sim_models=models, sources=[lutram.SOURCE],
                            prepare=prepare)
@@ -161,8 +164,8 @@ def vector_engine_prepare(config: AccelConfig, lowered, max_run: int = MAX_RUN, 
 
     def prepare(system):
         ks = kernels or vector_kernels(config, max_run)
-        add_cls, max_cls = (stream_module(system, k, lo) for k, lo in zip(ks, lowered))
-        return make_vector_engine(config, add_cls, max_cls)
+        add_cls, max_cls, mul_cls = (stream_module(system, k, lo) for k, lo in zip(ks, lowered))
+        return make_vector_engine(config, add_cls, max_cls, mul_cls)
 
     return prepare
 

@@ -157,6 +157,12 @@ VEC = CommandSpec(4, "vec", (
     Flag("max", 1, "element-wise max(x, s) (clear: ADD)"),
     Flag("relu", 2, "ReLU of the result"),
     Flag("to_x", 4, "write the result back into X at dst (clear: DMA write to DRAM)"),
+    Flag("lut_set", 8, "the n beats of S are the table (entry i for input code i - 128, "
+                       "byte i of the beats in order); no result, X unused"),
+    Flag("lut", 16, "element-wise table[s + 128] of n beats of S (X unused; the table of the "
+                    "last LUT_SET)"),
+    Flag("mul", 32, "element-wise sat8(RDBPOT(SRDHM(x * s, ma), shift)); X beat "
+                    "x_off + (i mod mb) for mb > 0 (a vector re-read per pixel)"),
 ), doc="n beats of X (from x_off) with n beats of S, element-wise, int8")
 
 COMMANDS = (LOAD, EXEC, STORE, VEC)
@@ -167,6 +173,9 @@ EXEC_REL_A, EXEC_REL_B = EXEC.flag("rel_a"), EXEC.flag("rel_b")
 EXEC_CHAIN = EXEC.flag("chain")
 STORE_RELU, STORE_PER_TENSOR = STORE.flag("relu"), STORE.flag("per_tensor")
 VEC_MAX, VEC_RELU, VEC_TO_X = (VEC.flag(n) for n in ("max", "relu", "to_x"))
+VEC_LUT_SET, VEC_LUT, VEC_MUL = VEC.flag("lut_set"), VEC.flag("lut"), VEC.flag("mul")
+#: entries of the vector engine's function table (LUT_SET / LUT): one per int8 code
+LUT_ENTRIES = 256
 
 
 def fields_out_of_range(spec: CommandSpec, values: dict, config: AccelConfig | None = None):

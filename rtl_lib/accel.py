@@ -2,7 +2,7 @@
 unit (operand scratchpads + systolic core), the store and vector engines, the write arbiter and
 the AXI4-Lite CSRs.
 
-``make_accelerator(config, requant, add_kernel, max_kernel)`` -> module ``pycde_accel_top``
+``make_accelerator(config, requant, add_kernel, max_kernel, mul_kernel)`` -> module ``pycde_accel_top``
 (``requant``/``add_kernel``/``max_kernel``: the lowered post-op kernels as streaming modules,
 ``lowering.stream.stream_module``; :func:`pycde_accel.assemble.emit_accelerator` lowers and imports
 them).
@@ -112,7 +112,8 @@ def _bus_out(p, cls, inst, prefix: str) -> None:
             setattr(p, port.name, getattr(inst, port.name))
 
 
-def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel) -> type[Module]:
+def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
+                     mul_kernel=None) -> type[Module]:
     """The accelerator top module class for ``config`` (ConfigError for a bad config)."""
     from .matmul_unit import make_matmul_unit
     from .store_engine import make_store_engine
@@ -128,7 +129,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel) -> ty
     Dma = make_axi_dma(W, AW, MAX_BURST, MAX_OUTSTANDING, 16, 16)
     Mm = make_matmul_unit(config)
     St = make_store_engine(config, requant)
-    Vec = make_vector_engine(config, add_kernel, max_kernel)
+    Vec = make_vector_engine(config, add_kernel, max_kernel, mul_kernel)
     CmdPack = make_width_adapter(W, CMD_BITS)
     ParamSplit = make_width_adapter(W, 32)
     # the DMA's command ports (valid and payload; its ready is an output)
@@ -217,6 +218,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel) -> ty
                     v_dst=cmd_field(vh, 3, AW), v_ma=cmd_word(vh, 4), v_mb=cmd_word(vh, 5),
                     v_shift=cmd_word(vh, 6),
                     v_max=vh[8], v_relu=vh[9], v_to_x=vh[10], v_valid=~vecq.empty,
+                    v_lut_set=vh[11], v_lut=vh[12], v_mul=vh[13],
                     **arb.ports("vec"))
         rt.ready[DST_X].assign(vec.x_wr_ready)
         rt.ready[DST_S].assign(vec.s_ready)

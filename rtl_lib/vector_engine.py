@@ -1,14 +1,17 @@
-"""The vector engine: the accelerator's VEC command (element-wise residual ADD or MAX of the X
-buffer's beats with the S stream's beats), its element math done by CIRCT-lowered kernels.
+"""The vector engine: the accelerator's VEC command (element-wise residual ADD, MAX or MUL of the
+X buffer's beats with the S stream's beats, or the S beats mapped through a function table),
+its element math done by CIRCT-lowered kernels.
 
-``make_vector_engine(config, add_kernel, max_kernel)`` -> module ``vector_engine_w{W}``
+``make_vector_engine(config, add_kernel, max_kernel, mul_kernel)`` -> module ``vector_engine_w{W}``
 -------------------------------------------------------------------------------------
 ``add_kernel`` / ``max_kernel``: the streaming PyCDE module classes (``lowering.stream.
 stream_module``), parameters, of the two kernels ``pycde_accel.assemble.vector_kernels``
 describes, lowered by either route
 (same ports): ``residual_add`` (tensor inputs ``a``, ``b``; scalars ``ma``,
 ``mb``, ``s``) with a run length of n = AB = W/8 elements (one kernel run per AXI beat), and
-``maxpool`` with k = 2 taps (``t0``, ``t1``) and a run length of ``MAX_RUN`` = 2^16. The
+``maxpool`` with k = 2 taps (``t0``, ``t1``) and a run length of ``MAX_RUN`` = 2^16, and
+``mul_requantize`` (``a``, ``b``; scalars ``m0``, ``s``) with a run length of AB, fed like
+residual_add (its m0 is the command's ``ma``, its shift ``shift``). The
 accelerator lowers them by the static route (``assemble.lower_accel_kernel``: fixed-
 latency pipelines, residual_add's multiplies and shifts split). The engine holds one instance of each and feeds it the AB int8 lanes of a beat one element per
 cycle (element e of beat i: ``a`` / ``t0`` = byte e of X[x_off+i], ``b`` / ``t1`` = byte e of
@@ -29,6 +32,20 @@ kernel as soon as its element went in): 1 element/cycle, one beat per AB cycles.
 there is a fixed start-up/drain (the pipeline's fill): a 64-beat command takes 281 / 537 cycles
 (ADD, W = 32 / 64) and 265 / 521 (MAX, to DRAM or TO_X); 2 more than before the X read
 register and the kernel input slices (below) were added.
+
+MUL (flag MUL): ``sat8(RDBPOT(SRDHM(x * s, ma), shift))`` through the mul kernel, one element
+per cycle like ADD; with ``mb`` > 0 the X beat of step i is ``x_off + (i mod mb)`` (a wrapping
+read index), so a broadcast vector of mb beats sits in X once and is re-read for every pixel.
+
+Function table (flags LUT_SET / LUT, engine logic, no kernel): AB copies of the 256-entry
+table (``lut_mem<k>``: 256/AB words of one beat each, block or distributed RAM), one per byte
+lane, so a whole beat is mapped per cycle. LUT_SET writes S beat j into word j of every copy
+(n = 256/AB beats, no result, no write command); LUT takes one S beat per cycle (X is not
+read), lane k reads copy k at word ``idx // AB`` and selects byte ``idx % AB`` (idx = the code
+with its sign bit flipped = code + 128), and the result beats queue in an 8-entry FIFO
+(``LUT_FIFO_DEPTH`` credits, enough for the 5-cycle S-to-result path at full rate) before the
+output register, which takes a whole beat per cycle. The S stream is the input so that the next
+chunk's LOAD is not held behind the VEC (a LOAD X waits for every earlier VEC).
 
 Registers on the way (for the clock, see below): S beats enter through a register slice; the X
 buffer's block-RAM read data is registered before anything else (with the S beat beside it)
@@ -54,7 +71,8 @@ Ports (valid/ready: a beat moves on a rising edge where both are high)
 * VEC command: ``v_n`` (16, beats >= 1), ``v_x_off`` (16), ``v_dst`` (axi_addr_width: DRAM byte
   address, multiple of AB; with ``v_to_x`` an X beat index), ``v_ma``, ``v_mb``, ``v_shift``
   (32 each; ma/mb signed, |m| < 2^15, shift 0..31 as frontend.quantize.add_multipliers makes
-  them), ``v_max``, ``v_relu``, ``v_to_x``, ``v_valid``, ``v_ready`` (out) = not ``busy``: one
+  them; MUL: ma = m0 in [0, 2^31), mb = the X period), ``v_max``, ``v_relu``, ``v_to_x``,
+  ``v_lut_set``, ``v_lut``, ``v_mul``, ``v_valid``, ``v_ready`` (out) = not ``busy``: one
   command at a time.
 * Write DMA command (rtl_lib.axi_dma form): ``wc_addr`` (= dst), ``wc_beats`` (16, = n),
   ``wc_rows`` (16, = 1), ``wc_stride`` (= AB), ``wc_valid`` (out), ``wc_ready``: exactly one per
@@ -109,6 +127,9 @@ PAIR_FIFO_DEPTH = contract.VEC_PAIR_FIFO_DEPTH
 #: commands; a start token is always offered and MAX elements of successive commands simply
 #: continue the current run (one restart bubble per MAX_RUN elements)
 MAX_RUN = 1 << 16
+#: LUT result beats in flight (issued, not yet in the output register): enough credits for
+#: one beat per cycle over the S-to-result latency
+LUT_FIFO_DEPTH = 8
 
 
 def _check_kernel(cls, ins, scalars, what):
@@ -121,7 +142,8 @@ def _check_kernel(cls, ins, scalars, what):
         raise ConfigError(f"vector engine: {what} kernel module lacks ports {', '.join(missing)}")
 
 
-def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Module]:
+def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
+                       mul_kernel=None) -> type[Module]:
     """The vector engine module class (see the module docstring)."""
     config.validate()
     W, AW = config.axi_data_width, config.axi_addr_width
@@ -131,15 +153,21 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
     EB = log2(AB)
     CW = 16
     OW = log2(PAIR_FIFO_DEPTH + 1)
+    LW = log2(LUT_FIFO_DEPTH + 1)
+    TW = contract.LUT_ENTRIES // AB        # words of one table copy
+    TWA = log2(TW)                         # >= 3: AB <= 32 (contract.check_config)
     _check_kernel(add_kernel, ("a", "b"), ("ma", "mb", "s"), "add")
     _check_kernel(max_kernel, ("t0", "t1"), (), "max")
+    if mul_kernel is None:
+        raise ConfigError("vector engine: no mul kernel (assemble.vector_kernels gives it)")
+    _check_kernel(mul_kernel, ("a", "b"), ("m0", "s"), "mul")
     SW = add_kernel._builder.inputs[[p.name for p in add_kernel._builder.inputs].index("s")] \
         .type.width
 
     io = {"clk": Clock(), "rst": Reset(),
           **Stream(valid=1, index=XA, data=W, ready=1).sink("x_wr"), **Stream(data=W).sink("s"),
           **Stream(n=16, x_off=16, dst=AW, ma=32, mb=32, shift=SW, max=1, relu=1,
-                   to_x=1).sink("v"),
+                   to_x=1, lut_set=1, lut=1, mul=1).sink("v"),
           **write_ports(AW, W), "busy": Output(Bits(1))}
 
     def build(p):
@@ -151,11 +179,14 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
         accept = p.v_valid & ~busy.q
         cmd = {}
         for nm, w in (("n", 16), ("x_off", 16), ("dst", AW), ("ma", 32), ("mb", 32),
-                      ("shift", SW), ("max", 1), ("relu", 1), ("to_x", 1)):
+                      ("shift", SW), ("max", 1), ("relu", 1), ("to_x", 1), ("lut_set", 1),
+                      ("lut", 1), ("mul", 1)):
             r = NamedReg(w, clk, None, None, ce=accept, name=f"cmd_{nm}")
             r.next(getattr(p, f"v_{nm}"))
             cmd[nm] = r.q
         n, is_max, to_x = cmd["n"], cmd["max"], cmd["to_x"]
+        lut_set = cmd["lut_set"]
+        is_lut = cmd["lut_set"] | cmd["lut"]     # the table path: S beats only, no kernel
 
         def counter(name, fire):
             """Beats/tokens of this command: cleared on accept, +1 per fire."""
@@ -167,7 +198,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
         wc_pend = NamedReg(1, clk, rst, 0, name="wc_pending")
         wc_fire = wc_pend.q & p.wc_ready
         wc_pend.next(Mux(accept, wc_pend.q & ~wc_fire,
-                         ~p.v_to_x & (p.v_n != Bits(16)(0))))
+                         ~p.v_to_x & ~p.v_lut_set & (p.v_n != Bits(16)(0))))
 
         # ------------------------------------------------------------ X read + S take
         out_valid = NamedReg(1, clk, rst, 0, name="out_valid_q")
@@ -177,7 +208,8 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
         r = counter("rd_beat", issue_w)
         w = counter("wr_beat", out_take_w)
         occ = NamedReg(OW, clk, rst, 0, name="pair_occupancy")
-        occ_up = Mux(issue_w, occ.q, inc(occ.q, OW))
+        # (LUT beats do not enter the pair FIFO: they have their own credits, lut_occ)
+        occ_up = Mux(issue_w & ~is_lut, occ.q, inc(occ.q, OW))
         occ.next(Mux(pop_w, occ_up, sub(occ_up, Bits(OW)(1), OW)))
         inflight = sub(r, w, CW)
         dst16 = resize(cmd["dst"], CW)
@@ -187,13 +219,16 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
         # cycle's, so the lagging value is never too permissive: inflight can only have
         # grown by that issue (a result written since only makes it smaller). Cleared on
         # accept (nothing is in flight when a command starts).
-        overlap = to_x & (dst16.as_uint() > cmd["x_off"].as_uint())
+        overlap = to_x & ~is_lut & (dst16.as_uint() > cmd["x_off"].as_uint())
         hz = NamedReg(1, clk, rst, 0, name="overlap_hazard")
         hz.next(Mux(accept, overlap & (inflight.as_uint() >= dist.as_uint()),
                     Bits(1)(0)))
         rd_v = NamedReg(1, clk, rst, 0, name="x_rd_valid")
         hazard = hz.q | (to_x & rd_v.q)
-        can_issue = busy.q & (r != n) & (occ.q != Bits(OW)(PAIR_FIFO_DEPTH)) & ~hazard
+        lut_occ = NamedReg(LW, clk, rst, 0, name="lut_occupancy")
+        lut_room = lut_occ.q != Bits(LW)(LUT_FIFO_DEPTH)
+        can_issue = busy.q & (r != n) & Mux(
+            is_lut, (occ.q != Bits(OW)(PAIR_FIFO_DEPTH)) & ~hazard, lut_room)
         # S comes in through a register slice: s_ready is a register, so the issue
         # condition (the overlap hazard's compares) does not reach the read data router
         s_in_valid, s_in_data, s_in_ready = register_slice(clk, rst, p.s_valid, p.s_data,
@@ -201,7 +236,14 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
         issue = can_issue & s_in_valid
         issue_w.assign(issue)
         p.s_ready = s_in_ready
-        rd_addr = add(cmd["x_off"], r, CW)[0:XA]
+        # X beat of read r: x_off + r, or for MUL with mb > 0 x_off + (r mod mb) (a vector
+        # re-read per pixel): xr wraps at the period
+        xr = NamedReg(CW, clk, rst, 0, name="x_rd_index")
+        period = cmd["mb"][0:CW]
+        xr_inc = inc(xr.q, CW)
+        xr_wrap = cmd["mul"] & (period != Bits(CW)(0)) & (xr_inc == period)
+        xr.next(Mux(accept, Mux(issue, xr.q, Mux(xr_wrap, xr_inc, Bits(CW)(0))), Bits(CW)(0)))
+        rd_addr = add(cmd["x_off"], xr.q, CW)[0:XA]
         x_wr_ready = ~eng_wr
         ext_wr = p.x_wr_valid & x_wr_ready
         wr_addr = Mux(eng_wr, p.x_wr_index, add(dst16, w, CW)[0:XA])
@@ -221,7 +263,34 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
         rd_v2 = NamedReg(1, clk, rst, 0, name="x_rd_valid_q")
         rd_v2.next(rd_v.q)
         pairs = FIFO(Bits(2 * W), PAIR_FIFO_DEPTH, clk, rst)
-        pairs.push(BitsSignal.concat([s_q2.q, x_q.q]), rd_v2.q)
+        pairs.push(BitsSignal.concat([s_q2.q, x_q.q]), rd_v2.q & ~is_lut)
+
+        # ------------------------------------------------------------ function table
+        # AB copies of the 256-entry table, one per byte lane, each TW words of one beat
+        # (LUT_SET writes beat j into word j of every copy); lane k of a LUT beat reads copy
+        # k at word idx // AB and selects byte idx % AB (idx = code + 128: the sign bit
+        # flipped), so a whole beat is mapped per cycle
+        lut_set_beat = rd_v2.q & lut_set
+        tw = counter("lut_set_beats", lut_set_beat)
+        lut_beat = rd_v2.q & cmd["lut"]
+        lut_rd = []
+        for k in range(AB):
+            idx = s_q2.q[8 * k:8 * k + 8] ^ Bits(8)(0x80)
+            word = dual_port_mem(clk, rst, f"lut_mem{k}", W, TW, tw[0:TWA], s_q2.q,
+                                 lut_set_beat, idx[EB:8])
+            sel = NamedReg(EB, clk, None, None, name=f"lut_sel{k}")
+            sel.next(idx[0:EB])
+            lut_rd.append((word, sel.q))
+        lut_v3 = NamedReg(1, clk, rst, 0, name="lut_rd_valid")
+        lut_v3.next(lut_beat)
+        lut_bytes = []
+        for word, sel in lut_rd:
+            b = word[0:8]
+            for j in range(1, AB):
+                b = Mux(sel == Bits(EB)(j), b, word[8 * j:8 * j + 8])
+            lut_bytes.append(b)
+        lut_fifo = FIFO(Bits(W), LUT_FIFO_DEPTH, clk, rst)
+        lut_fifo.push(BitsSignal.concat(list(reversed(lut_bytes))), lut_v3.q)
         head = pairs.output
         head_valid = ~pairs.empty
         x_beat, s_beat = head[0:W], head[W:2 * W]
@@ -254,14 +323,16 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
         a_done.next(a_fin & ~pop)
         b_done.next(b_fin & ~pop)
 
-        is_add = ~is_max
+        is_mul = cmd["mul"]
+        is_add = ~is_max & ~is_lut & ~is_mul
         y_ready_w = Wire(Bits(1), "y_ready")
         # one start token per run (= per beat), scalars once per run, for the active kernel
         tok_ready = {nm: Wire(Bits(1), f"{nm}_tok_ready")
-                     for nm in ("add_start", "ma", "mb", "s")}
+                     for nm in ("add_start", "ma", "mb", "s", "mul_start", "m0", "mul_s")}
         tok_valid = {}
         for nm, sel in (("add_start", is_add), ("ma", is_add), ("mb", is_add),
-                        ("s", is_add)):
+                        ("s", is_add), ("mul_start", is_mul), ("m0", is_mul),
+                        ("mul_s", is_mul)):
             vld = Wire(Bits(1), f"{nm}_tok_valid")
             cnt = counter(f"{nm}_tokens", vld & tok_ready[nm])
             vld.assign(busy.q & sel & (cnt != n))
@@ -277,16 +348,25 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
                         t1=b_data, t1_valid=b_valid & is_max,
                         start_valid=one,  # MAX: one endless stream of runs
                         y_ready=y_ready_w & is_max, instance_name="max_kernel")
+        mul_k = mul_kernel(clk=clk, rst=rst, a=a_data, a_valid=a_valid & is_mul,
+                           b=b_data, b_valid=b_valid & is_mul,
+                           m0=cmd["ma"], m0_valid=tok_valid["m0"],
+                           s=cmd["shift"], s_valid=tok_valid["mul_s"],
+                           start_valid=tok_valid["mul_start"],
+                           y_ready=y_ready_w & is_mul, instance_name="mul_kernel")
+        tok_ready["mul_start"].assign(mul_k.start_ready)
+        tok_ready["m0"].assign(mul_k.m0_ready)
+        tok_ready["mul_s"].assign(mul_k.s_ready)
         tok_ready["add_start"].assign(add_k.start_ready)
         tok_ready["ma"].assign(add_k.ma_ready)
         tok_ready["mb"].assign(add_k.mb_ready)
         tok_ready["s"].assign(add_k.s_ready)
-        a_ready_w.assign(Mux(is_max, add_k.a_ready, mx.t0_ready))
-        b_ready_w.assign(Mux(is_max, add_k.b_ready, mx.t1_ready))
+        a_ready_w.assign(Mux(is_max, Mux(is_mul, add_k.a_ready, mul_k.a_ready), mx.t0_ready))
+        b_ready_w.assign(Mux(is_max, Mux(is_mul, add_k.b_ready, mul_k.b_ready), mx.t1_ready))
 
         # ------------------------------------------------------------ results -> beats
-        y_valid = Mux(is_max, add_k.y_valid, mx.y_valid)
-        y = Mux(is_max, add_k.y, mx.y)
+        y_valid = Mux(is_max, Mux(is_mul, add_k.y_valid, mul_k.y_valid), mx.y_valid)
+        y = Mux(is_max, Mux(is_mul, add_k.y, mul_k.y), mx.y)
         y = Mux(cmd["relu"] & is_add & y[7], y, Bits(8)(0))
         y_fire = y_valid & y_ready_w
         ey = NamedReg(EB, clk, rst, 0, name="y_byte")
@@ -298,16 +378,23 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel) -> type[Modu
                             name=f"out_lane{k}")
             lane.next(y)
             lanes.append(lane.q)
-        out_beat = BitsSignal.concat(list(reversed(lanes)))
+        # a LUT result beat goes into the output register whole
+        lut_take = ~lut_fifo.empty & is_lut & y_ready_w
+        lut_fifo.pop(lut_take)
+        lut_occ_up = Mux(issue & cmd["lut"], lut_occ.q, inc(lut_occ.q, LW))
+        lut_occ.next(Mux(lut_take, lut_occ_up, sub(lut_occ_up, Bits(LW)(1), LW)))
+        lut_out = NamedReg(W, clk, None, None, ce=lut_take, name="lut_out")
+        lut_out.next(lut_fifo.output)
+        out_beat = Mux(is_lut, BitsSignal.concat(list(reversed(lanes))), lut_out.q)
         out_beat_w.assign(out_beat)
         wd_valid = out_valid.q & ~to_x & ~wc_pend.q
         out_take = eng_wr | (wd_valid & p.wd_ready)
         out_take_w.assign(out_take)
         y_ready_w.assign(~out_valid.q | out_take)
-        out_valid.next((out_valid.q & ~out_take) | y_last)
+        out_valid.next((out_valid.q & ~out_take) | y_last | lut_take)
 
         # ------------------------------------------------------------ outputs, finish
-        finish = busy.q & (w == n) & ~wc_pend.q
+        finish = busy.q & Mux(lut_set, w == n, tw == n) & ~wc_pend.q
         busy.next(Mux(accept, busy.q & ~finish, one))
         p.v_ready = ~busy.q
         p.busy = busy.q

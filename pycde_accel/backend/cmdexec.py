@@ -125,6 +125,8 @@ class Machine:
         self.P = np.zeros(4 * config.spad_c_depth, np.int64)
         self.X = rng.integers(0, 256, size=(config.spad_c_depth, self.AB), dtype=np.uint8)
         self.S: deque = deque()           # (beat, seq of the LOAD S that brought it)
+        # the vector engine's function table (VEC LUT_SET / LUT), random until set
+        self.T = rng.integers(0, 256, size=256, dtype=np.uint8)
         self.Cq: deque = deque()          # (tile, seq of the later of its operands' COMMITs)
         self.partial = None               # (sums, K so far) of a tile an EXEC CHAIN left open
         # in-flight hazards: the accelerator resolves LOAD P / LOAD X against earlier STOREs /
@@ -257,17 +259,28 @@ class Machine:
         self.dma_write(k.addr, y[:k.valid_rows], k.valid_rows, k.stride, c)
 
     def vec(self, k: C_.Vec, c: LayerCounters) -> None:
+        if k.flags & (C_.V_LUT_SET | C_.V_LUT):
+            return self._vec_lut(k, c)
         n = k.n
-        if n < 1 or k.x_off + n > len(self.X):
+        period = k.mb if k.flags & C_.V_MUL and k.mb > 0 else n
+        if n < 1 or k.x_off + min(n, period) > len(self.X):
             raise CommandError(f"VEC n={n} x_off={k.x_off} outside X of {len(self.X)} beats")
         if len(self.S) < n:
             raise CommandError(f"VEC needs {n} S beats, {len(self.S)} were loaded before it (deadlock)")
         beats = [self.S.popleft() for _ in range(n)]
         s = np.array([b for b, _ in beats]).view(np.int8).astype(np.int64)
-        if np.any(self.X_seq[k.x_off:k.x_off + n] > np.array([q_ for _, q_ in beats])):
+        # MUL with mb > 0: X beat x_off + (i mod mb) (a vector re-read per pixel)
+        xi = k.x_off + (np.arange(n) % k.mb if k.flags & C_.V_MUL and k.mb > 0 else np.arange(n))
+        if xi.max() >= len(self.X):
+            raise CommandError(f"VEC reads X beat {xi.max()} outside X of {len(self.X)} beats")
+        if np.any(self.X_seq[xi] > np.array([q_ for _, q_ in beats])):
             raise CommandError("VEC reads X beats of a LOAD X issued after the LOAD S of its S beats")
-        a = self.X[k.x_off:k.x_off + n].view(np.int8).astype(np.int64)
-        if k.flags & C_.V_MAX:
+        a = self.X[xi].view(np.int8).astype(np.int64)
+        if k.flags & C_.V_MUL:
+            if k.flags & (C_.V_MAX | C_.V_RELU):
+                raise CommandError(f"VEC with flags {k.flags}: MUL takes no MAX/RELU")
+            y = q.requantize(a * s, k.ma, k.shift)
+        elif k.flags & C_.V_MAX:
             y = np.maximum(a, s)
         else:
             y = q.residual_add(a, s, k.ma, k.mb, k.shift)
@@ -280,6 +293,29 @@ class Machine:
             self.X_seq[k.dst:k.dst + n] = -1
         else:
             self.dma_write(k.dst, y.reshape(1, -1), 1, 0, c)
+
+    def _vec_lut(self, k: C_.Vec, c: LayerCounters) -> None:
+        """LUT_SET: the n S beats are the table (exactly 256 bytes); LUT: table[s + 128] of
+        n S beats (X unused), to DRAM or with TO_X into X."""
+        n = k.n
+        if k.flags & C_.V_LUT_SET and k.flags & C_.V_LUT or k.flags & (C_.V_MAX | C_.V_RELU):
+            raise CommandError(f"VEC with flags {k.flags}: LUT_SET/LUT take no other function")
+        if n < 1 or len(self.S) < n:
+            raise CommandError(f"VEC needs {n} S beats, {len(self.S)} were loaded before it (deadlock)")
+        s = np.array([self.S.popleft()[0] for _ in range(n)])
+        if k.flags & C_.V_LUT_SET:
+            if n * self.AB != 256 or k.flags & C_.V_TO_X:
+                raise CommandError(f"VEC LUT_SET of {n} beats ({n * self.AB} bytes, not 256)")
+            self.T = s.reshape(-1).astype(np.uint8).copy()
+            return
+        y = self.T[(s.view(np.int8).astype(np.int64) + 128)]
+        if k.flags & C_.V_TO_X:
+            if k.dst + n > len(self.X):
+                raise CommandError(f"VEC TO_X dst={k.dst} n={n} outside X")
+            self.X[k.dst:k.dst + n] = y
+            self.X_seq[k.dst:k.dst + n] = -1
+        else:
+            self.dma_write(k.dst, y.view(np.int8).astype(np.int64).reshape(1, -1), 1, 0, c)
 
     def run_layer(self, cmd_base: int, cmd_count: int, index: int = 0) -> LayerCounters:
         c = LayerCounters(index)

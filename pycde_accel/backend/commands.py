@@ -41,7 +41,15 @@ channel vectors fit the X buffer: LOAD X tap 0 (a tap valid for the whole group)
 VEC MAX TO_X per other tap (only its valid pixel range: padding taps are skipped, -128 being the
 identity of max), the last VEC to DRAM. ADD/RELU: chunks of ``spad_c_depth`` beats over the
 operands' common padded span: LOAD X a, LOAD S b, VEC ADD (a standalone RELU is ``VEC ADD`` of
-``a`` with itself, ma=1, mb=0, shift 0, RELU). VMAX: see :func:`_vmax`; GATHER: :func:`_gather`. COPY is refused: the command set cannot reorder
+``a`` with itself, ma=1, mb=0, shift 0, RELU). VMAX: see :func:`_vmax`; GATHER: :func:`_gather`.
+LUT: LOAD S of the 256-byte table and
+``VEC LUT_SET`` (the table into the vector engine's table memory), then per chunk of at most
+:data:`LUT_CHUNK` beats LOAD S of the input and ``VEC LUT`` to DRAM: the input streams through
+S, so the next chunk's LOAD is not held behind the VEC (a LOAD X would be) and the read and
+write DMAs overlap. MUL of same-shape operands: as ADD (LOAD X a, LOAD S b, VEC MUL per
+chunk); broadcast (BCAST): per image LOAD X of b's channel vector (``pitch / AB`` beats), then
+per chunk of whole pixels LOAD S of a and ``VEC MUL`` with X period ``mb = pitch / AB``, so the
+vector is re-read from X for every pixel and read from DRAM once per image. COPY is refused: the command set cannot reorder
 bytes within a beat (the compiler transposes on the array instead, see compile.py).
 """
 
@@ -59,7 +67,8 @@ from . import program as P
 # the encoding (re-exported: the command values are used under these names throughout)
 from .encoding import (CMD_BYTES, CMD_WORDS, COMMANDS, COMMIT, DST_A, DST_B,  # noqa: F401
                        DST_NAMES, DST_P, DST_S, DST_X, LANES, OP_EXEC, OP_LOAD, OP_STORE,
-                       OP_VEC, REL_A, REL_B, CHAIN, S_PER_TENSOR, S_RELU, V_MAX, V_RELU, V_TO_X, ZERO,
+                       OP_VEC, REL_A, REL_B, CHAIN, S_PER_TENSOR, S_RELU, V_LUT, V_LUT_SET, V_MAX,
+                       V_MUL, V_RELU, V_TO_X, ZERO,
                        _FLAG_NAMES, Command, Exec, Load, Store, Vec, decode, decode_bytes,
                        encode_list)
 from .tiling import ceil_div, k_chunk, k_chunks
@@ -95,7 +104,8 @@ class LayerCommands:
         self.bytes_read = sum(c.rows * c.beats * axi for c in self.commands
                               if isinstance(c, Load) and not c.flags & ZERO)
         self.bytes_written = sum(c.valid_rows * cols for c in self.commands if isinstance(c, Store)) + \
-            sum(c.n * axi for c in self.commands if isinstance(c, Vec) and not c.flags & V_TO_X)
+            sum(c.n * axi for c in self.commands if isinstance(c, Vec)
+                and not c.flags & (V_TO_X | V_LUT_SET))
 
 
 class _Ctx:
@@ -796,6 +806,51 @@ def _gather(d: P.Gather, x: _Ctx) -> list:
         cmds.append(b_load(nt, 0, True))
         for ti, tile in enumerate(tiles):
             cmds += tile_cmds(tile, [nt], [0], ti == len(tiles) - 1)
+
+
+#: beats of one LUT chunk (one LOAD S + one VEC LUT; the 16-bit fields bound it)
+LUT_CHUNK = 1 << 15
+
+
+def _lut(d: P.Lut, x: _Ctx) -> list:
+    AB = x.AB
+    if tuple(d.in_strides) != tuple(d.out_strides) or any(s < 0 for s in d.in_strides):
+        raise _refuse(d, f"LUT input and result must share one layout (strides "
+                         f"{list(d.in_strides)} -> {list(d.out_strides)})")
+    _check_aligned(d, x, in_base=d.in_base, out_base=d.out_base, table_base=d.table_base)
+    tb = ceil_div(contract.LUT_ENTRIES, AB)
+    cmds = [Load(DST_S, d.table_base, tb, 1, 0, 0, 0, 0), Vec(tb, 0, 0, 0, 0, 0, V_LUT_SET)]
+    span = sum((n - 1) * s for n, s in zip(d.dims, d.in_strides)) + 1
+    beats = ceil_div(span, AB)
+    for off in range(0, beats, LUT_CHUNK):
+        nb = min(LUT_CHUNK, beats - off)
+        cmds += [Load(DST_S, d.in_base + off * AB, nb, 1, 0, 0, 0, 0),
+                 Vec(nb, 0, d.out_base + off * AB, 0, 0, 0, V_LUT)]
+    return cmds
+
+
+def _mul(d: P.Mul, x: _Ctx) -> list:
+    if not d.has(P.BCAST):
+        return _eltwise(d, x, d.a_base, d.b_base, d.out_base, d.a_strides, d.b_strides,
+                        d.out_strides, d.m0, 0, d.shift, V_MUL)
+    AB, depth = x.AB, x.cfg.spad_c_depth
+    _, n_img, pixels, pitch = d.dims
+    img_a, img_b = d.a_strides[1], d.b_strides[1]
+    _check_aligned(d, x, a=d.a_base, b=d.b_base, out=d.out_base, pitch=pitch, img_a=img_a,
+                   img_b=img_b)
+    pb = pitch // AB
+    if pb > depth:
+        raise _refuse(d, f"a broadcast vector of {pb} beats does not fit the X buffer "
+                         f"({depth} beats)")
+    per = max(1, LUT_CHUNK // pb)                        # pixels per VEC
+    cmds = []
+    for i in range(n_img):
+        cmds.append(Load(DST_X, d.b_base + i * img_b, pb, 1, 0, 0, 0, 0))
+        for p0 in range(0, pixels, per):
+            k = min(per, pixels - p0)
+            off = i * img_a + p0 * pitch
+            cmds += [Load(DST_S, d.a_base + off, k * pb, 1, 0, 0, 0, 0),
+                     Vec(k * pb, 0, d.out_base + off, d.m0, pb, d.shift, V_MUL)]
     return cmds
 
 
@@ -810,4 +865,6 @@ SCHEDULERS = {
                                    d.in_strides, d.out_strides, 1, 0, 0, V_RELU), 0),
     "vmax": lambda d, x: (_vmax(d, x), 0),
     "gather": lambda d, x: (_gather(d, x), 0),
+    "lut": lambda d, x: (_lut(d, x), 0),
+    "mul": lambda d, x: (_mul(d, x), 0),
 }

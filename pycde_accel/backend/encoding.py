@@ -9,7 +9,7 @@ come from :mod:`pycde_accel.contract` (``LOAD``, ``EXEC``, ``STORE``, ``VEC``):
 * :class:`Exec`  (op 2): w1 K, w2 a_word, w3 b_word; flags REL_A, REL_B, CHAIN.
 * :class:`Store` (op 3): w1 addr, w2 valid_rows, w3 stride, w4 p_index; flags RELU, PER_TENSOR.
 * :class:`Vec`   (op 4): w1 n, w2 x_off, w3 dst, w4 ma, w5 mb, w6 shift (ma, mb signed);
-  flags MAX, RELU, TO_X.
+  flags MAX, RELU, TO_X, LUT_SET, LUT, MUL.
 
 ``encode()`` / :func:`decode` are exact inverses for every field value that fits 32 bits
 (signed fields: two's complement); a value that does not fit is a ValueError. ``to_json()`` is
@@ -32,6 +32,7 @@ LANES, COMMIT, ZERO = CT.LOAD_LANES, CT.LOAD_COMMIT, CT.LOAD_ZERO
 REL_A, REL_B, CHAIN = CT.EXEC_REL_A, CT.EXEC_REL_B, CT.EXEC_CHAIN
 S_RELU, S_PER_TENSOR = CT.STORE_RELU, CT.STORE_PER_TENSOR
 V_MAX, V_RELU, V_TO_X = CT.VEC_MAX, CT.VEC_RELU, CT.VEC_TO_X
+V_LUT_SET, V_LUT, V_MUL = CT.VEC_LUT_SET, CT.VEC_LUT, CT.VEC_MUL
 
 #: flag names per opcode: {op: {mask: name}}
 _FLAG_NAMES = {c.op: {f.value: f.name for f in c.flags} for c in CT.COMMANDS}

@@ -204,6 +204,17 @@ class _Machine:
         x = self.read(d.in_base + _loop_offsets(d.dims, d.in_strides), c)
         self.write(d.out_base + _loop_offsets(d.dims, d.out_strides), q.relu_int8(x), c)
 
+    def lut(self, d: P.Lut, c: LayerCounters) -> None:
+        table = self.read(d.table_base + np.arange(256), c)
+        x = self.read(d.in_base + _loop_offsets(d.dims, d.in_strides), c)
+        self.write(d.out_base + _loop_offsets(d.dims, d.out_strides), table[x + 128], c)
+
+    def mul(self, d: P.Mul, c: LayerCounters) -> None:
+        a = self.read(d.a_base + _loop_offsets(d.dims, d.a_strides), c)
+        b = self.read(d.b_base + _loop_offsets(d.dims, d.b_strides), c)
+        self.write(d.out_base + _loop_offsets(d.dims, d.out_strides),
+                   q.requantize(a * b, d.m0, d.shift), c)
+
     def copy(self, d: P.Copy, c: LayerCounters) -> None:
         x = self.read(d.src_base + _loop_offsets(d.dims, d.src_strides), c)
         self.write(d.dst_base + _loop_offsets(d.dims, d.dst_strides), x, c)

@@ -80,6 +80,13 @@ entries have count 1 and stride 0):
   selection of a concatenation (output channel c of source s's channel j is K byte
   ``sum(src_pitch[:s]) + j``, ``src_channels`` the real channel counts), so each n-tile streams
   only the beats of K its channels come from (the scheduler's K window).
+* ``LUT`` (8): element-wise function by table: ``out = table[in + 128]``. in_base, out_base,
+  table_base (256 int8 codes, entry i for input code i - 128), dims[4], in_strides[4],
+  out_strides[4].
+* ``MUL`` (9): element-wise product ``out = sat8(RDBPOT(SRDHM(a * b, m0), shift))``. a_base,
+  b_base, out_base, m0, shift, dims[4], a_strides[4], b_strides[4], out_strides[4]. Flag
+  BCAST (16): b is broadcast over pixels: dims = (1, images, pixels, pitch) with b's pixel
+  stride 0 (a's and out's channels-last, one ``pitch``-byte vector per pixel).
 
 ``word_map(Gemm)`` (etc.) gives each field's word index, for the controller's decoder.
 
@@ -439,7 +446,45 @@ def gather_k_window(d: Gather, c0: int, c1: int, axi_bytes: int) -> tuple[int, i
     return min(ks) // axi_bytes * axi_bytes, -(-max(ks) // axi_bytes) * axi_bytes
 
 
-OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy, VMax, Gather)}
+@dataclass(frozen=True)
+class Lut(Descriptor):
+    index: int = 0
+    flags: int = 0
+    in_base: int = 0
+    out_base: int = 0
+    table_base: int = 0
+    dims: tuple = _O4
+    in_strides: tuple = _Z4
+    out_strides: tuple = _Z4
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 8
+    KIND: ClassVar[str] = "lut"
+
+
+@dataclass(frozen=True)
+class Mul(Descriptor):
+    index: int = 0
+    flags: int = 0
+    a_base: int = 0
+    b_base: int = 0
+    out_base: int = 0
+    m0: int = 0
+    shift: int = 0
+    dims: tuple = _O4
+    a_strides: tuple = _Z4
+    b_strides: tuple = _Z4
+    out_strides: tuple = _Z4
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 9
+    KIND: ClassVar[str] = "mul"
+
+
+#: MUL flag: the b operand is broadcast over the pixels (the flags byte is per descriptor)
+BCAST = 16
+
+OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy, VMax, Gather, Lut, Mul)}
 OPS_BY_KIND = {c.KIND: c for c in OPS.values()}
 
 

@@ -27,7 +27,7 @@ Hooks (defaults below; an op overrides those that apply to it):
   :mod:`pycde_accel.backend.compile`, or only re-address a tensor (a view).
 * :meth:`Node.postop`: the post-op kernel of the op (``01_postops``, :mod:`lowering.postops`).
 
-The descriptors an op lowers to are shared engine functions (GEMM, ADD, RELU, MAXPOOL, COPY),
+The descriptors an op lowers to are shared engine functions (GEMM, ADD, RELU, MAXPOOL, COPY, LUT),
 whose command scheduling (:mod:`pycde_accel.backend.commands`), golden execution
 (:mod:`pycde_accel.backend.executor`) and cycle model (:mod:`pycde_accel.perfmodel`, per
 command) belong to the engine, not to any one op. docs/adding-an-op.md walks through adding one.

@@ -3,8 +3,9 @@
 
 * capture: ``aten.hardtanh(_).default`` (ReLU6 exports as ``hardtanh(x, 0, 6)``),
   ``aten.relu6.default``, ``aten.clamp.default``. Bounds other than a lower bound of 0 and a
-  positive upper bound are refused: the hardware's clamp is the int8 range [-128, 127] or the
-  ReLU range [0, 127], and only the lower bound 0 maps onto one of them exactly.
+  positive upper bound become a ``lut`` node (the function table, ops/lut.py): the VEC ADD's
+  clamp is the int8 range [-128, 127] or the ReLU range [0, 127], and only the lower bound 0
+  maps onto one of them exactly.
 * quantization: the output scale is calibrated on the clamped output, so
   ``127 * s_out <= max_val``: the upper bound is the int8 saturation at 127 (as for any tensor,
   values above the calibrated range saturate there). The input is rescaled to the output scale
@@ -57,9 +58,13 @@ class Hardtanh(Node):
             lo, hi = cx.arg(n, 1, "min"), cx.arg(n, 2, "max")
         else:
             lo, hi = cx.arg(n, 1, "min_val", -1.0), cx.arg(n, 2, "max_val", 1.0)
-        if not all(isinstance(v, (int, float)) for v in (lo, hi)) or lo != 0 or not hi > 0:
-            raise cx.fail(n, f"{t} with bounds [{lo}, {hi}] (only a lower bound of 0 and a "
-                             f"positive upper bound, as ReLU6)")
+        if not all(isinstance(v, (int, float)) or v is None for v in (lo, hi)):
+            raise cx.fail(n, f"{t} with bounds [{lo}, {hi}] (only constant bounds)")
+        if lo != 0 or hi is None or not hi > 0:
+            # any other bounds: the element-wise function table (ops/lut.py)
+            from . import lut
+            lut.emit(cx, n, "hardtanh", tuple(None if v is None else float(v) for v in (lo, hi)))
+            return
         cx.emit(cls(n.name, (cx.act(n, n.args[0]),), cx.shape(n), **cx.common(n),
                     min_val=float(lo), max_val=float(hi)), n)
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..config import AccelConfig
-from ..contract import CMD_BITS, DST_P, EXEC_CHAIN, OP_EXEC, OP_LOAD, OP_STORE, OP_VEC, VEC_MAX, VEC_TO_X
+from ..contract import (CMD_BITS, DST_P, EXEC_CHAIN, OP_EXEC, OP_LOAD, OP_STORE, OP_VEC, VEC_LUT,
+                        VEC_LUT_SET, VEC_MAX, VEC_TO_X)
 from .timing import timing
 
 
@@ -28,7 +29,10 @@ def bounds(commands, config: AccelConfig) -> dict:
             store += config.rows * config.cols
             wr += c.valid_rows * (config.cols // ab)
         elif op == OP_VEC:
-            vec += c.n * (ab if c.flags & VEC_MAX else ab + tm["add_bubble"]) + tm["vec_startup"]
-            if not c.flags & VEC_TO_X:
+            if c.flags & (VEC_LUT | VEC_LUT_SET):       # one beat per cycle
+                vec += c.n + 1
+            else:
+                vec += c.n * (ab if c.flags & VEC_MAX else ab + tm["add_bubble"]) + tm["vec_startup"]
+            if not c.flags & (VEC_TO_X | VEC_LUT_SET):
                 wr += c.n
     return {"read": rd, "write": wr, "core": exec_, "store": store, "vector": vec}

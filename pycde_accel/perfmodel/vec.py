@@ -2,21 +2,35 @@
 slice (ahead of their command if need be), leave it one per cycle as the command needs them and
 the ``VEC_PAIR_FIFO_DEPTH`` pair FIFO has room; each beat takes AB cycles (MAX) or AB + the
 route's bubble (ADD), 3 cycles after its S beat left the slice at the earliest; the result beats
-go to the write DMA (one burst command per VEC) or back into X (TO_X) after the kernel's drain."""
+go to the write DMA (one burst command per VEC) or back into X (TO_X) after the kernel's drain.
+LUT_SET / LUT (the function table, engine logic, no kernel) take one S beat per cycle, up to
+``LUT_CREDITS`` beats in flight, a LUT result beat ``LUT_LATENCY`` cycles after its S beat
+left the slice; LUT_SET writes no result."""
 
 from __future__ import annotations
 
 from collections import deque
 
-from ..contract import VEC_MAX, VEC_PAIR_FIFO_DEPTH, VEC_TO_X
+from ..contract import VEC_LUT, VEC_LUT_SET, VEC_MAX, VEC_MUL, VEC_PAIR_FIFO_DEPTH, VEC_TO_X
 from .dma import bursts
 from .timing import SLICE, VEC_S_TO_START
 
+#: rtl_lib.vector_engine's LUT path: result beats in flight (its FIFO depth) and the cycles
+#: from an S beat leaving the input slice to its result beat on the write port (fitted
+#: against Verilator runs of tests/ops/test_lut.py's model: per command, the engine's
+#: start and finish overlap the DMA's more than the model's steps count)
+LUT_CREDITS = 8
+LUT_LATENCY = 4
+#: the mul_requantize kernel's drain beyond residual_add's (its SRDHM: a 32x32 product in
+#: 16x16 limbs and the rounding stages; fitted against tests/ops/test_mul.py's model)
+MUL_EXTRA_DRAIN = 16
+
 
 class _Active:
-    __slots__ = ("n", "s_taken", "done", "s_times", "next", "per", "drain", "to_x")
+    __slots__ = ("n", "s_taken", "done", "s_times", "next", "per", "drain", "to_x", "lut")
 
     def __init__(self, n, start, per, drain, to_x):
+        self.lut = False
         self.n, self.s_taken, self.done, self.s_times = n, 0, 0, deque()
         self.next, self.per, self.drain, self.to_x = start, per, drain, to_x
 
@@ -52,17 +66,25 @@ class VecEngine:
             c = self.cmds[q.popleft()[1]]
             mx = bool(c.flags & VEC_MAX)
             per = self.ab if mx else self.ab + self.add_bubble
-            self.active = _Active(c.n, t + self.startup, per,
-                                  self.max_drain if mx else self.add_drain,
-                                  bool(c.flags & VEC_TO_X))
-            if not c.flags & VEC_TO_X:
+            lut = bool(c.flags & (VEC_LUT | VEC_LUT_SET))
+            if lut:     # one beat per cycle, no kernel
+                self.active = _Active(c.n, t + 1, 1, LUT_LATENCY - VEC_S_TO_START - 1,
+                                      bool(c.flags & (VEC_TO_X | VEC_LUT_SET)))
+                self.active.lut = True
+            else:
+                drain = self.max_drain if mx else self.add_drain
+                if c.flags & VEC_MUL:
+                    drain += MUL_EXTRA_DRAIN
+                self.active = _Active(c.n, t + self.startup, per, drain,
+                                      bool(c.flags & VEC_TO_X))
+            if not c.flags & (VEC_TO_X | VEC_LUT_SET):
                 self.wdma.aw.extend(bursts(c.dst, c.n, 1, self.ab, self.ab))
             moved = True
         va = self.active
         # an S beat leaves the input slice (X read issued) one per cycle, as the command
         # needs it and the pair FIFO has room
         if va is not None and self.s_pre and self.s_pre[0] < t and va.s_taken < va.n and \
-                va.s_taken - va.done < VEC_PAIR_FIFO_DEPTH:
+                va.s_taken - va.done < (LUT_CREDITS if va.lut else VEC_PAIR_FIFO_DEPTH):
             self.s_pre.popleft()
             va.s_times.append(t)
             va.s_taken += 1

@@ -62,16 +62,17 @@ def test_capture_relu6_hardtanh_clamp():
     assert [(n.min_val, n.max_val) for n in ht] == [(0.0, 6.0), (0.0, 6.0), (0.0, 2.0), (0.0, 3.0)]
 
 
-@pytest.mark.parametrize("fn,what", [(lambda x: nn.functional.hardtanh(x), "[-1.0, 1.0]"),
-                                     (lambda x: torch.clamp(x, max=3.0), "[None, 3.0]"),
-                                     (lambda x: torch.clamp(x, 1.0, 3.0), "[1.0, 3.0]")])
-def test_other_bounds_are_refused(fn, what):
+@pytest.mark.parametrize("fn,bounds", [(lambda x: nn.functional.hardtanh(x), (-1.0, 1.0)),
+                                       (lambda x: torch.clamp(x, max=3.0), (None, 3.0)),
+                                       (lambda x: torch.clamp(x, 1.0, 3.0), (1.0, 3.0))])
+def test_other_bounds_become_the_function_table(fn, bounds):
     class M(nn.Module):
         def forward(self, x):
             return fn(x)
-    with pytest.raises(UserError, match=r"unsupported op aten\.(hardtanh|clamp)\.default with bounds "
-                                        + what.replace("[", r"\[").replace("]", r"\]")):
-        capture.capture(M(), (torch.randn(1, 4),))
+    gr = capture.capture(M(), (torch.randn(1, 4),))
+    luts = [n for n in gr.nodes if n.kind == "lut"]
+    assert [(n.fn, n.params) for n in luts] == [("hardtanh", bounds)]
+    assert not [n for n in gr.nodes if n.kind == "hardtanh"]
 
 
 def _slow_reference(x, ma, shift):

@@ -7,7 +7,7 @@ Spec (JSON in ``TB_VEC_SPEC``): ``{"steps": [...], "seed", "p_s", "p_x", "p_wc",
   spec's rule for a LOAD to X), then writes beat j to X[i + j] on ``x_wr_*`` (valid gated by
   ``p_x``, honouring ``x_wr_ready``);
 * ``{"op": "vec", "n", "x_off", "dst", "ma", "mb", "shift", "max", "relu", "to_x", "s": [int,
-  ...]}``: offers the command on ``v_*`` until taken. The S beats of every VEC are queued on
+  ...]}`` (and ``lut_set``, ``lut``, ``mul``, default 0): offers the command on ``v_*`` until taken. The S beats of every VEC are queued on
   the S stream from the start (valid gated by ``p_s``); the engine must take each only while
   its command runs.
 
@@ -30,7 +30,7 @@ from pycde_accel.sim import tb
 from pycde_accel.sim.stream import RandomGate, StreamDriver, StreamSink, edge_index
 
 PERIOD_NS = tb.PERIOD_NS
-V_FIELDS = ("n", "x_off", "dst", "ma", "mb", "shift", "max", "relu", "to_x")
+V_FIELDS = ("n", "x_off", "dst", "ma", "mb", "shift", "max", "relu", "to_x", "lut_set", "lut", "mul")
 
 
 @cocotb.test()
@@ -43,7 +43,7 @@ async def run(dut):
     steps = spec["steps"]
     vecs = [s for s in steps if s["op"] == "vec"]
     s_beats = [{"d": b} for s in vecs for b in s["s"]]
-    dram = [s for s in vecs if not s["to_x"]]
+    dram = [s for s in vecs if not s["to_x"] and not s.get("lut_set")]
     n_wd = sum(s["n"] for s in dram)
 
     s_drv = StreamDriver(dut.clk, {"d": dut.s_data}, dut.s_valid, dut.s_ready, PERIOD_NS,
@@ -89,7 +89,7 @@ async def run(dut):
                 dut.x_wr_valid.value = 0
             else:
                 for f in V_FIELDS:
-                    getattr(dut, f"v_{f}").value = st[f] & ((1 << len(getattr(dut, f"v_{f}"))) - 1)
+                    getattr(dut, f"v_{f}").value = st.get(f, 0) & ((1 << len(getattr(dut, f"v_{f}"))) - 1)
                 dut.v_valid.value = 1
                 while True:
                     await ReadOnly()

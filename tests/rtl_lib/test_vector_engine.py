@@ -59,12 +59,16 @@ class Model:
             self.x[(index + j) % DEPTH] = row
         self.steps.append({"op": "load_x", "index": index, "beats": [_to_int(r) for r in beats]})
 
-    def vec(self, n, x_off, dst, s, *, ma=0, mb=0, shift=0, mx=False, relu=False, to_x=False):
+    def vec(self, n, x_off, dst, s, *, ma=0, mb=0, shift=0, mx=False, relu=False, to_x=False,
+            mul=False):
         s = np.asarray(s, dtype=np.int64).reshape(n, self.ab)
         out = []
         for i in range(n):  # element-wise in order: beat i reads X after beat i-1 was written
-            a = self.x[(x_off + i) % DEPTH]
-            if mx:
+            xi = i % mb if mul and mb > 0 else i
+            a = self.x[(x_off + xi) % DEPTH]
+            if mul:
+                y = q.requantize(a * s[i], ma, shift)
+            elif mx:
                 y = np.maximum(a, s[i])
             else:
                 y = q.residual_add(a, s[i], ma, mb, shift, relu=relu)
@@ -77,8 +81,30 @@ class Model:
             self.wd.extend(out)
         self.steps.append({"op": "vec", "n": n, "x_off": x_off, "dst": dst, "ma": int(ma),
                            "mb": int(mb), "shift": int(shift), "max": int(mx),
-                           "relu": int(relu), "to_x": int(to_x),
+                           "relu": int(relu), "to_x": int(to_x), "mul": int(mul),
                            "s": [_to_int(r) for r in s]})
+
+    def lut_set(self, table):
+        """VEC LUT_SET: the 256 table bytes as 256/AB S beats."""
+        self.table = np.asarray(table, np.int64)
+        s = self.table.reshape(-1, self.ab)
+        self.steps.append({"op": "vec", "n": len(s), "x_off": 0, "dst": 0, "ma": 0, "mb": 0,
+                           "shift": 0, "max": 0, "relu": 0, "to_x": 0, "lut_set": 1, "lut": 0,
+                           "s": [_to_int(r) for r in s]})
+
+    def lut(self, n, dst, s, to_x=False):
+        """VEC LUT: table[s + 128] of n S beats."""
+        s = np.asarray(s, dtype=np.int64).reshape(n, self.ab)
+        y = self.table[s + 128]
+        if to_x:
+            for i in range(n):
+                self.x[(dst + i) % DEPTH] = y[i]
+        else:
+            self.wc.append([dst, n, 1])
+            self.wd.extend(_to_int(r) for r in y)
+        self.steps.append({"op": "vec", "n": n, "x_off": 0, "dst": dst, "ma": 0, "mb": 0,
+                           "shift": 0, "max": 0, "relu": 0, "to_x": int(to_x), "lut_set": 0,
+                           "lut": 1, "s": [_to_int(r) for r in s]})
 
     def dump_x(self, dst: int):
         """Read all of X back through the engine: MAX with S = -128 everywhere is X itself."""
@@ -192,6 +218,72 @@ def test_rate(block_sim, tmp_path, w):
     for k, what in enumerate(("add", "max")):
         edges = [e for _, e in res["wd"][k * DEPTH:(k + 1) * DEPTH]]
         assert edges[-1] - edges[1] <= ideal[what] * (DEPTH - 2) // DEPTH + 2, (what, edges[:8])
+
+
+@pytest.mark.parametrize("w", [32, 64])
+def test_lut(block_sim, tmp_path, w):
+    """LUT_SET then LUT (to DRAM, n = 1, TO_X), a second table, ADD and MAX between LUT
+    commands (their kernels and the pair FIFO's credits untouched by the table path, also
+    after LUT beat counts that are not a multiple of the FIFO depth); random gaps
+    everywhere."""
+    sim = _sim(block_sim, w)
+    ab = w // 8
+    rng = np.random.default_rng(200 + w)
+    m = Model(ab)
+    m.load_x(0, _i8(rng, DEPTH, ab))
+    m.lut_set(rng.integers(-128, 128, 256))
+    m.lut(40, 0x1000, _i8(rng, 40, ab))
+    m.lut(1, 0x2000, np.arange(-128, -128 + ab))
+    m.lut(3, 0x2040, _i8(rng, 3, ab))          # 4 LUT beats since the last multiple of 8:
+    ma, mb, sh = _add_params(rng)              # the ADD must still get its pair FIFO
+    m.vec(7, 2, 0x2100, _i8(rng, 7, ab), ma=ma, mb=mb, shift=sh, relu=True)
+    m.lut_set(np.arange(127, -129, -1))
+    m.lut(DEPTH, 0x3000, np.arange(DEPTH * ab).reshape(DEPTH, ab) % 256 - 128)
+    m.lut(9, 30, _i8(rng, 9, ab), to_x=True)
+    m.vec(5, 28, 0x4000, _i8(rng, 5, ab), mx=True)
+    m.dump_x(0x8000)
+    _run(sim, tmp_path, m, **GATES)
+
+
+@pytest.mark.parametrize("w", [32, 64])
+def test_lut_rate(block_sim, tmp_path, w):
+    """No back-pressure: LUT maps one beat per cycle (n + a fixed latency per command)."""
+    sim = _sim(block_sim, w)
+    ab = w // 8
+    rng = np.random.default_rng(5)
+    m = Model(ab)
+    m.lut_set(rng.integers(-128, 128, 256))
+    for _ in range(2):
+        m.lut(DEPTH, 0x1000, _i8(rng, DEPTH, ab))
+    res = _run(sim, tmp_path, m, tag="lut_rate")
+    for t0, t1 in res["vec"][1:]:
+        print(f"W={w} lut: {DEPTH} beats in {t1 - t0} cycles")
+        assert t1 - t0 <= DEPTH + 8
+    edges = [e for _, e in res["wd"][:DEPTH]]
+    assert edges[-1] - edges[0] == DEPTH - 1           # one beat per cycle
+
+
+@pytest.mark.parametrize("w", [32, 64])
+def test_mul(block_sim, tmp_path, w):
+    """MUL same-shape (X period 0), broadcast (X period = a vector of 1, 2, 3 beats re-read per
+    pixel), extreme multipliers, between ADD/MAX/LUT commands; random gaps everywhere."""
+    sim = _sim(block_sim, w)
+    ab = w // 8
+    rng = np.random.default_rng(300 + w)
+    m = Model(ab)
+    m.load_x(0, _i8(rng, DEPTH, ab))
+    m0, sh = q.quantize_multiplier(0.37 / 127)
+    m.vec(DEPTH, 0, 0x1000, _i8(rng, DEPTH, ab), ma=m0, shift=sh, mul=True)
+    m.vec(12, 5, 0x2000, _i8(rng, 12, ab), ma=m0, mb=1, shift=sh, mul=True)
+    m.vec(12, 9, 0x2100, _i8(rng, 12, ab), ma=(1 << 31) - 1, mb=3, shift=0, mul=True)
+    ma, mb, sh2 = _add_params(rng)
+    m.vec(4, 1, 0x2200, _i8(rng, 4, ab), ma=ma, mb=mb, shift=sh2)
+    m.vec(10, 30, 0x2300, _i8(rng, 10, ab), ma=1 << 30, mb=2, shift=31, mul=True)
+    m.lut_set(rng.integers(-128, 128, 256))
+    m.lut(3, 0x2400, _i8(rng, 3, ab))
+    m.vec(6, 40, 0x2500, _i8(rng, 6, ab), ma=m0, mb=2, shift=sh, mul=True)
+    m.vec(5, 28, 0x4000, _i8(rng, 5, ab), mx=True)
+    _run(sim, tmp_path, m, **GATES)
 
 
 def test_refuses_wrong_kernels():
