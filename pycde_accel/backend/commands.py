@@ -483,6 +483,181 @@ def _eltwise(d, x: _Ctx, a, b, out, sa, sb, so, ma, mb, shift, flags) -> list:
     return cmds
 
 
+# ---- WGEMM (windowed GEMM per channel slice) -----------------------------------------------
+
+def _wgemm_record_table(d: P.WinGemm):
+    """Record index per output row and column class (the average modes): rec[oh][ow]."""
+    ch, cw = d.count_classes()
+    rh = [ch.index(d.count(0, o)) for o in range(d.out_h)]
+    rw = [cw.index(d.count(1, o)) for o in range(d.out_w)]
+    return rh, rw, len(cw)
+
+
+def _wgemm_tiles(d: P.WinGemm, x: _Ctx) -> list:
+    """Runs of up to R consecutive output pixels (n, oh, ow) at one output address step and, for
+    the average modes, one record: ``(pixels, record)``."""
+    per_tensor = d.mode != P.WG_CONV
+    rh, rw, nw = _wgemm_record_table(d) if per_tensor else (None, None, 0)
+    tiles, cur, rec, step = [], [], None, None
+
+    def addr(p):
+        n, oh, ow = p
+        return d.out_base + n * d.out_stride_n + oh * d.out_stride_h + ow * d.out_pitch
+
+    for n in range(d.n):
+        for oh in range(d.out_h):
+            for ow in range(d.out_w):
+                p = (n, oh, ow)
+                r = rh[oh] * nw + rw[ow] if per_tensor else 0
+                st = addr(p) - addr(cur[-1]) if cur else None
+                if cur and (len(cur) == x.R or r != rec or (step is not None and st != step)):
+                    tiles.append((cur, rec))
+                    cur, step = [], None
+                    st = None
+                if cur and step is None:
+                    step = st
+                cur.append(p)
+                rec = r
+    if cur:
+        tiles.append((cur, rec))
+    return tiles
+
+
+def _wgemm_a_panel(d: P.WinGemm, x: _Ctx, pixels: list, nt: int, taps_h: dict, taps_w: dict) -> list:
+    """Loads of the A panel of one tile and n-tile: lane i = pixel i, words ``t * slice / AB``
+    of tap t = (ki, kj); a tap's slice is one beat run; a kernel row's taps merge into one run
+    when they are consecutive in memory (slice = pitch, dilation 1); equal pieces of consecutive
+    lanes at a constant address step are one LANES LOAD, padding taps ZERO loads."""
+    AB = x.AB
+    kh_, kw_ = P.unpack2(d.kernel)
+    sb = d.slice // AB
+    contiguous = d.slice == d.in_pitch and P.unpack2(d.dilation)[1] == 1
+    pieces: dict = {}                 # (word, kind, beats) -> [(lane, addr)]
+    for lane, (n, oh, ow) in enumerate(pixels):
+        for ki in range(kh_):
+            ih = taps_h[oh][ki]
+            run = None                # [word, addr, beats] of the current read run
+            for kj in range(kw_):
+                w = (ki * kw_ + kj) * sb
+                iw = taps_w[ow][kj]
+                if ih is None or iw is None:
+                    if run:
+                        pieces.setdefault((run[0], "r", run[2]), []).append((lane, run[1]))
+                        run = None
+                    pieces.setdefault((w, "z", sb), []).append((lane, 0))
+                    continue
+                a = d.in_base + n * d.in_stride_n + ih * d.in_stride_h + iw * d.in_pitch + nt * d.slice_step
+                if run and contiguous and run[1] + run[2] * AB == a:
+                    run[2] += sb
+                    continue
+                if run:
+                    pieces.setdefault((run[0], "r", run[2]), []).append((lane, run[1]))
+                run = [w, a, sb]
+            if run:
+                pieces.setdefault((run[0], "r", run[2]), []).append((lane, run[1]))
+    out = []
+    for (w, kind, beats) in sorted(pieces):
+        items = pieces[(w, kind, beats)]
+        g = [items[0][0], 1, items[0][1], None]          # first lane, count, addr, stride
+        groups = []
+        for lane, a in items[1:]:
+            if lane == g[0] + g[1]:
+                if kind == "z":
+                    g[1] += 1
+                    continue
+                step = a - (g[2] + (g[1] - 1) * (g[3] or 0))
+                if g[1] == 1 and a > g[2] and (a - g[2]) % AB == 0:
+                    g[3] = a - g[2]
+                    g[1] += 1
+                    continue
+                if g[1] > 1 and step == g[3]:
+                    g[1] += 1
+                    continue
+            groups.append(g)
+            g = [lane, 1, a, None]
+        groups.append(g)
+        for lane, cnt, a, st in groups:
+            if kind == "z":
+                out.append(Load(DST_A, 0, beats, cnt, 0, lane, w, ZERO | LANES))
+            else:
+                st = st if cnt > 1 else 0
+                _check_aligned(d, x, in_addr=a, in_stride=st)
+                out.append(Load(DST_A, a, beats, cnt, st, lane, w, LANES))
+    return out
+
+
+def _wgemm(d: P.WinGemm, x: _Ctx) -> list:
+    R, C, AB, cfg = x.R, x.C, x.AB, x.cfg
+    kh_, kw_ = P.unpack2(d.kernel)
+    K = kh_ * kw_ * d.slice
+    kwords = ceil_div(K, AB)
+    if d.slice <= 0 or d.slice % AB or d.in_pitch % AB or d.slice_step % AB or d.out_pitch % AB:
+        raise _refuse(d, f"the channel slice ({d.slice}), its step ({d.slice_step}) and the pixel "
+                         f"pitches ({d.in_pitch}, {d.out_pitch}) must be whole AXI beats ({AB} bytes)")
+    if not 1 <= K <= min(cfg.max_k, cfg.spad_a_depth, cfg.spad_b_depth):
+        raise _refuse(d, f"K={K} (a window of {kh_}x{kw_} taps of {d.slice} bytes) outside "
+                         f"1..min(max_k, spad depths)")
+    if d.n_tiles != ceil_div(d.N, C):
+        raise _refuse(d, "n_tiles does not match N and the array")
+    per_tensor = d.mode != P.WG_CONV
+    cap = cfg.spad_c_depth
+    resident = d.records <= cap
+    if not resident and (per_tensor or C > cap // 2):
+        raise _refuse(d, f"{d.records} post-op records exceed config spad_c_depth={cap}")
+    taps_h = [[d.tap(0, o, k) for k in range(kh_)] for o in range(d.out_h)]
+    taps_w = [[d.tap(1, o, k) for k in range(kw_)] for o in range(d.out_w)]
+    tiles = _wgemm_tiles(d, x)
+    st_flags = (S_RELU if d.has(P.RELU) else 0) | (S_PER_TENSOR if per_tensor else 0)
+    panel_bytes = C * kwords * AB
+    cmds: list = []
+
+    def load_p(nt):
+        if resident:
+            n = d.records * P.PARAM_RECORD_BYTES
+            cmds.append(Load(DST_P, d.p_base, ceil_div(n, AB), 1, 0, 0, 0, 0))
+        else:
+            cmds.append(Load(DST_P, d.p_base + nt * C * P.PARAM_RECORD_BYTES,
+                             C * P.PARAM_RECORD_BYTES // AB, 1, 0, (nt % 2) * (cap // 2), 0, 0))
+
+    def b_panel(nt):
+        a = d.w_base + nt * panel_bytes
+        _check_aligned(d, x, w_addr=a)
+        return [Load(DST_B, a, kwords, C, kwords * AB, 0, 0, LANES | COMMIT)]
+
+    def a_panel(nt, ti):
+        return _with_commit(_wgemm_a_panel(d, x, tiles[ti][0], nt, taps_h, taps_w))
+
+    load_p(0)
+    cmds += b_panel(0)
+    cmds += a_panel(0, 0)
+    T = len(tiles)
+    for nt in range(d.n_tiles):
+        for ti, (pix, rec) in enumerate(tiles):
+            if ti + 1 < T:
+                cmds += a_panel(nt, ti + 1)
+            elif nt + 1 < d.n_tiles:
+                if not resident:
+                    load_p(nt + 1)
+                cmds += a_panel(nt + 1, 0)
+            if ti == 0 and nt + 1 < d.n_tiles:
+                cmds += b_panel(nt + 1)
+            cmds.append(Exec(K, 0, 0, REL_A | (REL_B if ti == T - 1 else 0)))
+            n, oh, ow = pix[0]
+            addr = d.out_base + n * d.out_stride_n + oh * d.out_stride_h + ow * d.out_pitch + nt * C
+            if len(pix) > 1:
+                n1, oh1, ow1 = pix[1]
+                stride = d.out_base + n1 * d.out_stride_n + oh1 * d.out_stride_h + ow1 * d.out_pitch + nt * C - addr
+            else:
+                stride = 0
+            _check_aligned(d, x, out_addr=addr, out_stride=stride)
+            if per_tensor:
+                p_index = rec
+            else:
+                p_index = nt * C if resident else (nt % 2) * (cap // 2)
+            cmds.append(Store(addr, len(pix), stride, p_index, st_flags))
+    return cmds
+
+
 #: descriptor KIND -> scheduler: (descriptor, context) -> (commands, useful MACs)
 SCHEDULERS = {
     "gemm": lambda d, x: (_gemm(d, x), d.batch * d.M * d.N * d.K),
@@ -492,4 +667,14 @@ SCHEDULERS = {
                                   V_RELU if d.has(P.RELU) else 0), 0),
     "relu": lambda d, x: (_eltwise(d, x, d.in_base, d.in_base, d.out_base, d.in_strides,
                                    d.in_strides, d.out_strides, 1, 0, 0, V_RELU), 0),
+    "wgemm": lambda d, x: (_wgemm(d, x), _wgemm_macs(d)),
 }
+
+
+def _wgemm_macs(d: P.WinGemm) -> int:
+    """The layer's useful MACs: every output channel's window taps inside the input, times the
+    input channels one output reads (``group_in``; the array's MACs are K per lane and tile)."""
+    kh_, kw_ = P.unpack2(d.kernel)
+    th = sum(d.tap(0, o, k) is not None for o in range(d.out_h) for k in range(kh_))
+    tw = sum(d.tap(1, o, k) is not None for o in range(d.out_w) for k in range(kw_))
+    return d.n * th * tw * d.N * d.group_in

@@ -58,6 +58,8 @@ entries have count 1 and stride 0):
   GEMM), in_strides (n, c, h, w), out_strides (n, c, h, w). Padding is -128.
 * ``COPY`` (5): strided gather (reshape/transpose that is not a view). src_base, dst_base,
   dims[4], src_strides[4], dst_strides[4].
+* ``WGEMM`` (6): a windowed GEMM per channel slice (grouped and depthwise convolution, average
+  pooling); :class:`WinGemm` gives its fields and semantics.
 
 ``word_map(Gemm)`` (etc.) gives each field's word index, for the controller's decoder.
 
@@ -320,7 +322,103 @@ class Copy(Descriptor):
     KIND: ClassVar[str] = "copy"
 
 
-OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy)}
+#: WGEMM ``mode``: which post-op record each output uses and how a window's taps are placed
+WG_CONV, WG_AVG_PAD, WG_AVG, WG_ADAPTIVE = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class WinGemm(Descriptor):
+    """``WGEMM`` (6): a windowed GEMM per channel slice (grouped/depthwise convolution, average
+    pooling). Output pixel (n, oh, ow), channel ``o = nt * cols + j`` (n-tile nt, lane j < N):
+    ``acc = bias + sum_{ki, kj, b < slice} x[n, ih, iw, nt * slice_step + b] * W_nt[j][(ki * kw +
+    kj) * slice + b]`` over the taps whose input pixel exists (others are zero), then the
+    requantize of the record (:meth:`record`), written channels-last at ``out_base + n *
+    out_stride_n + oh * out_stride_h + ow * out_pitch + o``. ``x[n, ih, iw, byte]`` is at
+    ``in_base + n * in_stride_n + ih * in_stride_h + iw * in_pitch + byte``. ``W_nt`` is the
+    packed panel at ``w_base + nt * cols * round_up(K, axi_bytes)`` (``cols`` lanes, K = kh * kw *
+    slice). Tap placement (:meth:`tap`): ``mode`` WG_CONV / WG_AVG_PAD / WG_AVG: ``ih = oh * sh +
+    ki * dh - ph`` (pad = top | left << 16, dilation dh | dw << 16); WG_ADAPTIVE: ``ih =
+    floor(oh * in_h / out_h) + ki`` while below ``ceil((oh + 1) * in_h / out_h)`` (kernel: the
+    largest window). Records: WG_CONV per channel (record o; when they do not all fit P the
+    schedule reloads them per n-tile); the average modes one record per class of window counts
+    (flag PER_TENSOR; WG_AVG_PAD counts the taps inside the padded extent ``[-ph, in_h + ph)``,
+    as PyTorch's count_include_pad, WG_AVG and WG_ADAPTIVE the taps inside the input).
+    ``group_in``: the input channels one output channel reads (its MACs per tap; 1 for pooling).
+    Flags: RELU, BIAS, PER_TENSOR."""
+    index: int = 0
+    flags: int = 0
+    in_base: int = 0
+    w_base: int = 0
+    out_base: int = 0
+    p_base: int = 0
+    n: int = 1
+    in_h: int = 1
+    in_w: int = 1
+    out_h: int = 1
+    out_w: int = 1
+    kernel: int = 0
+    stride: int = 0
+    pad: int = 0
+    dilation: int = 0
+    in_pitch: int = 0
+    in_stride_h: int = 0
+    in_stride_n: int = 0
+    out_pitch: int = 0
+    out_stride_h: int = 0
+    out_stride_n: int = 0
+    N: int = 1
+    n_tiles: int = 1
+    slice: int = 0
+    slice_step: int = 0
+    mode: int = 0
+    records: int = 0
+    group_in: int = 1
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 6
+    KIND: ClassVar[str] = "wgemm"
+
+    def _dim(self, axis: int):
+        kh, kw = unpack2(self.kernel)
+        sh, sw = unpack2(self.stride)
+        ph, pw = unpack2(self.pad)
+        dh, dw = unpack2(self.dilation)
+        return ((kh, sh, ph, dh, self.in_h, self.out_h) if axis == 0 else
+                (kw, sw, pw, dw, self.in_w, self.out_w))
+
+    def tap(self, axis: int, o: int, k: int):
+        """Input coordinate of tap k of output coordinate o along ``axis`` (0: h, 1: w), or None
+        (padding / outside the window)."""
+        kk, s, p, d, n_in, n_out = self._dim(axis)
+        if self.mode == WG_ADAPTIVE:
+            lo, hi = (o * n_in) // n_out, -(-((o + 1) * n_in) // n_out)
+            i = lo + k
+            return i if i < hi else None
+        i = o * s + k * d - p
+        return i if 0 <= i < n_in else None
+
+    def count(self, axis: int, o: int) -> int:
+        """Taps along ``axis`` that the average of output coordinate o divides by."""
+        kk, s, p, d, n_in, n_out = self._dim(axis)
+        if self.mode == WG_AVG_PAD:
+            start = o * s - p
+            return min(start + kk, n_in + p) - start
+        return sum(self.tap(axis, o, k) is not None for k in range(kk))
+
+    def count_classes(self) -> tuple[list, list]:
+        """The sorted distinct counts along h and along w (records: one per pair, h-major)."""
+        return (sorted({self.count(0, o) for o in range(self.out_h)}),
+                sorted({self.count(1, o) for o in range(self.out_w)}))
+
+    def record(self, oh: int, ow: int, lane_channel: int = 0) -> int:
+        """Post-op record of output (oh, ow) and channel ``lane_channel``."""
+        if self.mode == WG_CONV:
+            return lane_channel
+        ch, cw = self.count_classes()
+        return ch.index(self.count(0, oh)) * len(cw) + cw.index(self.count(1, ow))
+
+
+OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy, WinGemm)}
 OPS_BY_KIND = {c.KIND: c for c in OPS.values()}
 
 
