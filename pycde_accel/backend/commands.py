@@ -402,9 +402,10 @@ def _maxpool(d: P.MaxPool, x: _Ctx) -> list:
     kh_, kw_ = P.unpack2(d.kernel)
     sh, sw = P.unpack2(d.stride)
     ph, pw = P.unpack2(d.pad)
+    dh, dw = P.unpack2(getattr(d, "dilation", 0x10001))
 
     def iw(ow, kj):
-        return ow * sw + kj - pw
+        return ow * sw + kj * dw - pw
 
     def valid(ow, kj):
         return 0 <= iw(ow, kj) < d.w
@@ -412,7 +413,7 @@ def _maxpool(d: P.MaxPool, x: _Ctx) -> list:
     cmds = []
     for n in range(d.n):
         for oh in range(d.out_h):
-            khs = [ki for ki in range(kh_) if 0 <= oh * sh + ki - ph < d.h]
+            khs = [ki for ki in range(kh_) if 0 <= oh * sh + ki * dh - ph < d.h]
             if not khs:
                 raise _refuse(d, f"output row {oh} has no input row (padding too large)")
             ow = 0
@@ -429,7 +430,7 @@ def _maxpool(d: P.MaxPool, x: _Ctx) -> list:
                 g = min(runs[kj0], cap, d.out_w - ow)
 
                 def tap_load(dst, ki, kj, lo, hi, index=0):
-                    ih = oh * sh + ki - ph
+                    ih = oh * sh + ki * dh - ph
                     addr = d.in_base + n * sn + ih * sh_ + iw(lo, kj) * pitch
                     rows = hi - lo
                     return Load(dst, addr, tb, rows, sw * pitch if rows > 1 else 0, index, 0, 0)
@@ -662,6 +663,7 @@ def _wgemm(d: P.WinGemm, x: _Ctx) -> list:
 SCHEDULERS = {
     "gemm": lambda d, x: (_gemm(d, x), d.batch * d.M * d.N * d.K),
     "maxpool": lambda d, x: (_maxpool(d, x), 0),
+    "maxpoold": lambda d, x: (_maxpool(d, x), 0),
     "add": lambda d, x: (_eltwise(d, x, d.a_base, d.b_base, d.out_base, d.a_strides, d.b_strides,
                                   d.out_strides, d.ma, d.mb, d.shift,
                                   V_RELU if d.has(P.RELU) else 0), 0),

@@ -199,13 +199,18 @@ class _Machine:
         kh, kw = P.unpack2(d.kernel)
         sh, sw = P.unpack2(d.stride)
         ph, pw = P.unpack2(d.pad)
+        dh, dw = P.unpack2(getattr(d, "dilation", 0x10001))
         x = self.read(d.in_base + _loop_offsets((d.n, d.c, d.h, d.w), d.in_strides), c)
-        xp = np.full((d.n, d.c, d.h + 2 * ph, d.w + 2 * pw), q.INT8_MIN, dtype=np.int64)
+        # bottom/right: the padding, or more (ceil mode's last window may hang over it)
+        eh = max(ph, (d.out_h - 1) * sh + dh * (kh - 1) + 1 - d.h - ph)
+        ew = max(pw, (d.out_w - 1) * sw + dw * (kw - 1) + 1 - d.w - pw)
+        xp = np.full((d.n, d.c, d.h + ph + eh, d.w + pw + ew), q.INT8_MIN, dtype=np.int64)
         xp[:, :, ph:ph + d.h, pw:pw + d.w] = x
         y = np.full((d.n, d.c, d.out_h, d.out_w), q.INT8_MIN, dtype=np.int64)
         for i in range(kh):
             for j in range(kw):
-                y = np.maximum(y, xp[:, :, i:i + sh * d.out_h:sh, j:j + sw * d.out_w:sw])
+                y = np.maximum(y, xp[:, :, i * dh:i * dh + sh * (d.out_h - 1) + 1:sh,
+                                     j * dw:j * dw + sw * (d.out_w - 1) + 1:sw])
         self.write(d.out_base + _loop_offsets((d.n, d.c, d.out_h, d.out_w), d.out_strides), y, c)
 
     def wgemm(self, d: P.WinGemm, c: LayerCounters) -> None:
@@ -250,6 +255,8 @@ class _Machine:
                 acc = _wrap(_wrap(acc, 32) + r[..., 0], 32)
             y = q.requantize(_wrap(acc, 32), r[..., 1], r[..., 2], d.has(P.RELU))
             self.write((out_addr[:, None] + ch[None, valid]), y[:, valid], c)
+
+    maxpoold = maxpool
 
 
 @dataclass

@@ -60,6 +60,7 @@ entries have count 1 and stride 0):
   dims[4], src_strides[4], dst_strides[4].
 * ``WGEMM`` (6): a windowed GEMM per channel slice (grouped and depthwise convolution, average
   pooling); :class:`WinGemm` gives its fields and semantics.
+* ``MAXPOOLD`` (7): MAXPOOL with a ``dilation`` field (:class:`MaxPoolDilated`).
 
 ``word_map(Gemm)`` (etc.) gives each field's word index, for the controller's decoder.
 
@@ -418,7 +419,34 @@ class WinGemm(Descriptor):
         return ch.index(self.count(0, oh)) * len(cw) + cw.index(self.count(1, ow))
 
 
-OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy, WinGemm)}
+@dataclass(frozen=True)
+class MaxPoolDilated(Descriptor):
+    """``MAXPOOLD`` (7): MAXPOOL with a dilation (dh | dw << 16): tap (ki, kj) of output (oh, ow)
+    is input (oh * sh + ki * dh - ph, ow * sw + kj * dw - pw); taps outside the input are -128
+    (ceil mode's overhang as well)."""
+    index: int = 0
+    flags: int = 0
+    in_base: int = 0
+    out_base: int = 0
+    n: int = 1
+    c: int = 1
+    h: int = 1
+    w: int = 1
+    out_h: int = 1
+    out_w: int = 1
+    kernel: int = 0
+    stride: int = 0
+    pad: int = 0
+    in_strides: tuple = _Z4
+    out_strides: tuple = _Z4
+    dilation: int = 0
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 7
+    KIND: ClassVar[str] = "maxpoold"
+
+
+OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy, WinGemm, MaxPoolDilated)}
 OPS_BY_KIND = {c.KIND: c for c in OPS.values()}
 
 
