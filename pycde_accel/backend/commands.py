@@ -587,6 +587,44 @@ def _wgemm_a_panel(d: P.WinGemm, x: _Ctx, pixels: list, nt: int, taps_h: dict, t
     return out
 
 
+def _wgemm_a_per_lane(d: P.WinGemm, x: _Ctx, pixels: list, nt: int, taps_h: dict, taps_w: dict) -> list:
+    """The other form of a tile's A panel: per lane, each run of consecutive taps (in K order)
+    at a constant address step is one 2-D LOAD into that lane (LANES clear: rows = taps), each
+    run of padding taps one ZERO load; a global pool's whole window is one LOAD."""
+    AB = x.AB
+    kh_, kw_ = P.unpack2(d.kernel)
+    sb = d.slice // AB
+    out = []
+    for lane, (n, oh, ow) in enumerate(pixels):
+        addrs = []
+        for ki in range(kh_):
+            ih = taps_h[oh][ki]
+            for kj in range(kw_):
+                iw = taps_w[ow][kj]
+                addrs.append(None if ih is None or iw is None else
+                             d.in_base + n * d.in_stride_n + ih * d.in_stride_h + iw * d.in_pitch
+                             + nt * d.slice_step)
+        t = 0
+        while t < len(addrs):
+            if addrs[t] is None:
+                e = t
+                while e < len(addrs) and addrs[e] is None:
+                    e += 1
+                out.append(Load(DST_A, 0, (e - t) * sb, 1, 0, lane, t * sb, ZERO))
+                t = e
+                continue
+            e, step = t + 1, None
+            while e < len(addrs) and addrs[e] is not None:
+                st = addrs[e] - addrs[e - 1]
+                if st <= 0 or st % AB or (step is not None and st != step):
+                    break
+                step, e = st, e + 1
+            _check_aligned(d, x, in_addr=addrs[t], in_stride=step or 0)
+            out.append(Load(DST_A, addrs[t], sb, e - t, step or 0, lane, t * sb, 0))
+            t = e
+    return out
+
+
 def _wgemm(d: P.WinGemm, x: _Ctx) -> list:
     R, C, AB, cfg = x.R, x.C, x.AB, x.cfg
     kh_, kw_ = P.unpack2(d.kernel)
@@ -620,13 +658,19 @@ def _wgemm(d: P.WinGemm, x: _Ctx) -> list:
             cmds.append(Load(DST_P, d.p_base + nt * C * P.PARAM_RECORD_BYTES,
                              C * P.PARAM_RECORD_BYTES // AB, 1, 0, (nt % 2) * (cap // 2), 0, 0))
 
+    shared = d.has(P.W_SHARED)
+
     def b_panel(nt):
-        a = d.w_base + nt * panel_bytes
+        a = d.w_base + (0 if shared else nt * panel_bytes)
         _check_aligned(d, x, w_addr=a)
         return [Load(DST_B, a, kwords, C, kwords * AB, 0, 0, LANES | COMMIT)]
 
     def a_panel(nt, ti):
-        return _with_commit(_wgemm_a_panel(d, x, tiles[ti][0], nt, taps_h, taps_w))
+        lanes = _wgemm_a_panel(d, x, tiles[ti][0], nt, taps_h, taps_w)
+        if len(lanes) > 1:
+            per = _wgemm_a_per_lane(d, x, tiles[ti][0], nt, taps_h, taps_w)
+            lanes = per if len(per) < len(lanes) else lanes
+        return _with_commit(lanes)
 
     load_p(0)
     cmds += b_panel(0)
@@ -640,9 +684,10 @@ def _wgemm(d: P.WinGemm, x: _Ctx) -> list:
                 if not resident:
                     load_p(nt + 1)
                 cmds += a_panel(nt + 1, 0)
-            if ti == 0 and nt + 1 < d.n_tiles:
+            if ti == 0 and nt + 1 < d.n_tiles and not shared:
                 cmds += b_panel(nt + 1)
-            cmds.append(Exec(K, 0, 0, REL_A | (REL_B if ti == T - 1 else 0)))
+            last_b = ti == T - 1 and (not shared or nt == d.n_tiles - 1)
+            cmds.append(Exec(K, 0, 0, REL_A | (REL_B if last_b else 0)))
             n, oh, ow = pix[0]
             addr = d.out_base + n * d.out_stride_n + oh * d.out_stride_h + ow * d.out_pitch + nt * C
             if len(pix) > 1:

@@ -241,7 +241,7 @@ class _Machine:
             a = np.zeros((len(pix), kh * kw, d.slice), np.int64)
             addr = base[:, :, None] + nt * d.slice_step + b[None, None, :]
             a[inside] = self.read(addr[inside], c)
-            start = d.w_base + nt * cols * kp
+            start = d.w_base + (0 if d.has(P.W_SHARED) else nt * cols * kp)
             w = self.read(np.arange(start, start + cols * kp), c).reshape(cols, kp)[:, :K]
             acc = _wrap(a.reshape(len(pix), K) @ w.T, self.acc_width)
             c.tiles += 1

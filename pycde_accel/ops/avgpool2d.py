@@ -232,16 +232,15 @@ class AvgPool2d(Node):
         out = output_channels_last(cx, self, n, c, g.out_h, g.out_w)
         C, AB = cx.C, cx.axi
         kh, kw = self.kernel
-        n_tiles = -(-c // C)
         K = kh * kw * C
         kp = align(K, AB)
         panel = np.zeros((C, kp), np.int8)
         for t in range(kh * kw):
             panel[np.arange(C), t * C + np.arange(C)] = self.UNIT
-        weight = np.tile(panel, (n_tiles, 1))
+        weight = panel                      # one panel for every n-tile (W_SHARED)
         n_rec = len(lq.m0)
         recs = L.pack_params(None, lq.m0, lq.shift, n_rec)
         recs += bytes(align(len(recs), 64) - len(recs))
         emit_wgemm(cx, self, v, pitch, out, kernel=self.kernel, stride=self.stride, pad=self.padding,
                    dilation=(1, 1), N=c, slice_=C, step=C, mode=g.mode, records=recs, n_records=n_rec,
-                   weight=weight.tobytes(), relu=False, bias=False, group_in=1)
+                   weight=weight.tobytes(), relu=False, bias=False, group_in=1, shared=True)

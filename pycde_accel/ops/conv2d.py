@@ -318,7 +318,8 @@ def output_channels_last(cx, node, n, c, oh, ow):
 
 
 def emit_wgemm(cx, node, v, pitch, out, *, kernel, stride, pad, dilation, N, slice_, step, mode,
-               records: bytes, n_records: int, weight: bytes, relu: bool, bias: bool, group_in: int):
+               records: bytes, n_records: int, weight: bytes, relu: bool, bias: bool, group_in: int,
+               shared: bool = False):
     """One WGEMM layer: the packed weight panels and records as data constants."""
     wsym, psym = f"{node.name}.weight", f"{node.name}.params"
     cx.layout.request("const", wsym, len(weight), "weight", node.name)
@@ -328,6 +329,7 @@ def emit_wgemm(cx, node, v, pitch, out, *, kernel, stride, pad, dilation, N, sli
     n, c, h, w = v.shape
     _, oh, ow, _ = out.shape
     flags = (P.RELU if relu else 0) | (P.BIAS if bias else 0) | (P.PER_TENSOR if mode != P.WG_CONV else 0)
+    flags |= P.W_SHARED if shared else 0
     fields = dict(n=n, in_h=h, in_w=w, out_h=oh, out_w=ow, kernel=P.pack2(*kernel),
                   stride=P.pack2(*stride), pad=P.pack2(*pad), dilation=P.pack2(*dilation),
                   in_pitch=pitch, in_stride_h=v.strides[2], in_stride_n=v.strides[0],
