@@ -38,6 +38,17 @@ identity of max), the last VEC to DRAM. ADD/RELU: chunks of ``spad_c_depth`` bea
 operands' common padded span: LOAD X a, LOAD S b, VEC ADD (a standalone RELU is ``VEC ADD`` of
 ``a`` with itself, ma=1, mb=0, shift 0, RELU). COPY is refused: the command set cannot reorder
 bytes within a beat (the compiler transposes on the array instead, see compile.py).
+
+WGEMM (grouped/depthwise conv, average pooling, :class:`~.program.WinGemm`): B-stationary per
+n-tile (its weight panel, K = taps * slice; W_SHARED: one panel for all, released at the end),
+the output pixels cut into tiles of at most R consecutive pixels at one output step and, for the
+average modes, one record (a tile's STORE uses its window class's record, PER_TENSOR). Per tile
+the A panel is the shorter of: per tap, the same piece of consecutive lanes at a constant address
+step as one LANES LOAD (ZERO|LANES for padding taps); or per lane, each run of its taps at a
+constant address step as one 2-D LOAD. Program order: LOAD P (all records, or the n-tile's C
+records into alternating halves of P), B(0), A(0); per tile: A(next) (the next n-tile's first),
+B(next n-tile) at its first tile, EXEC (REL_A; REL_B on the n-tile's last), STORE. MAXPOOLD is
+MAXPOOL with the taps placed by the dilation.
 """
 
 from __future__ import annotations
