@@ -535,7 +535,7 @@ def _wgemm_tiles(d: P.WinGemm, x: _Ctx) -> list:
     return tiles
 
 
-def _wgemm_a_panel(d: P.WinGemm, x: _Ctx, pixels: list, nt: int, taps_h: dict, taps_w: dict) -> list:
+def _wgemm_a_panel(d: P.WinGemm, x: _Ctx, pixels: list, nt, taps_h: dict, taps_w: dict) -> list:
     """Loads of the A panel of one tile and n-tile: lane i = pixel i, words ``t * slice / AB``
     of tap t = (ki, kj); a tap's slice is one beat run; a kernel row's taps merge into one run
     when they are consecutive in memory (slice = pitch, dilation 1); equal pieces of consecutive
@@ -545,6 +545,7 @@ def _wgemm_a_panel(d: P.WinGemm, x: _Ctx, pixels: list, nt: int, taps_h: dict, t
     sb = d.slice // AB
     contiguous = d.slice == d.in_pitch and P.unpack2(d.dilation)[1] == 1
     pieces: dict = {}                 # (word, kind, beats) -> [(lane, addr)]
+    nts = nt if isinstance(nt, list) else [nt] * len(pixels)
     for lane, (n, oh, ow) in enumerate(pixels):
         for ki in range(kh_):
             ih = taps_h[oh][ki]
@@ -558,7 +559,7 @@ def _wgemm_a_panel(d: P.WinGemm, x: _Ctx, pixels: list, nt: int, taps_h: dict, t
                         run = None
                     pieces.setdefault((w, "z", sb), []).append((lane, 0))
                     continue
-                a = d.in_base + n * d.in_stride_n + ih * d.in_stride_h + iw * d.in_pitch + nt * d.slice_step
+                a = d.in_base + n * d.in_stride_n + ih * d.in_stride_h + iw * d.in_pitch + nts[lane] * d.slice_step
                 if run and contiguous and run[1] + run[2] * AB == a:
                     run[2] += sb
                     continue
@@ -598,7 +599,7 @@ def _wgemm_a_panel(d: P.WinGemm, x: _Ctx, pixels: list, nt: int, taps_h: dict, t
     return out
 
 
-def _wgemm_a_per_lane(d: P.WinGemm, x: _Ctx, pixels: list, nt: int, taps_h: dict, taps_w: dict) -> list:
+def _wgemm_a_per_lane(d: P.WinGemm, x: _Ctx, pixels: list, nt, taps_h: dict, taps_w: dict) -> list:
     """The other form of a tile's A panel: per lane, each run of consecutive taps (in K order)
     at a constant address step is one 2-D LOAD into that lane (LANES clear: rows = taps), each
     run of padding taps one ZERO load; a global pool's whole window is one LOAD."""
@@ -606,6 +607,7 @@ def _wgemm_a_per_lane(d: P.WinGemm, x: _Ctx, pixels: list, nt: int, taps_h: dict
     kh_, kw_ = P.unpack2(d.kernel)
     sb = d.slice // AB
     out = []
+    nts = nt if isinstance(nt, list) else [nt] * len(pixels)
     for lane, (n, oh, ow) in enumerate(pixels):
         addrs = []
         for ki in range(kh_):
@@ -614,7 +616,7 @@ def _wgemm_a_per_lane(d: P.WinGemm, x: _Ctx, pixels: list, nt: int, taps_h: dict
                 iw = taps_w[ow][kj]
                 addrs.append(None if ih is None or iw is None else
                              d.in_base + n * d.in_stride_n + ih * d.in_stride_h + iw * d.in_pitch
-                             + nt * d.slice_step)
+                             + nts[lane] * d.slice_step)
         t = 0
         while t < len(addrs):
             if addrs[t] is None:
@@ -669,19 +671,22 @@ def _wgemm(d: P.WinGemm, x: _Ctx) -> list:
             cmds.append(Load(DST_P, d.p_base + nt * C * P.PARAM_RECORD_BYTES,
                              C * P.PARAM_RECORD_BYTES // AB, 1, 0, (nt % 2) * (cap // 2), 0, 0))
 
-    shared = d.has(P.W_SHARED)
-
     def b_panel(nt):
         a = d.w_base + (0 if shared else nt * panel_bytes)
         _check_aligned(d, x, w_addr=a)
         return [Load(DST_B, a, kwords, C, kwords * AB, 0, 0, LANES | COMMIT)]
 
-    def a_panel(nt, ti):
-        lanes = _wgemm_a_panel(d, x, tiles[ti][0], nt, taps_h, taps_w)
+    def a_panel(nt, ti, pixels=None):
+        pixels = tiles[ti][0] if pixels is None else pixels
+        lanes = _wgemm_a_panel(d, x, pixels, nt, taps_h, taps_w)
         if len(lanes) > 1:
-            per = _wgemm_a_per_lane(d, x, tiles[ti][0], nt, taps_h, taps_w)
+            per = _wgemm_a_per_lane(d, x, pixels, nt, taps_h, taps_w)
             lanes = per if len(per) < len(lanes) else lanes
         return _with_commit(lanes)
+
+    shared = d.has(P.W_SHARED)
+    if shared and d.n_tiles > 1 and d.n * d.out_h * d.out_w * ceil_div(d.n_tiles, R) < len(tiles) * d.n_tiles:
+        return _wgemm_channel_lanes(d, x, cmds, load_p, a_panel, K, kwords, st_flags)
 
     load_p(0)
     cmds += b_panel(0)
@@ -712,6 +717,37 @@ def _wgemm(d: P.WinGemm, x: _Ctx) -> list:
             else:
                 p_index = nt * C if resident else (nt % 2) * (cap // 2)
             cmds.append(Store(addr, len(pix), stride, p_index, st_flags))
+    return cmds
+
+
+def _wgemm_channel_lanes(d: P.WinGemm, x: _Ctx, cmds: list, load_p, a_panel, K, kwords, st_flags) -> list:
+    """WGEMM with one shared weight panel and fewer pixels than lanes per n-tile (a global
+    pool): the lanes of a tile are R n-tiles of one output pixel (lane i: the slice of n-tile
+    g*R + i; the shared panel's column j is channel j of every slice), so the tile's row i is
+    the pixel's channels (g*R + i)*C.. and its STORE writes the rows at stride C."""
+    R, C, AB = x.R, x.C, x.AB
+    pix = [(n, oh, ow) for n in range(d.n) for oh in range(d.out_h) for ow in range(d.out_w)]
+    rh, rw, nw = _wgemm_record_table(d) if d.mode != P.WG_CONV else (None, None, 0)
+    groups = [(p, g) for p in pix for g in range(0, d.n_tiles, R)]
+
+    def lanes(i):
+        p, g = groups[i]
+        cnt = min(R, d.n_tiles - g)
+        return a_panel(list(range(g, g + cnt)), None, [p] * cnt)
+
+    load_p(0)
+    cmds.append(Load(DST_B, d.w_base, kwords, C, kwords * AB, 0, 0, LANES | COMMIT))
+    cmds += lanes(0)
+    for i, (p, g) in enumerate(groups):
+        if i + 1 < len(groups):
+            cmds += lanes(i + 1)
+        cmds.append(Exec(K, 0, 0, REL_A | (REL_B if i == len(groups) - 1 else 0)))
+        n, oh, ow = p
+        addr = d.out_base + n * d.out_stride_n + oh * d.out_stride_h + ow * d.out_pitch + g * C
+        cnt = min(R, d.n_tiles - g)
+        _check_aligned(d, x, out_addr=addr)
+        rec = rh[oh] * nw + rw[ow] if d.mode != P.WG_CONV else 0
+        cmds.append(Store(addr, cnt, C if cnt > 1 else 0, rec, st_flags))
     return cmds
 
 
