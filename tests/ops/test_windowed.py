@@ -280,6 +280,19 @@ class _OneD(nn.Module):
         return self.aap(self.ap(self.dw(y))).mean(2)
 
 
+class _Pools(nn.Module):
+    """24 channels (three n-tiles at 8 columns): the shared unit-weight panel over n-tiles, and a
+    global mean whose lanes are n-tiles of one pixel."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 24, 3, padding=1)
+        self.ap = nn.AvgPool2d(2)
+
+    def forward(self, x):
+        return self.ap(F.relu(self.c(x))).mean((2, 3))
+
+
 def _design(m, shape, seed=0):
     torch.manual_seed(seed)
     m = m.eval()
@@ -294,6 +307,11 @@ def _design(m, shape, seed=0):
 @pytest.fixture(scope="module")
 def mobile():
     return _design(_Mobile(), (1, 3, 9, 8))
+
+
+@pytest.fixture(scope="module")
+def pools():
+    return _design(_Pools(), (1, 3, 6, 4))
 
 
 @pytest.fixture(scope="module")
@@ -324,7 +342,7 @@ def test_design_json_round_trip(mobile, tmp_path):
                                   reference.run(mobile.frontend.quantized, [x]).outputs[0])
 
 
-@pytest.mark.parametrize("which", ["mobile", "oned"])
+@pytest.mark.parametrize("which", ["mobile", "oned", "pools"])
 @pytest.mark.parametrize("cfg", [CFG, SMALL])
 def test_backend_golden_models_bit_exact(which, cfg, request):
     fe = request.getfixturevalue(which).frontend
@@ -357,7 +375,7 @@ def test_depthwise_reads_one_tile_of_channels():
 
 # ---- Verilator -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("which,pause", [("mobile", 0.25), ("oned", 0.0)])
+@pytest.mark.parametrize("which,pause", [("mobile", 0.25), ("oned", 0.0), ("pools", 0.2)])
 def test_verilator_bit_exact(which, pause, request, build_accel, tmp_path):
     from pycde_accel.simulate import simulate
     d = request.getfixturevalue(which)
