@@ -51,6 +51,17 @@ chunk); broadcast (BCAST): per image LOAD X of b's channel vector (``pitch / AB`
 per chunk of whole pixels LOAD S of a and ``VEC MUL`` with X period ``mb = pitch / AB``, so the
 vector is re-read from X for every pixel and read from DRAM once per image. COPY is refused: the command set cannot reorder
 bytes within a beat (the compiler transposes on the array instead, see compile.py).
+
+WGEMM (grouped/depthwise conv, average pooling, :class:`~.program.WinGemm`): B-stationary per
+n-tile (its weight panel, K = taps * slice; W_SHARED: one panel for all, released at the end),
+the output pixels cut into tiles of at most R consecutive pixels at one output step and, for the
+average modes, one record (a tile's STORE uses its window class's record, PER_TENSOR). Per tile
+the A panel is the shorter of: per tap, the same piece of consecutive lanes at a constant address
+step as one LANES LOAD (ZERO|LANES for padding taps); or per lane, each run of its taps at a
+constant address step as one 2-D LOAD. Program order: LOAD P (all records, or the n-tile's C
+records into alternating halves of P), B(0), A(0); per tile: A(next) (the next n-tile's first),
+B(next n-tile) at its first tile, EXEC (REL_A; REL_B on the n-tile's last), STORE. MAXPOOLD is
+MAXPOOL with the taps placed by the dilation.
 """
 
 from __future__ import annotations
@@ -585,9 +596,10 @@ def _maxpool(d: P.MaxPool, x: _Ctx) -> list:
     kh_, kw_ = P.unpack2(d.kernel)
     sh, sw = P.unpack2(d.stride)
     ph, pw = P.unpack2(d.pad)
+    dh, dw = P.unpack2(getattr(d, "dilation", 0x10001))
 
     def iw(ow, kj):
-        return ow * sw + kj - pw
+        return ow * sw + kj * dw - pw
 
     def valid(ow, kj):
         return 0 <= iw(ow, kj) < d.w
@@ -595,7 +607,7 @@ def _maxpool(d: P.MaxPool, x: _Ctx) -> list:
     cmds = []
     for n in range(d.n):
         for oh in range(d.out_h):
-            khs = [ki for ki in range(kh_) if 0 <= oh * sh + ki - ph < d.h]
+            khs = [ki for ki in range(kh_) if 0 <= oh * sh + ki * dh - ph < d.h]
             if not khs:
                 raise _refuse(d, f"output row {oh} has no input row (padding too large)")
             ow = 0
@@ -612,7 +624,7 @@ def _maxpool(d: P.MaxPool, x: _Ctx) -> list:
                 g = min(runs[kj0], cap, d.out_w - ow)
 
                 def tap_load(dst, ki, kj, lo, hi, index=0):
-                    ih = oh * sh + ki - ph
+                    ih = oh * sh + ki * dh - ph
                     addr = d.in_base + n * sn + ih * sh_ + iw(lo, kj) * pitch
                     rows = hi - lo
                     return Load(dst, addr, tb, rows, sw * pitch if rows > 1 else 0, index, 0, 0)
@@ -851,6 +863,261 @@ def _mul(d: P.Mul, x: _Ctx) -> list:
             off = i * img_a + p0 * pitch
             cmds += [Load(DST_S, d.a_base + off, k * pb, 1, 0, 0, 0, 0),
                      Vec(k * pb, 0, d.out_base + off, d.m0, pb, d.shift, V_MUL)]
+
+
+# ---- WGEMM (windowed GEMM per channel slice) -----------------------------------------------
+
+def _wgemm_record_table(d: P.WinGemm):
+    """Record index per output row and column class (the average modes): rec[oh][ow]."""
+    ch, cw = d.count_classes()
+    rh = [ch.index(d.count(0, o)) for o in range(d.out_h)]
+    rw = [cw.index(d.count(1, o)) for o in range(d.out_w)]
+    return rh, rw, len(cw)
+
+
+def _wgemm_tiles(d: P.WinGemm, x: _Ctx) -> list:
+    """Runs of up to R consecutive output pixels (n, oh, ow) at one output address step and, for
+    the average modes, one record: ``(pixels, record)``."""
+    per_tensor = d.mode != P.WG_CONV
+    rh, rw, nw = _wgemm_record_table(d) if per_tensor else (None, None, 0)
+    tiles, cur, rec, step = [], [], None, None
+
+    def addr(p):
+        n, oh, ow = p
+        return d.out_base + n * d.out_stride_n + oh * d.out_stride_h + ow * d.out_pitch
+
+    for n in range(d.n):
+        for oh in range(d.out_h):
+            for ow in range(d.out_w):
+                p = (n, oh, ow)
+                r = rh[oh] * nw + rw[ow] if per_tensor else 0
+                st = addr(p) - addr(cur[-1]) if cur else None
+                if cur and (len(cur) == x.R or r != rec or (step is not None and st != step)):
+                    tiles.append((cur, rec))
+                    cur, step = [], None
+                    st = None
+                if cur and step is None:
+                    step = st
+                cur.append(p)
+                rec = r
+    if cur:
+        tiles.append((cur, rec))
+    return tiles
+
+
+def _wgemm_a_panel(d: P.WinGemm, x: _Ctx, pixels: list, nt, taps_h: dict, taps_w: dict) -> list:
+    """Loads of the A panel of one tile and n-tile: lane i = pixel i, words ``t * slice / AB``
+    of tap t = (ki, kj); a tap's slice is one beat run; a kernel row's taps merge into one run
+    when they are consecutive in memory (slice = pitch, dilation 1); equal pieces of consecutive
+    lanes at a constant address step are one LANES LOAD, padding taps ZERO loads."""
+    AB = x.AB
+    kh_, kw_ = P.unpack2(d.kernel)
+    sb = d.slice // AB
+    contiguous = d.slice == d.in_pitch and P.unpack2(d.dilation)[1] == 1
+    pieces: dict = {}                 # (word, kind, beats) -> [(lane, addr)]
+    nts = nt if isinstance(nt, list) else [nt] * len(pixels)
+    for lane, (n, oh, ow) in enumerate(pixels):
+        for ki in range(kh_):
+            ih = taps_h[oh][ki]
+            run = None                # [word, addr, beats] of the current read run
+            for kj in range(kw_):
+                w = (ki * kw_ + kj) * sb
+                iw = taps_w[ow][kj]
+                if ih is None or iw is None:
+                    if run:
+                        pieces.setdefault((run[0], "r", run[2]), []).append((lane, run[1]))
+                        run = None
+                    pieces.setdefault((w, "z", sb), []).append((lane, 0))
+                    continue
+                a = d.in_base + n * d.in_stride_n + ih * d.in_stride_h + iw * d.in_pitch + nts[lane] * d.slice_step
+                if run and contiguous and run[1] + run[2] * AB == a:
+                    run[2] += sb
+                    continue
+                if run:
+                    pieces.setdefault((run[0], "r", run[2]), []).append((lane, run[1]))
+                run = [w, a, sb]
+            if run:
+                pieces.setdefault((run[0], "r", run[2]), []).append((lane, run[1]))
+    out = []
+    for (w, kind, beats) in sorted(pieces):
+        items = pieces[(w, kind, beats)]
+        g = [items[0][0], 1, items[0][1], None]          # first lane, count, addr, stride
+        groups = []
+        for lane, a in items[1:]:
+            if lane == g[0] + g[1]:
+                if kind == "z":
+                    g[1] += 1
+                    continue
+                step = a - (g[2] + (g[1] - 1) * (g[3] or 0))
+                if g[1] == 1 and a > g[2] and (a - g[2]) % AB == 0:
+                    g[3] = a - g[2]
+                    g[1] += 1
+                    continue
+                if g[1] > 1 and step == g[3]:
+                    g[1] += 1
+                    continue
+            groups.append(g)
+            g = [lane, 1, a, None]
+        groups.append(g)
+        for lane, cnt, a, st in groups:
+            if kind == "z":
+                out.append(Load(DST_A, 0, beats, cnt, 0, lane, w, ZERO | LANES))
+            else:
+                st = st if cnt > 1 else 0
+                _check_aligned(d, x, in_addr=a, in_stride=st)
+                out.append(Load(DST_A, a, beats, cnt, st, lane, w, LANES))
+    return out
+
+
+def _wgemm_a_per_lane(d: P.WinGemm, x: _Ctx, pixels: list, nt, taps_h: dict, taps_w: dict) -> list:
+    """The other form of a tile's A panel: per lane, each run of consecutive taps (in K order)
+    at a constant address step is one 2-D LOAD into that lane (LANES clear: rows = taps), each
+    run of padding taps one ZERO load; a global pool's whole window is one LOAD."""
+    AB = x.AB
+    kh_, kw_ = P.unpack2(d.kernel)
+    sb = d.slice // AB
+    out = []
+    nts = nt if isinstance(nt, list) else [nt] * len(pixels)
+    for lane, (n, oh, ow) in enumerate(pixels):
+        addrs = []
+        for ki in range(kh_):
+            ih = taps_h[oh][ki]
+            for kj in range(kw_):
+                iw = taps_w[ow][kj]
+                addrs.append(None if ih is None or iw is None else
+                             d.in_base + n * d.in_stride_n + ih * d.in_stride_h + iw * d.in_pitch
+                             + nts[lane] * d.slice_step)
+        t = 0
+        while t < len(addrs):
+            if addrs[t] is None:
+                e = t
+                while e < len(addrs) and addrs[e] is None:
+                    e += 1
+                out.append(Load(DST_A, 0, (e - t) * sb, 1, 0, lane, t * sb, ZERO))
+                t = e
+                continue
+            e, step = t + 1, None
+            while e < len(addrs) and addrs[e] is not None:
+                st = addrs[e] - addrs[e - 1]
+                if st <= 0 or st % AB or (step is not None and st != step):
+                    break
+                step, e = st, e + 1
+            _check_aligned(d, x, in_addr=addrs[t], in_stride=step or 0)
+            out.append(Load(DST_A, addrs[t], sb, e - t, step or 0, lane, t * sb, 0))
+            t = e
+    return out
+
+
+def _wgemm(d: P.WinGemm, x: _Ctx) -> list:
+    R, C, AB, cfg = x.R, x.C, x.AB, x.cfg
+    kh_, kw_ = P.unpack2(d.kernel)
+    K = kh_ * kw_ * d.slice
+    kwords = ceil_div(K, AB)
+    if d.slice <= 0 or d.slice % AB or d.in_pitch % AB or d.slice_step % AB or d.out_pitch % AB:
+        raise _refuse(d, f"the channel slice ({d.slice}), its step ({d.slice_step}) and the pixel "
+                         f"pitches ({d.in_pitch}, {d.out_pitch}) must be whole AXI beats ({AB} bytes)")
+    if not 1 <= K <= min(cfg.max_k, cfg.spad_a_depth, cfg.spad_b_depth):
+        raise _refuse(d, f"K={K} (a window of {kh_}x{kw_} taps of {d.slice} bytes) outside "
+                         f"1..min(max_k, spad depths)")
+    if d.n_tiles != ceil_div(d.N, C):
+        raise _refuse(d, "n_tiles does not match N and the array")
+    per_tensor = d.mode != P.WG_CONV
+    cap = cfg.spad_c_depth
+    resident = d.records <= cap
+    if not resident and (per_tensor or C > cap // 2):
+        raise _refuse(d, f"{d.records} post-op records exceed config spad_c_depth={cap}")
+    taps_h = [[d.tap(0, o, k) for k in range(kh_)] for o in range(d.out_h)]
+    taps_w = [[d.tap(1, o, k) for k in range(kw_)] for o in range(d.out_w)]
+    tiles = _wgemm_tiles(d, x)
+    st_flags = (S_RELU if d.has(P.RELU) else 0) | (S_PER_TENSOR if per_tensor else 0)
+    panel_bytes = C * kwords * AB
+    cmds: list = []
+
+    def load_p(nt):
+        if resident:
+            n = d.records * P.PARAM_RECORD_BYTES
+            cmds.append(Load(DST_P, d.p_base, ceil_div(n, AB), 1, 0, 0, 0, 0))
+        else:
+            cmds.append(Load(DST_P, d.p_base + nt * C * P.PARAM_RECORD_BYTES,
+                             C * P.PARAM_RECORD_BYTES // AB, 1, 0, (nt % 2) * (cap // 2), 0, 0))
+
+    def b_panel(nt):
+        a = d.w_base + (0 if shared else nt * panel_bytes)
+        _check_aligned(d, x, w_addr=a)
+        return [Load(DST_B, a, kwords, C, kwords * AB, 0, 0, LANES | COMMIT)]
+
+    def a_panel(nt, ti, pixels=None):
+        pixels = tiles[ti][0] if pixels is None else pixels
+        lanes = _wgemm_a_panel(d, x, pixels, nt, taps_h, taps_w)
+        if len(lanes) > 1:
+            per = _wgemm_a_per_lane(d, x, pixels, nt, taps_h, taps_w)
+            lanes = per if len(per) < len(lanes) else lanes
+        return _with_commit(lanes)
+
+    shared = d.has(P.W_SHARED)
+    if shared and d.n_tiles > 1 and d.n * d.out_h * d.out_w * ceil_div(d.n_tiles, R) < len(tiles) * d.n_tiles:
+        return _wgemm_channel_lanes(d, x, cmds, load_p, a_panel, K, kwords, st_flags)
+
+    load_p(0)
+    cmds += b_panel(0)
+    cmds += a_panel(0, 0)
+    T = len(tiles)
+    for nt in range(d.n_tiles):
+        for ti, (pix, rec) in enumerate(tiles):
+            if ti + 1 < T:
+                cmds += a_panel(nt, ti + 1)
+            elif nt + 1 < d.n_tiles:
+                if not resident:
+                    load_p(nt + 1)
+                cmds += a_panel(nt + 1, 0)
+            if ti == 0 and nt + 1 < d.n_tiles and not shared:
+                cmds += b_panel(nt + 1)
+            last_b = ti == T - 1 and (not shared or nt == d.n_tiles - 1)
+            cmds.append(Exec(K, 0, 0, REL_A | (REL_B if last_b else 0)))
+            n, oh, ow = pix[0]
+            addr = d.out_base + n * d.out_stride_n + oh * d.out_stride_h + ow * d.out_pitch + nt * C
+            if len(pix) > 1:
+                n1, oh1, ow1 = pix[1]
+                stride = d.out_base + n1 * d.out_stride_n + oh1 * d.out_stride_h + ow1 * d.out_pitch + nt * C - addr
+            else:
+                stride = 0
+            _check_aligned(d, x, out_addr=addr, out_stride=stride)
+            if per_tensor:
+                p_index = rec
+            else:
+                p_index = nt * C if resident else (nt % 2) * (cap // 2)
+            cmds.append(Store(addr, len(pix), stride, p_index, st_flags))
+    return cmds
+
+
+def _wgemm_channel_lanes(d: P.WinGemm, x: _Ctx, cmds: list, load_p, a_panel, K, kwords, st_flags) -> list:
+    """WGEMM with one shared weight panel and fewer pixels than lanes per n-tile (a global
+    pool): the lanes of a tile are R n-tiles of one output pixel (lane i: the slice of n-tile
+    g*R + i; the shared panel's column j is channel j of every slice), so the tile's row i is
+    the pixel's channels (g*R + i)*C.. and its STORE writes the rows at stride C."""
+    R, C, AB = x.R, x.C, x.AB
+    pix = [(n, oh, ow) for n in range(d.n) for oh in range(d.out_h) for ow in range(d.out_w)]
+    rh, rw, nw = _wgemm_record_table(d) if d.mode != P.WG_CONV else (None, None, 0)
+    groups = [(p, g) for p in pix for g in range(0, d.n_tiles, R)]
+
+    def lanes(i):
+        p, g = groups[i]
+        cnt = min(R, d.n_tiles - g)
+        return a_panel(list(range(g, g + cnt)), None, [p] * cnt)
+
+    load_p(0)
+    cmds.append(Load(DST_B, d.w_base, kwords, C, kwords * AB, 0, 0, LANES | COMMIT))
+    cmds += lanes(0)
+    for i, (p, g) in enumerate(groups):
+        if i + 1 < len(groups):
+            cmds += lanes(i + 1)
+        cmds.append(Exec(K, 0, 0, REL_A | (REL_B if i == len(groups) - 1 else 0)))
+        n, oh, ow = p
+        addr = d.out_base + n * d.out_stride_n + oh * d.out_stride_h + ow * d.out_pitch + g * C
+        cnt = min(R, d.n_tiles - g)
+        _check_aligned(d, x, out_addr=addr)
+        rec = rh[oh] * nw + rw[ow] if d.mode != P.WG_CONV else 0
+        cmds.append(Store(addr, cnt, C if cnt > 1 else 0, rec, st_flags))
     return cmds
 
 
@@ -858,6 +1125,7 @@ def _mul(d: P.Mul, x: _Ctx) -> list:
 SCHEDULERS = {
     "gemm": lambda d, x: (_gemm(d, x), d.batch * d.M * d.N * d.K),
     "maxpool": lambda d, x: (_maxpool(d, x), 0),
+    "maxpoold": lambda d, x: (_maxpool(d, x), 0),
     "add": lambda d, x: (_eltwise(d, x, d.a_base, d.b_base, d.out_base, d.a_strides, d.b_strides,
                                   d.out_strides, d.ma, d.mb, d.shift,
                                   V_RELU if d.has(P.RELU) else 0), 0),
@@ -867,4 +1135,14 @@ SCHEDULERS = {
     "gather": lambda d, x: (_gather(d, x), 0),
     "lut": lambda d, x: (_lut(d, x), 0),
     "mul": lambda d, x: (_mul(d, x), 0),
+    "wgemm": lambda d, x: (_wgemm(d, x), _wgemm_macs(d)),
 }
+
+
+def _wgemm_macs(d: P.WinGemm) -> int:
+    """The layer's useful MACs: every output channel's window taps inside the input, times the
+    input channels one output reads (``group_in``; the array's MACs are K per lane and tile)."""
+    kh_, kw_ = P.unpack2(d.kernel)
+    th = sum(d.tap(0, o, k) is not None for o in range(d.out_h) for k in range(kh_))
+    tw = sum(d.tap(1, o, k) is not None for o in range(d.out_w) for k in range(kw_))
+    return d.n * th * tw * d.N * d.group_in

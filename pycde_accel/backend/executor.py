@@ -259,14 +259,64 @@ class _Machine:
         kh, kw = P.unpack2(d.kernel)
         sh, sw = P.unpack2(d.stride)
         ph, pw = P.unpack2(d.pad)
+        dh, dw = P.unpack2(getattr(d, "dilation", 0x10001))
         x = self.read(d.in_base + _loop_offsets((d.n, d.c, d.h, d.w), d.in_strides), c)
-        xp = np.full((d.n, d.c, d.h + 2 * ph, d.w + 2 * pw), q.INT8_MIN, dtype=np.int64)
+        # bottom/right: the padding, or more (ceil mode's last window may hang over it)
+        eh = max(ph, (d.out_h - 1) * sh + dh * (kh - 1) + 1 - d.h - ph)
+        ew = max(pw, (d.out_w - 1) * sw + dw * (kw - 1) + 1 - d.w - pw)
+        xp = np.full((d.n, d.c, d.h + ph + eh, d.w + pw + ew), q.INT8_MIN, dtype=np.int64)
         xp[:, :, ph:ph + d.h, pw:pw + d.w] = x
         y = np.full((d.n, d.c, d.out_h, d.out_w), q.INT8_MIN, dtype=np.int64)
         for i in range(kh):
             for j in range(kw):
-                y = np.maximum(y, xp[:, :, i:i + sh * d.out_h:sh, j:j + sw * d.out_w:sw])
+                y = np.maximum(y, xp[:, :, i * dh:i * dh + sh * (d.out_h - 1) + 1:sh,
+                                     j * dw:j * dw + sw * (d.out_w - 1) + 1:sw])
         self.write(d.out_base + _loop_offsets((d.n, d.c, d.out_h, d.out_w), d.out_strides), y, c)
+
+    def wgemm(self, d: P.WinGemm, c: LayerCounters) -> None:
+        cols, axi = self.cols, self.axi
+        kh, kw = P.unpack2(d.kernel)
+        K = kh * kw * d.slice
+        kp = -(-K // axi) * axi
+        if self.cfg and (K > self.cfg.spad_a_depth or K > self.cfg.spad_b_depth or K > self.cfg.max_k):
+            raise ExecutionError(f"layer {d.index}: a window of K={K} does not fit the scratchpads / max_k")
+        pix = [(n, oh, ow) for n in range(d.n) for oh in range(d.out_h) for ow in range(d.out_w)]
+        th = [[d.tap(0, o, k) for k in range(kh)] for o in range(d.out_h)]
+        tw = [[d.tap(1, o, k) for k in range(kw)] for o in range(d.out_w)]
+        b = np.arange(d.slice, dtype=np.int64)
+        base = np.full((len(pix), kh * kw), -1, np.int64)      # per pixel and tap: slice start
+        for p, (n, oh, ow) in enumerate(pix):
+            for ki in range(kh):
+                for kj in range(kw):
+                    ih, iw = th[oh][ki], tw[ow][kj]
+                    if ih is not None and iw is not None:
+                        base[p, ki * kw + kj] = d.in_base + n * d.in_stride_n + ih * d.in_stride_h + iw * d.in_pitch
+        inside = base >= 0
+        recs = self.read_words(d.p_base, 4 * d.records, c).reshape(d.records, 4)
+        if d.mode != P.WG_CONV:
+            rec_of = np.array([d.record(oh, ow) for (_, oh, ow) in pix], np.int64)
+        out_addr = np.array([d.out_base + n * d.out_stride_n + oh * d.out_stride_h + ow * d.out_pitch
+                             for (n, oh, ow) in pix], np.int64)
+        for nt in range(d.n_tiles):
+            a = np.zeros((len(pix), kh * kw, d.slice), np.int64)
+            addr = base[:, :, None] + nt * d.slice_step + b[None, None, :]
+            a[inside] = self.read(addr[inside], c)
+            start = d.w_base + (0 if d.has(P.W_SHARED) else nt * cols * kp)
+            w = self.read(np.arange(start, start + cols * kp), c).reshape(cols, kp)[:, :K]
+            acc = _wrap(a.reshape(len(pix), K) @ w.T, self.acc_width)
+            c.tiles += 1
+            ch = nt * cols + np.arange(cols)
+            valid = ch < d.N
+            if d.mode == P.WG_CONV:
+                r = recs[np.minimum(ch, d.records - 1)][None, :, :]
+            else:
+                r = recs[rec_of][:, None, :]
+            if d.has(P.BIAS):
+                acc = _wrap(_wrap(acc, 32) + r[..., 0], 32)
+            y = q.requantize(_wrap(acc, 32), r[..., 1], r[..., 2], d.has(P.RELU))
+            self.write((out_addr[:, None] + ch[None, valid]), y[:, valid], c)
+
+    maxpoold = maxpool
 
 
 @dataclass

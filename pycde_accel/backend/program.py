@@ -87,6 +87,9 @@ entries have count 1 and stride 0):
   b_base, out_base, m0, shift, dims[4], a_strides[4], b_strides[4], out_strides[4]. Flag
   BCAST (16): b is broadcast over pixels: dims = (1, images, pixels, pitch) with b's pixel
   stride 0 (a's and out's channels-last, one ``pitch``-byte vector per pixel).
+* ``WGEMM`` (10): a windowed GEMM per channel slice (grouped and depthwise convolution, average
+  pooling); :class:`WinGemm` gives its fields and semantics.
+* ``MAXPOOLD`` (11): MAXPOOL with a ``dilation`` field (:class:`MaxPoolDilated`).
 
 ``word_map(Gemm)`` (etc.) gives each field's word index, for the controller's decoder.
 
@@ -116,8 +119,10 @@ ND = 4                      # loop dims of element-wise / copy descriptors
 
 # flag bits (shifted by 8 in word 0)
 RELU, BIAS, B_PACKED, IM2COL, PER_TENSOR, B_STAT = 1, 2, 4, 8, 16, 32
+#: WGEMM: one weight panel for every n-tile (pooling's unit weights), loaded once
+W_SHARED = 64
 FLAG_NAMES = {RELU: "relu", BIAS: "bias", B_PACKED: "b_packed", IM2COL: "im2col", PER_TENSOR: "per_tensor",
-              B_STAT: "b_stationary"}
+              B_STAT: "b_stationary", W_SHARED: "w_shared"}
 
 A_STATIONARY, B_STATIONARY = 0, 1
 PARAM_RECORD_BYTES = contract.PARAM_RECORD_BYTES
@@ -484,7 +489,131 @@ class Mul(Descriptor):
 #: MUL flag: the b operand is broadcast over the pixels (the flags byte is per descriptor)
 BCAST = 16
 
-OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy, VMax, Gather, Lut, Mul)}
+#: WGEMM ``mode``: which post-op record each output uses and how a window's taps are placed
+WG_CONV, WG_AVG_PAD, WG_AVG, WG_ADAPTIVE = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class WinGemm(Descriptor):
+    """``WGEMM`` (10): a windowed GEMM per channel slice (grouped/depthwise convolution, average
+    pooling). Output pixel (n, oh, ow), channel ``o = nt * cols + j`` (n-tile nt, lane j < N):
+    ``acc = bias + sum_{ki, kj, b < slice} x[n, ih, iw, nt * slice_step + b] * W_nt[j][(ki * kw +
+    kj) * slice + b]`` over the taps whose input pixel exists (others are zero), then the
+    requantize of the record (:meth:`record`), written channels-last at ``out_base + n *
+    out_stride_n + oh * out_stride_h + ow * out_pitch + o``. ``x[n, ih, iw, byte]`` is at
+    ``in_base + n * in_stride_n + ih * in_stride_h + iw * in_pitch + byte``. ``W_nt`` is the
+    packed panel at ``w_base + nt * cols * round_up(K, axi_bytes)`` (``cols`` lanes, K = kh * kw *
+    slice). Tap placement (:meth:`tap`): ``mode`` WG_CONV / WG_AVG_PAD / WG_AVG: ``ih = oh * sh +
+    ki * dh - ph`` (pad = top | left << 16, dilation dh | dw << 16); WG_ADAPTIVE: ``ih =
+    floor(oh * in_h / out_h) + ki`` while below ``ceil((oh + 1) * in_h / out_h)`` (kernel: the
+    largest window). Records: WG_CONV per channel (record o; when they do not all fit P the
+    schedule reloads them per n-tile); the average modes one record per class of window counts
+    (flag PER_TENSOR; WG_AVG_PAD counts the taps inside the padded extent ``[-ph, in_h + ph)``,
+    as PyTorch's count_include_pad, WG_AVG and WG_ADAPTIVE the taps inside the input).
+    ``group_in``: the input channels one output channel reads (its MACs per tap; 1 for pooling).
+    Flags: RELU, BIAS, PER_TENSOR, W_SHARED (every n-tile uses the panel at ``w_base``)."""
+    index: int = 0
+    flags: int = 0
+    in_base: int = 0
+    w_base: int = 0
+    out_base: int = 0
+    p_base: int = 0
+    n: int = 1
+    in_h: int = 1
+    in_w: int = 1
+    out_h: int = 1
+    out_w: int = 1
+    kernel: int = 0
+    stride: int = 0
+    pad: int = 0
+    dilation: int = 0
+    in_pitch: int = 0
+    in_stride_h: int = 0
+    in_stride_n: int = 0
+    out_pitch: int = 0
+    out_stride_h: int = 0
+    out_stride_n: int = 0
+    N: int = 1
+    n_tiles: int = 1
+    slice: int = 0
+    slice_step: int = 0
+    mode: int = 0
+    records: int = 0
+    group_in: int = 1
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 10
+    KIND: ClassVar[str] = "wgemm"
+
+    def _dim(self, axis: int):
+        kh, kw = unpack2(self.kernel)
+        sh, sw = unpack2(self.stride)
+        ph, pw = unpack2(self.pad)
+        dh, dw = unpack2(self.dilation)
+        return ((kh, sh, ph, dh, self.in_h, self.out_h) if axis == 0 else
+                (kw, sw, pw, dw, self.in_w, self.out_w))
+
+    def tap(self, axis: int, o: int, k: int):
+        """Input coordinate of tap k of output coordinate o along ``axis`` (0: h, 1: w), or None
+        (padding / outside the window)."""
+        kk, s, p, d, n_in, n_out = self._dim(axis)
+        if self.mode == WG_ADAPTIVE:
+            lo, hi = (o * n_in) // n_out, -(-((o + 1) * n_in) // n_out)
+            i = lo + k
+            return i if i < hi else None
+        i = o * s + k * d - p
+        return i if 0 <= i < n_in else None
+
+    def count(self, axis: int, o: int) -> int:
+        """Taps along ``axis`` that the average of output coordinate o divides by."""
+        kk, s, p, d, n_in, n_out = self._dim(axis)
+        if self.mode == WG_AVG_PAD:
+            start = o * s - p
+            return min(start + kk, n_in + p) - start
+        return sum(self.tap(axis, o, k) is not None for k in range(kk))
+
+    def count_classes(self) -> tuple[list, list]:
+        """The sorted distinct counts along h and along w (records: one per pair, h-major)."""
+        return (sorted({self.count(0, o) for o in range(self.out_h)}),
+                sorted({self.count(1, o) for o in range(self.out_w)}))
+
+    def record(self, oh: int, ow: int, lane_channel: int = 0) -> int:
+        """Post-op record of output (oh, ow) and channel ``lane_channel``."""
+        if self.mode == WG_CONV:
+            return lane_channel
+        ch, cw = self.count_classes()
+        return ch.index(self.count(0, oh)) * len(cw) + cw.index(self.count(1, ow))
+
+
+@dataclass(frozen=True)
+class MaxPoolDilated(Descriptor):
+    """``MAXPOOLD`` (11): MAXPOOL with a dilation (dh | dw << 16): tap (ki, kj) of output (oh, ow)
+    is input (oh * sh + ki * dh - ph, ow * sw + kj * dw - pw); taps outside the input are -128
+    (ceil mode's overhang as well)."""
+    index: int = 0
+    flags: int = 0
+    in_base: int = 0
+    out_base: int = 0
+    n: int = 1
+    c: int = 1
+    h: int = 1
+    w: int = 1
+    out_h: int = 1
+    out_w: int = 1
+    kernel: int = 0
+    stride: int = 0
+    pad: int = 0
+    in_strides: tuple = _Z4
+    out_strides: tuple = _Z4
+    dilation: int = 0
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 11
+    KIND: ClassVar[str] = "maxpoold"
+
+
+OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy, VMax, Gather, Lut, Mul, WinGemm,
+                             MaxPoolDilated)}
 OPS_BY_KIND = {c.KIND: c for c in OPS.values()}
 
 

@@ -46,9 +46,14 @@ class Input(Node):
 
     def lower(self, cx) -> None:
         shape = tuple(self.shape)
+        users = [u for u in cx.qm.graph.nodes if self.name in u.inputs]
         if len(shape) == 4:
             n, c, h, w = shape
             v = L.padded_view(self.name, (n, h, w, c), cx.C).transpose((0, 3, 1, 2))
+        elif len(shape) == 3 and users and all(getattr(u, "one_d", False) for u in users):
+            # (N, C, L) read only by 1-d windowed ops (Conv1d, pooling): channels-last (N, L, C)
+            n, c, w = shape
+            v = L.padded_view(self.name, (n, w, c), cx.C).transpose((0, 2, 1))
         else:
             v = L.padded_view(self.name, shape or (1,), cx.C)
         cx.layout.request("input", self.name, L.view_span(v), "input", self.name)

@@ -1,4 +1,8 @@
-"""``maxpool2d``: ``kernel``, ``stride``, ``padding`` as (h, w); dilation 1, floor mode.
+"""``maxpool2d``: ``kernel``, ``stride``, ``padding``, ``dilation`` as (h, w), ``ceil_mode``;
+``one_d``: MaxPool1d on an (N, C, L) tensor, as height 1.
+
+Ceil mode's last window may hang over the input (and its padding): those taps are -128 like
+the padding. Dilation 1 lowers to MAXPOOL, any other to MAXPOOLD (MAXPOOL with a dilation).
 
 * quantization: none (int8 values move, the scale passes through; padding is -128).
 * reference: the max over each window (padding with -128).
@@ -29,56 +33,91 @@ class MaxPool2d(Node):
     kernel: tuple[int, int] = (2, 2)
     stride: tuple[int, int] = (2, 2)
     padding: tuple[int, int] = (0, 0)
+    dilation: tuple[int, int] = (1, 1)
+    ceil_mode: bool = False
+    one_d: bool = False
     kind: ClassVar[str] = "maxpool2d"
-    ATEN: ClassVar[tuple[str, ...]] = ("aten.max_pool2d.default",)
-    SUPPORTED: ClassVar[str] = "MaxPool2d"
+    ATEN: ClassVar[tuple[str, ...]] = ("aten.max_pool2d.default", "aten.max_pool1d.default")
+    SUPPORTED: ClassVar[str] = "MaxPool2d/1d (any dilation, ceil_mode)"
     ORDER: ClassVar[int] = 40
 
     def attrs(self) -> dict:
-        return {"kernel": list(self.kernel), "stride": list(self.stride), "padding": list(self.padding)}
+        d = {"kernel": list(self.kernel), "stride": list(self.stride), "padding": list(self.padding)}
+        if tuple(self.dilation) != (1, 1) or self.ceil_mode or self.one_d:
+            d.update(dilation=list(self.dilation), ceil_mode=self.ceil_mode, one_d=self.one_d)
+        return d
 
     @classmethod
     def capture(cls, cx, n) -> None:
         args = list(n.args)
-        kernel = common.pair(args[1])
+        one_d = str(n.target) == "aten.max_pool1d.default"
+        lift = (lambda v: (1, common.pair(v)[0])) if one_d else common.pair
+        lift_p = (lambda v: (0, common.pair(v)[0])) if one_d else common.pair
+        kernel = lift(args[1])
         stride = cx.arg(n, 2, "stride", None)
-        stride = kernel if not stride else common.pair(stride)
-        padding = common.pair(cx.arg(n, 3, "padding", 0))
-        if common.pair(cx.arg(n, 4, "dilation", 1)) != (1, 1):
-            raise cx.fail(n, f"MaxPool2d with dilation={list(common.pair(cx.arg(n, 4, 'dilation')))}")
-        if cx.arg(n, 5, "ceil_mode", False):
-            raise cx.fail(n, "MaxPool2d with ceil_mode=True")
+        stride = kernel if not stride else lift(stride)
+        padding = lift_p(cx.arg(n, 3, "padding", 0))
+        dilation = lift(cx.arg(n, 4, "dilation", 1))
         cx.emit(cls(n.name, (cx.act(n, args[0]),), cx.shape(n), **cx.common(n), kernel=kernel,
-                    stride=stride, padding=padding), n)
+                    stride=stride, padding=padding, dilation=dilation,
+                    ceil_mode=bool(cx.arg(n, 5, "ceil_mode", False)), one_d=one_d), n)
+
+    def _out_hw(self):
+        return (1, self.shape[2]) if self.one_d else (self.shape[2], self.shape[3])
+
+    def _ends(self, h, w):
+        """Bottom/right -128 padding that covers every window (ceil mode's overhang)."""
+        (kh, kw), (sh, sw), (ph, pw), (dh, dw) = self.kernel, self.stride, self.padding, self.dilation
+        oh, ow = self._out_hw()
+        return (max(ph, (oh - 1) * sh + dh * (kh - 1) + 1 - h - ph),
+                max(pw, (ow - 1) * sw + dw * (kw - 1) + 1 - w - pw))
+
+    def _pool(self, x, pad_value):
+        from .conv2d import im2col_general
+        x4 = x[:, :, None, :] if self.one_d else x
+        n, c, h, w = x4.shape
+        eh, ew = self._ends(h, w)
+        cols = im2col_general(x4.reshape(n * c, 1, h, w), self.kernel, self.stride,
+                              (self.padding[0], self.padding[1], eh, ew), self.dilation, pad_value)
+        oh, ow = self._out_hw()
+        return cols.max(axis=1).reshape(self.shape)
 
     def float_eval(self, ins, run):
-        return common.maxpool2d(ins[0], self.kernel, self.stride, self.padding, -np.inf)
+        if self.attrs().keys() == {"kernel", "stride", "padding"}:
+            return common.maxpool2d(ins[0], self.kernel, self.stride, self.padding, -np.inf)
+        return self._pool(np.asarray(ins[0], np.float64), -np.inf)
 
     def reference(self, ins, lq, run):
-        return common.maxpool2d(ins[0], self.kernel, self.stride, self.padding, q.INT8_MIN)
+        if self.attrs().keys() == {"kernel", "stride", "padding"}:
+            return common.maxpool2d(ins[0], self.kernel, self.stride, self.padding, q.INT8_MIN)
+        return self._pool(np.asarray(ins[0], np.int64), q.INT8_MIN)
 
     def int_forward(self, m, ins, inputs):
         """Max over the window taps, one strided slice per tap (no integer max_pool2d needed)."""
         import torch
-        x = ins[0]
-        if self.padding != (0, 0):
+        x = ins[0][:, :, None, :] if self.one_d else ins[0]
+        eh, ew = self._ends(x.shape[2], x.shape[3])
+        if self.padding != (0, 0) or eh or ew:
             ph, pw = self.padding
-            x = torch.nn.functional.pad(x, (pw, pw, ph, ph), value=-128)
-        (kh, kw), (sh, sw) = self.kernel, self.stride
-        oh, ow = self.shape[2], self.shape[3]
+            x = torch.nn.functional.pad(x, (pw, ew, ph, eh), value=-128)
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+        oh, ow = self._out_hw()
         y = None
         for i in range(kh):
             for j in range(kw):
-                tap = x[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
+                tap = x[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
                 y = tap if y is None else torch.maximum(y, tap)
-        return y
+        return y[:, :, 0, :] if self.one_d else y
 
     @classmethod
     def from_json(cls, common_, attrs, quant, arrays):
         return cls(**common_, kernel=tuple(attrs["kernel"]), stride=tuple(attrs["stride"]),
-                   padding=tuple(attrs["padding"])), None
+                   padding=tuple(attrs["padding"]), dilation=tuple(attrs.get("dilation", (1, 1))),
+                   ceil_mode=attrs.get("ceil_mode", False), one_d=attrs.get("one_d", False)), None
 
     def lower(self, cx) -> None:
+        if self.attrs().keys() != {"kernel", "stride", "padding"}:
+            return self._lower_general(cx)
         v = cx.strided(self.inputs[0], self, "the input")
         n, c, h, w = v.shape
         (kh, kw), (sh, sw), (ph, pw) = self.kernel, self.stride, self.padding
@@ -96,6 +135,28 @@ class MaxPool2d(Node):
                                         P.pack2(kh, kw), P.pack2(sh, sw), P.pack2(ph, pw), vin.strides,
                                         o.strides, name=self.name, module=self.module),
                 {"kind": "maxpool2d"})
+
+    def _lower_general(self, cx) -> None:
+        """Ceil mode, dilation, MaxPool1d: MAXPOOL (dilation 1) or MAXPOOLD."""
+        from .conv2d import channels_last_4d, output_channels_last
+        v, pitch = channels_last_4d(cx, self, "the input")
+        n, c, h, w = v.shape
+        oh, ow = self._out_hw()
+        vin = L.View(v.buffer, v.shape, (v.strides[0], 1, v.strides[2], pitch), v.offset)
+        out = output_channels_last(cx, self, n, c, oh, ow)
+        if out.strides[2] != pitch:
+            raise cx.refuse(self, f"max-pool input pitch {pitch} differs from its output's {out.strides[2]}")
+        o = out.transpose((0, 3, 1, 2))
+        (kh, kw), (sh, sw), (ph, pw) = self.kernel, self.stride, self.padding
+        dil = P.pack2(*self.dilation)
+
+        def build(Lo, i):
+            args = (i, 0, cx.base(vin), cx.base(o), n, c, h, w, oh, ow, P.pack2(kh, kw),
+                    P.pack2(sh, sw), P.pack2(ph, pw), vin.strides, o.strides)
+            if tuple(self.dilation) == (1, 1):
+                return P.MaxPool(*args, name=self.name, module=self.module)
+            return P.MaxPoolDilated(*args, dil, name=self.name, module=self.module)
+        cx.emit(build, {"kind": "maxpool2d"})
 
     def postop(self, lq, base):
         taps = int(self.kernel[0]) * int(self.kernel[1])

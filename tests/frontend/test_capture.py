@@ -112,7 +112,7 @@ def test_unsupported_op_in_a_bare_sequential_names_the_build_function(tmp_path):
 
 
 @pytest.mark.parametrize("body, what", [
-    ("return self.c(x)", "groups=2"),
+    ("return nn.functional.conv_transpose2d(x, self.c.weight)", "conv_transpose2d"),
     ("return x + x[:, :1]", "with broadcasting"),
     ("return x @ self.w", "weight operand"),
     ("return torch.bmm(x, x.transpose(1, 2))[:, :, ::2]", "aten.slice.Tensor with step 2"),
