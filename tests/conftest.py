@@ -90,10 +90,15 @@ import torch
 from torch import nn
 
 
+class CumSum(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, 1)
+
+
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
-        self.features = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.Sigmoid())
+        self.features = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), CumSum())
 
     def forward(self, x):
         return self.features(x)
@@ -103,7 +108,7 @@ def build():
     return Net(), (torch.randn(1, 4),)
 '''
 # the line of "return self.features(x)" above
-UNSUPPORTED_LINE = 11
+UNSUPPORTED_LINE = UNSUPPORTED.splitlines().index("        return self.features(x)") + 1
 
 DYNAMIC = '''\
 import torch

@@ -23,8 +23,13 @@ import torch
 from torch import nn
 
 
+class CumSum(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, 1)
+
+
 def build():
-    return nn.Sequential(nn.Linear(4, 8), nn.Sigmoid()), (torch.randn(1, 4),)
+    return nn.Sequential(nn.Linear(4, 8), CumSum()), (torch.randn(1, 4),)
 """
 
 SUBCOMMANDS = ("gen", "sim", "synth", "report")
@@ -36,7 +41,7 @@ CASES = {
     "wrong_types": ({"m.py": OK}, ["{d}/m.py:wrong"],
                     "m.py:wrong() must return (torch.nn.Module, tuple_of_example_tensors), got a "
                     "int as example input 0"),
-    "unsupported_op": ({"m.py": UNSUPPORTED}, ["{d}/m.py"], "unsupported op aten.sigmoid"),
+    "unsupported_op": ({"m.py": UNSUPPORTED}, ["{d}/m.py"], "unsupported op aten.cumsum"),
     "array_0x8": ({}, ["--array", "0x8"], "--array 0x8: rows and cols must be >= 1"),
     "unknown_target": ({}, ["--target", "virtex9000"], "unknown target 'virtex9000'; known targets: "),
     "out_under_a_file": ({"afile": "x"}, ["--out", "{d}/afile/out"], "--out {d}/afile/out: cannot write there"),

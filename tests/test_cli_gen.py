@@ -44,8 +44,8 @@ def test_unsupported_op_subprocess(tmp_path, model_file, unsupported_line):
                        capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert p.returncode == 2, p.stderr
     line = _one_error_line(p.stderr)
-    assert "unsupported op aten.sigmoid" in line
-    assert "features.3 (Sigmoid)" in line
+    assert "unsupported op aten.cumsum" in line
+    assert "features.3 (CumSum)" in line
     assert f"net.py:{unsupported_line}" in line                  # return self.features(x)
     assert "supported: Linear, Conv2d" in line and "MaxPool2d" in line
     assert not out.exists()

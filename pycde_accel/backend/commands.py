@@ -818,6 +818,7 @@ def _gather(d: P.Gather, x: _Ctx) -> list:
         cmds.append(b_load(nt, 0, True))
         for ti, tile in enumerate(tiles):
             cmds += tile_cmds(tile, [nt], [0], ti == len(tiles) - 1)
+    return cmds
 
 
 #: beats of one LUT chunk (one LOAD S + one VEC LUT; the 16-bit fields bound it)
@@ -863,6 +864,7 @@ def _mul(d: P.Mul, x: _Ctx) -> list:
             off = i * img_a + p0 * pitch
             cmds += [Load(DST_S, d.a_base + off, k * pb, 1, 0, 0, 0, 0),
                      Vec(k * pb, 0, d.out_base + off, d.m0, pb, d.shift, V_MUL)]
+    return cmds
 
 
 # ---- WGEMM (windowed GEMM per channel slice) -----------------------------------------------

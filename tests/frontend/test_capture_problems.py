@@ -14,19 +14,24 @@ import torch
 from torch import nn
 
 
+class CumSum(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, 1)
+
+
 class Many(nn.Module):
     def __init__(self):
         super().__init__()
-        self.c = nn.Conv2d(4, 4, 3, padding=1, groups=2)
+        self.c = nn.ConvTranspose2d(4, 4, 3, padding=1)
         self.bn = nn.BatchNorm2d(4)
-        self.acts = nn.ModuleList([nn.Sigmoid() for _ in range(3)])
+        self.acts = nn.ModuleList([CumSum() for _ in range(3)])
         self.fc = nn.Linear(4 * 8 * 8, 3)
 
     def forward(self, x):
         x = self.bn(self.c(x))
         for a in self.acts:
             x = a(x) + x
-        x = torch.tanh(x)
+        x = torch.cumprod(x, 1)
         return self.fc(x.flatten(1))
 
 
@@ -60,15 +65,11 @@ def lstm_only():
 class Opts(nn.Module):
     def __init__(self):
         super().__init__()
-        self.same = nn.Conv2d(3, 4, 3, padding="same")
-        self.ceil = nn.MaxPool2d(2, ceil_mode=True)
-        self.dil = nn.MaxPool2d(2, dilation=2)
+        self.reflect = nn.Conv2d(3, 4, 3, padding=1, padding_mode="reflect")
         self.idx = nn.MaxPool2d(2, return_indices=True)
 
     def forward(self, x):
-        x = self.same(x)
-        x = self.ceil(x)
-        x = self.dil(x)
+        x = self.reflect(x)
         return self.idx(x)[0]
 
 
@@ -98,15 +99,16 @@ def _line_of(text: str, needle: str) -> int:
 def test_every_problem_is_listed_once(models):
     msg = _error(f"{models}:many")
     lines = msg.splitlines()
-    c, loop, tanh = (_line_of(MODELS, s) for s in ("self.bn(self.c(x))", "x = a(x) + x",
-                                                    "torch.tanh(x)"))
+    c, cumsum, cumprod = (_line_of(MODELS, s) for s in ("self.bn(self.c(x))", "torch.cumsum(x, 1)",
+                                                         "torch.cumprod(x, 1)"))
     assert lines[0] == "3 problems in the model (5 nodes refused), one per line:"
-    assert lines[1] == f"  unsupported op conv2d with groups=2 in module c (Conv2d), m.py:{c}"
-    # the three Sigmoids of one source line are one problem with a count; the BatchNorm after
-    # the refused conv and the adds after the refused sigmoids are not problems of their own
-    assert lines[2] == (f"  unsupported op aten.sigmoid.default x3 in modules acts.0, acts.1, "
-                        f"acts.2 (Sigmoid), m.py:{loop}")
-    assert lines[3] == f"  unsupported op aten.tanh.default in the top-level forward, m.py:{tanh}"
+    assert lines[1] == (f"  unsupported op aten.conv_transpose2d.input in module c "
+                        f"(ConvTranspose2d), m.py:{c}")
+    # the three CumSums of one source line are one problem with a count; the BatchNorm after
+    # the refused conv and the adds after the refused cumsums are not problems of their own
+    assert lines[2] == (f"  unsupported op aten.cumsum.default x3 in modules acts.0, acts.1, "
+                        f"acts.2 (CumSum), m.py:{cumsum}")
+    assert lines[3] == f"  unsupported op aten.cumprod.default in the top-level forward, m.py:{cumprod}"
     assert lines[4].startswith("supported: Linear, Conv2d")
     assert len(lines) == 5
 
@@ -130,24 +132,24 @@ def test_one_recurrent_layer_is_one_line(models):
 
 def test_each_option_has_its_own_message(models):
     lines = _error(f"{models}:opts").splitlines()
-    assert [line.split(" in module")[0].strip() for line in lines[1:5]] == [
-        "unsupported op Conv2d with padding='same' (a string padding)",
-        "unsupported op MaxPool2d with ceil_mode=True",
-        "unsupported op MaxPool2d with dilation=[2, 2]",
+    assert [line.split(" in module")[0].strip() for line in lines[1:3]] == [
+        "unsupported op aten.pad.default with mode 'reflect' and pads [1, 1, 1, 1] of a rank-4 "
+        "tensor (only constant, non-negative padding of H and W of NCHW)",
         "unsupported op MaxPool2d with return_indices=True"]
 
 
 def test_single_problem_keeps_its_one_line(model_file, unsupported_line):
     msg = _error(str(model_file("net", model_file.sources["unsupported"])))
     assert "\n" not in msg
-    assert msg.startswith("unsupported op aten.sigmoid.default in module features.3 (Sigmoid), "
+    assert msg.startswith("unsupported op aten.cumsum.default in module features.3 (CumSum), "
                           f"net.py:{unsupported_line}; supported: ")
 
 
 def test_torchvision_sources_are_paths_inside_the_package():
-    lines = _error(callable_spec("torchvision.models:squeezenet1_1", "1x3x64x64")).splitlines()
-    assert any("aten.cat.default x8 in modules features.3, features.4, features.6 and 5 more "
-               "(Fire), torchvision/models/squeezenet.py:" in line for line in lines), lines
+    lines = _error(callable_spec("torchvision.models:convnext_tiny", "1x3x32x32")).splitlines()
+    assert any("aten.layer_norm.default x18 in modules features.1.0.block.2, features.1.1.block.2, "
+               "features.1.2.block.2 and 15 more (LayerNorm), torchvision/models/convnext.py:"
+               in line for line in lines), lines
     assert all("site-packages" not in line and "/root" not in line for line in lines)
 
 

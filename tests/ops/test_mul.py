@@ -52,12 +52,19 @@ def test_other_broadcasts_are_refused(shapes):
         capture.capture(_Two(lambda a, b: a * b), tuple(torch.randn(s) for s in shapes))
 
 
-def test_constant_operand_is_refused():
+def test_constant_operand_is_an_affine_map_not_a_product():
     class C(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.p = nn.Parameter(torch.randn(4))
+
         def forward(self, x):
-            return x * 3.0
-    with pytest.raises(UserError, match=r"unsupported op aten\.mul\.Tensor with a constant"):
-        capture.capture(C(), (torch.randn(1, 4),))
+            return self.fc(x) * 3.0, x * self.p
+    gr = capture.capture(C(), (torch.randn(1, 4),))
+    kinds = [n.kind for n in gr.nodes]
+    assert "mul" not in kinds
+    assert kinds.count("linear") == 2      # 3.0 folded into fc; x * p a diagonal Linear
 
 
 def _slow(a, b, m0, shift):
