@@ -107,8 +107,8 @@ class Net(nn.Module):
 def build():
     return Net(), (torch.randn(1, 4),)
 '''
-# the line of "return self.features(x)" above
-UNSUPPORTED_LINE = UNSUPPORTED.splitlines().index("        return self.features(x)") + 1
+# the line of "return torch.cumsum(x, 1)" above (the innermost frame of the refused op)
+UNSUPPORTED_LINE = UNSUPPORTED.splitlines().index("        return torch.cumsum(x, 1)") + 1
 
 DYNAMIC = '''\
 import torch

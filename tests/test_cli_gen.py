@@ -46,7 +46,7 @@ def test_unsupported_op_subprocess(tmp_path, model_file, unsupported_line):
     line = _one_error_line(p.stderr)
     assert "unsupported op aten.cumsum" in line
     assert "features.3 (CumSum)" in line
-    assert f"net.py:{unsupported_line}" in line                  # return self.features(x)
+    assert f"net.py:{unsupported_line}" in line                  # return torch.cumsum(x, 1)
     assert "supported: Linear, Conv2d" in line and "MaxPool2d" in line
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["net.py"]    # no staging folder either
