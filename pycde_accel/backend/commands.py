@@ -773,11 +773,13 @@ def _gather_a(d: P.Gather, x: _Ctx, tile: list) -> list:
 
 
 def _gather(d: P.Gather, x: _Ctx) -> list:
-    """LOAD P (the records) and every B panel first, all resident in one B bank (panel nt at word
-    ``nt * ceil(K/AB)``); then per m-tile (up to R output pixels, see :func:`_gather_tiles`): the
-    A panel's LOADs (COMMIT), and per n-tile an EXEC over its K window (REL_A on the last; REL_B
-    on the very last) and its STORE. Each source pixel is read once; when the panels do not fit
-    one bank, each n-tile's panel is loaded in turn and the A panels are reloaded per n-tile."""
+    """Per group of n-tiles whose post-op records fit P (all of them, unless the output has more
+    than ``spad_c_depth`` channels): LOAD P (the group's records) and every B panel of the group
+    first, all resident in one B bank (panel nt at word ``nt * ceil(K/AB)``); then per m-tile
+    (up to R output pixels, see :func:`_gather_tiles`): the A panel's LOADs (COMMIT), and per
+    n-tile an EXEC over its K window (REL_A on the last; REL_B on the very last) and its STORE.
+    Each source pixel is read once per group; when the panels do not fit one bank, each n-tile's
+    panel is loaded in turn and the A panels are reloaded per n-tile."""
     R, C, AB, cfg = x.R, x.C, x.AB, x.cfg
     kw = ceil_div(d.K, AB)
     if any(p % AB for p in d.src_pitch[:d.n_srcs]) or d.c_pitch % AB:
@@ -785,18 +787,19 @@ def _gather(d: P.Gather, x: _Ctx) -> list:
     if not 1 <= d.K <= min(cfg.max_k, cfg.spad_a_depth, cfg.spad_b_depth):
         raise _refuse(d, f"a gather's pixel of K={d.K} bytes exceeds min(max_k, spad depths)")
     n_tiles = ceil_div(d.N, C)
-    if n_tiles * C > cfg.spad_c_depth:
-        raise _refuse(d, f"{d.N} output channels need more than config spad_c_depth="
-                         f"{cfg.spad_c_depth} post-op records")
+    group = cfg.spad_c_depth // C                      # n-tiles whose records fit P at once
+    if group < 1:
+        raise _refuse(d, f"config spad_c_depth={cfg.spad_c_depth} holds fewer post-op records "
+                         f"than one n-tile needs ({C})")
     tiles = _gather_tiles(d, R)
     windows = [P.gather_k_window(d, nt * C, min(d.N, nt * C + C), AB) for nt in range(n_tiles)]
-    cmds = [Load(DST_P, d.p_base, n_tiles * C * P.PARAM_RECORD_BYTES // AB, 1, 0, 0, 0, 0)]
+    rec_beats = C * P.PARAM_RECORD_BYTES // AB
 
     def b_load(nt, word, commit):
         return Load(DST_B, d.b_base + nt * C * kw * AB, kw, C, kw * AB, 0, word,
                     LANES | (COMMIT if commit else 0))
 
-    def tile_cmds(tile, nts, b_words, last_b):
+    def tile_cmds(tile, nts, b_words, last_b, g0):
         out = _with_commit(_gather_a(d, x, tile))
         for j, nt in enumerate(nts):
             k0, k1 = windows[nt]
@@ -805,19 +808,23 @@ def _gather(d: P.Gather, x: _Ctx) -> list:
             b, oh, ow = tile[0]
             addr = d.c_base + b * d.c_stride_n + oh * d.c_stride_h + ow * d.c_pitch + nt * C
             _check_aligned(d, x, c_addr=addr)
-            out.append(Store(addr, len(tile), d.c_pitch if len(tile) > 1 else 0, nt * C, 0))
+            out.append(Store(addr, len(tile), d.c_pitch if len(tile) > 1 else 0, (nt - g0) * C, 0))
         return out
 
-    if n_tiles * kw <= cfg.spad_b_depth // AB:          # all panels resident: A read once
-        cmds += [b_load(nt, nt * kw, nt == n_tiles - 1) for nt in range(n_tiles)]
-        for ti, tile in enumerate(tiles):
-            cmds += tile_cmds(tile, list(range(n_tiles)), [nt * kw for nt in range(n_tiles)],
-                              ti == len(tiles) - 1)
-        return cmds
-    for nt in range(n_tiles):
-        cmds.append(b_load(nt, 0, True))
-        for ti, tile in enumerate(tiles):
-            cmds += tile_cmds(tile, [nt], [0], ti == len(tiles) - 1)
+    cmds = []
+    for g0 in range(0, n_tiles, group):
+        nts = list(range(g0, min(n_tiles, g0 + group)))
+        cmds.append(Load(DST_P, d.p_base + g0 * C * P.PARAM_RECORD_BYTES, len(nts) * rec_beats,
+                         1, 0, 0, 0, 0))
+        if len(nts) * kw <= cfg.spad_b_depth // AB:      # the group's panels resident: A read once
+            cmds += [b_load(nt, (nt - g0) * kw, nt == nts[-1]) for nt in nts]
+            for ti, tile in enumerate(tiles):
+                cmds += tile_cmds(tile, nts, [(nt - g0) * kw for nt in nts], ti == len(tiles) - 1, g0)
+            continue
+        for nt in nts:
+            cmds.append(b_load(nt, 0, True))
+            for ti, tile in enumerate(tiles):
+                cmds += tile_cmds(tile, [nt], [0], ti == len(tiles) - 1, g0)
     return cmds
 
 

@@ -49,6 +49,22 @@ def build():
     torch.manual_seed(0)
     return Net().eval(), (2.0 * torch.randn(1, 3, 2, 3),)
 ''',
+    # a concat of more channels than P holds post-op records (squeezenet's Fire modules: 384)
+    "widecat": HEAD + '''\
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 192, 1)
+        self.b = nn.Conv2d(3, 200, 3, padding=1)
+
+    def forward(self, x):
+        return torch.cat([self.a(x), self.b(x)], 1)
+
+
+def build():
+    torch.manual_seed(0)
+    return Net().eval(), (torch.randn(1, 3, 2, 3),)
+''',
     # split/chunk/slice/select, channel shuffle (a row copy), expand, max of the pieces
     "views": HEAD + '''\
 class Net(nn.Module):
