@@ -58,6 +58,12 @@ CASES = [
     ("maxpool3x3_s2_ceil_c32_16x16", lambda: nn.MaxPool2d(3, 2, ceil_mode=True), (1, 32, 16, 16), "bus", False),
     ("maxpool2x2_d2_c16_8x8", lambda: nn.MaxPool2d(2, 1, dilation=2), (1, 16, 8, 8), "bus", False),
     ("maxpool1d_k2_c16_l64", lambda: nn.MaxPool1d(2), (1, 16, 64), "bus", False),
+    ("sigmoid_lut_c32_16x16", lambda: nn.Sigmoid(), (1, 32, 16, 16), "bus", False),
+    ("gelu_lut_c32_16x16", lambda: nn.GELU(), (1, 32, 16, 16), "bus", False),
+    ("hardswish_lut_c8_4x4", lambda: nn.Hardswish(), (1, 8, 4, 4), "bus", True),
+    ("zeropad1_c32_16x16", lambda: nn.ZeroPad2d(1), (1, 32, 16, 16), "bus", False),
+    ("upsample2x_c32_8x8", lambda: nn.Upsample(scale_factor=2), (1, 32, 8, 8), "bus", False),
+    ("batchnorm_c32_16x16", lambda: nn.BatchNorm2d(32).eval(), (1, 32, 16, 16), "bus", False),
 ]
 
 

@@ -90,6 +90,9 @@ def build_accelerator(config: AccelConfig, work: Path, *, cache_root: Path | Non
 #: ``auto``: axiram when AXI pauses or waves are asked for (or the image does not fit the RTL
 #: memory), else native. Every engine ends a stalled run with the stalled stream's name.
 ENGINES = ("auto", "axiram", "cocotb", "native")
+#: a layer that has not raised its interrupt after this many cycles fails the run (simulate
+#: raises it to 4x the perf model's prediction of the longest layer)
+LAYER_TIMEOUT_CYCLES = 10_000_000
 
 
 def pick_engine(engine: str, *, axi_pause: float = 0.0, waves: bool = False,
@@ -104,7 +107,7 @@ def pick_engine(engine: str, *, axi_pause: float = 0.0, waves: bool = False,
         raise UserError(f"the {engine} engine has no AXI pauses: use engine 'axiram'")
     if engine != "axiram" and not fast.fits(image_len):
         raise UserError(f"the DRAM image ({image_len} bytes) does not fit the {engine} engine's "
-                        f"memory ({1 << fast.MEM_LOG2} bytes): use engine 'axiram'")
+                        f"memory (at most {1 << fast.MAX_MEM_LOG2} bytes): use engine 'axiram'")
     if engine == "native" and waves:
         raise UserError("the native engine writes no waveforms: use engine 'cocotb' or 'axiram'")
     return engine
@@ -113,7 +116,8 @@ def pick_engine(engine: str, *, axi_pause: float = 0.0, waves: bool = False,
 def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_dir: Path, *,
                axi_pause: float = 0.0, seed: int = 0, waves: bool = False,
                stall_cycles: int = 20000, progress: Progress = _quiet,
-               engine: str = "auto") -> tuple[list[dict], bytes]:
+               engine: str = "auto",
+               layer_timeout_cycles: int = LAYER_TIMEOUT_CYCLES) -> tuple[list[dict], bytes]:
     """Run ``layers`` (dicts with ``name``, ``cmd_addr``, ``cmd_count``) on the Verilator build
     ``sim`` with ``image`` as the DRAM; return (per-layer LayerRun dicts, DRAM image after).
     ``engine``: see :data:`ENGINES`.
@@ -138,6 +142,7 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
             "layers": [{k: l[k] for k in ("name", "cmd_addr", "cmd_count")} for l in layers],
             "reads": [{"name": "image", "addr": 0, "size": len(image)}],
             "axi_pause": axi_pause, "seed": seed, "stall_cycles": stall_cycles,
+            "layer_timeout_cycles": int(layer_timeout_cycles),
             "result": "result.json", "dram_out": "dram_out.bin",
             "engine": engine}
     (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
@@ -145,7 +150,7 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
     result.unlink(missing_ok=True)
     if engine == "native":
         progress("building the native Verilator harness (cached after the first build)")
-        exe = fast.build_native(sim)
+        exe = fast.build_native(sim, mem_log2=fast.mem_log2(len(image)))
         progress(f"simulating {len(plan['layers'])} layers in Verilator (native harness)")
         res = fast.run_native(exe, run_dir / "plan.json")
         if "error" in res:
@@ -155,7 +160,7 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
     try:
         if engine == "cocotb":
             progress("building the fast cocotb model (cached after the first build)")
-            fsim = fast.build_cocotb(sim, waves=waves)
+            fsim = fast.build_cocotb(sim, waves=waves, mem_log2=fast.mem_log2(len(image)))
             progress(f"simulating {len(plan['layers'])} layers in Verilator (cocotb, RTL memory)")
             (run_dir / "dram_in.mem").write_bytes(fast.image_to_mem(bytes(image), ab))
             runner.run(fsim, "pycde_accel.sim.tb_accel_fast", run_dir, waves=waves,
@@ -178,7 +183,8 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
 def run_image(config: AccelConfig, compiled, image: bytes, work: Path, *, axi_pause: float = 0.0,
               seed: int = 0, waves: bool = False, stall_cycles: int = 20000,
               cache_root: Path | None = None, sim=None, progress: Progress = _quiet,
-              engine: str = "auto") -> tuple[list[dict], bytes]:
+              engine: str = "auto",
+              layer_timeout_cycles: int = LAYER_TIMEOUT_CYCLES) -> tuple[list[dict], bytes]:
     """Build the accelerator for ``config`` (unless ``sim`` is a build of it) and run
     ``compiled``'s layers on ``image`` in ``work/run`` (``engine``: see :data:`ENGINES`)."""
     work = Path(work)
@@ -188,7 +194,7 @@ def run_image(config: AccelConfig, compiled, image: bytes, work: Path, *, axi_pa
                                 progress=progress, defer=eng != "axiram")
     return run_layers(config, sim, compiled.layers, image, work / "run", axi_pause=axi_pause,
                       seed=seed, waves=waves, stall_cycles=stall_cycles, progress=progress,
-                      engine=engine)
+                      engine=engine, layer_timeout_cycles=layer_timeout_cycles)
 
 
 def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, seed: int = 0,
@@ -210,9 +216,14 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
     image = compiled.load_inputs(xq)
     picked = pick_engine(engine, axi_pause=axi_pause, waves=waves, image_len=len(image))
     prediction = _predict(compiled, config, "axiram" if picked == "axiram" else "rtl")
+    # a layer that runs long by design (vgg11's 25088 x 4096 classifier reads 100 MB) is not
+    # a hang: its time limit follows its prediction (the watchdog still ends a stalled stream)
+    timeout = max([LAYER_TIMEOUT_CYCLES] + [4 * l.cycles for l in prediction.layers]
+                  if prediction else [LAYER_TIMEOUT_CYCLES])
     runs, after = run_image(config, compiled, image, work, axi_pause=axi_pause, seed=seed,
                             waves=waves, stall_cycles=stall_cycles, cache_root=cache_root,
-                            sim=sim, progress=progress, engine=engine)
+                            sim=sim, progress=progress, engine=engine,
+                            layer_timeout_cycles=timeout)
     outs = compiled.read_outputs(bytearray(after))
     want = reference.run(qm, xq).outputs
     mismatches = []

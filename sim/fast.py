@@ -68,8 +68,11 @@ from . import runner
 
 HERE = Path(__file__).resolve().parent
 TOP = "accel_sim_top"
-#: Memory model size: 2**MEM_LOG2 bytes (images that do not fit use the AxiRam testbench).
+#: Memory model size: 2**MEM_LOG2 bytes for every image up to that size; a larger image gets a
+#: build whose memory is the next power of two (:func:`mem_log2`), up to 2**MAX_MEM_LOG2 bytes
+#: (a 133 M-parameter vgg11 needs 256 MB); larger images use the AxiRam testbench.
 MEM_LOG2 = 24
+MAX_MEM_LOG2 = 30
 #: Verilator options of both fast builds (same model code; the cocotb one adds VPI access).
 #: ``--x-initial 0``: variables start at zero, as Verilator's default run-time reset gives
 #: them anyway, but without a random-reset call per word of the 16 MB memory model at start-up.
@@ -122,12 +125,13 @@ def _width(w: str) -> int:
     return int(hi) - int(lo) + 1
 
 
-def wrapper_sv(top_sv: str, top: str = "pycde_accel_top", rtl_clock: bool = False) -> str:
+def wrapper_sv(top_sv: str, top: str = "pycde_accel_top", rtl_clock: bool = False,
+               mem_log2: int = MEM_LOG2) -> str:
     """The SV of ``accel_sim_top``: ``top`` (instance ``dut``) + ``sim_axi_mem`` on its AXI4
     master port + ``sim_watchdog`` on :data:`STREAMS`. ``rtl_clock``: ``clk`` is an output
     toggled by the wrapper itself every 5 time units, starting high (needs ``--timing``), so
     no simulator callback runs per edge, and the ports are public for VPI; else an input (the
-    native harness drives it)."""
+    native harness drives it). ``mem_log2``: the memory model holds 2**mem_log2 bytes."""
     ports = top_ports(top_sv, top)
     pw = {n: _width(w) for _, w, n in ports}
     dw, aw = pw["m_axi_rdata"], pw["m_axi_araddr"]
@@ -179,7 +183,7 @@ def wrapper_sv(top_sv: str, top: str = "pycde_accel_top", rtl_clock: bool = Fals
                  "bready"]
     conn = ["    .clk(clk)", "    .rst(rst_q)"] + [f"    .s_axi_{p}(m_axi_{p})" for p in mem_ports]
     conn += ["    .dump(mem_dump)", "    .dump_lo(mem_dump_lo)", "    .dump_hi(mem_dump_hi)"]
-    lines.append(f"  sim_axi_mem #(.DW({dw}), .AW({aw}), .IDW({idw}), .MEM_LOG2({MEM_LOG2})) mem (\n"
+    lines.append(f"  sim_axi_mem #(.DW({dw}), .AW({aw}), .IDW({idw}), .MEM_LOG2({mem_log2})) mem (\n"
                  + ",\n".join(conn) + "\n  );")
     vs = ", ".join(v for _, v, _ in reversed(STREAMS))
     rs = ", ".join(r for _, _, r in reversed(STREAMS))
@@ -236,8 +240,14 @@ def dump_range(reads: list[dict], axi_bytes: int) -> tuple[int, int]:
     return lo, hi
 
 
+def mem_log2(image_len: int) -> int:
+    """log2 of the memory model's size for an image of ``image_len`` bytes: :data:`MEM_LOG2`,
+    or the next power of two above it (one build per size)."""
+    return max(MEM_LOG2, (max(image_len, 1) - 1).bit_length())
+
+
 def fits(image_len: int) -> bool:
-    return image_len <= (1 << MEM_LOG2)
+    return image_len <= (1 << MAX_MEM_LOG2)
 
 
 # ----------------------------------------------------------------------------- builds
@@ -249,10 +259,11 @@ def _top_sv(sim: runner.SimBuild) -> Path:
     raise UserError(f"{sim.top}.sv is not among the build's sources")
 
 
-def _sources(sim: runner.SimBuild, cache_root: Path, rtl_clock: bool = False) -> Path:
+def _sources(sim: runner.SimBuild, cache_root: Path, rtl_clock: bool = False,
+             mem_log2: int = MEM_LOG2) -> Path:
     """A filelist for the wrapper: the accelerator's sources + the two sim modules + the
     generated wrapper (written next to the builds, keyed by their content)."""
-    wrap = wrapper_sv(_top_sv(sim).read_text(), sim.top, rtl_clock)
+    wrap = wrapper_sv(_top_sv(sim).read_text(), sim.top, rtl_clock, mem_log2)
     files = [str(s) for s in sim.sources] + [str(HERE / "axi_mem.sv"),
                                               str(HERE / "sim_watchdog.sv")]
     key = hashlib.sha256(("\n".join(files) + wrap).encode()).hexdigest()[:16]
@@ -264,7 +275,7 @@ def _sources(sim: runner.SimBuild, cache_root: Path, rtl_clock: bool = False) ->
 
 
 def build_cocotb(sim: runner.SimBuild, cache_root: os.PathLike | str | None = None,
-                 waves: bool = False) -> runner.SimBuild:
+                 waves: bool = False, mem_log2: int = MEM_LOG2) -> runner.SimBuild:
     """The cocotb (VPI) build of ``accel_sim_top`` around the accelerator of ``sim``.
 
     Built like cocotb's runner does (its ``verilator.cpp`` main, ``--vpi``, the cocotb VPI
@@ -274,7 +285,7 @@ def build_cocotb(sim: runner.SimBuild, cache_root: os.PathLike | str | None = No
     import cocotb_tools.config as cfg
 
     root = Path(cache_root) if cache_root else sim.build_dir.parent
-    fl = _sources(sim, root, rtl_clock=True)
+    fl = _sources(sim, root, rtl_clock=True, mem_log2=mem_log2)
     sources = runner.read_filelist(fl)
     main = cfg.share_dir / "lib" / "verilator" / "verilator.cpp"
     args = (list(runner.DEFAULT_BUILD_ARGS) + list(FAST_BUILD_ARGS)
@@ -292,11 +303,11 @@ class NativeBuild:
 
 
 def build_native(sim: runner.SimBuild, cache_root: os.PathLike | str | None = None,
-                 verbose: bool = False) -> NativeBuild:
+                 verbose: bool = False, mem_log2: int = MEM_LOG2) -> NativeBuild:
     """The Verilator-native build: ``accel_sim_top`` + ``sim/native/main.cpp``, no VPI, no
     assertions (:data:`NATIVE_BUILD_ARGS`)."""
     root = Path(cache_root) if cache_root else sim.build_dir.parent
-    sources = runner.read_filelist(_sources(sim, root))
+    sources = runner.read_filelist(_sources(sim, root, mem_log2=mem_log2))
     args = (list(runner.DEFAULT_BUILD_ARGS) + list(FAST_BUILD_ARGS) + list(NATIVE_BUILD_ARGS)
             + ["-CFLAGS", f"-I{_contract_include(root)}"])
     b = _verilate(root, "native", sources, HERE / "native" / "main.cpp", args,
