@@ -214,7 +214,13 @@ def default_cache_root() -> Path:
 
 def pytest_cache_root(tmp_path_factory) -> Path:
     """A build cache folder shared by all pytest-xdist workers of one session (under the
-    session's temp folder), so one Verilator build per design serves every test."""
+    session's temp folder), so one Verilator build per design serves every test;
+    ``$PYCDE_ACCEL_TEST_BUILDS`` names one for several sessions instead (CI's default and slow
+    runs share their builds; a build is keyed by a hash of its SV, so none is ever stale)."""
+    if os.environ.get("PYCDE_ACCEL_TEST_BUILDS"):
+        root = Path(os.path.abspath(os.environ["PYCDE_ACCEL_TEST_BUILDS"]))
+        root.mkdir(parents=True, exist_ok=True)
+        return root
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent
