@@ -60,7 +60,7 @@ CASES = [
     ("maxpool1d_k2_c16_l64", lambda: nn.MaxPool1d(2), (1, 16, 64), "bus", False),
     ("sigmoid_lut_c32_16x16", lambda: nn.Sigmoid(), (1, 32, 16, 16), "bus", False),
     ("gelu_lut_c32_16x16", lambda: nn.GELU(), (1, 32, 16, 16), "bus", False),
-    ("hardswish_lut_c8_4x4", lambda: nn.Hardswish(), (1, 8, 4, 4), "bus", True),
+    ("hardswish_lut_8ch_4x4", lambda: nn.Hardswish(), (1, 8, 4, 4), "bus", True),
     ("zeropad1_c32_16x16", lambda: nn.ZeroPad2d(1), (1, 32, 16, 16), "bus", False),
     ("upsample2x_c32_8x8", lambda: nn.Upsample(scale_factor=2), (1, 32, 8, 8), "bus", False),
     ("batchnorm_c32_16x16", lambda: nn.BatchNorm2d(32).eval(), (1, 32, 16, 16), "bus", False),
