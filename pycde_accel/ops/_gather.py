@@ -3,7 +3,7 @@
 :func:`pycde_accel.backend.commands._gather`) on the systolic array.
 
 A source is a channels-last activation: 4-D NCHW stored NHWC with the channels padded to the
-pitch, or 2-D ``(N, F)`` rows (one pixel per row). Each output pixel's channel vector is
+pitch, 3-D ``(N, C, L)`` as height 1, or 2-D ``(N, F)`` rows (one pixel per row). Each output pixel's channel vector is
 ``requantize(B @ a + bias)`` where ``a`` is the concatenation of its source pixel's channel
 vectors (zero for a pixel outside the source); B is a selection (identity, permutation,
 concatenation) and the requantization the identity (``m0 = 2^31 - 1, shift 0``: exact on int8)
@@ -29,9 +29,11 @@ def rescale(ratio: float) -> tuple[int, int]:
 
 
 def geometry(shape) -> tuple[int, int, int, int]:
-    """``(n, c, h, w)`` of a 4-D NCHW or 2-D (N, F) activation."""
+    """``(n, c, h, w)`` of a 4-D NCHW, 3-D (N, C, L) (height 1) or 2-D (N, F) activation."""
     if len(shape) == 4:
         return tuple(int(v) for v in shape)
+    if len(shape) == 3:
+        return int(shape[0]), int(shape[1]), 1, int(shape[2])
     if len(shape) == 2:
         return int(shape[0]), int(shape[1]), 1, 1
     raise ValueError(f"rank {len(shape)}")
@@ -43,6 +45,9 @@ def _dense(cx, v):
     if len(v.shape) == 4:
         sn, sc, sh, sw = v.strides
         pitch = sw if w > 1 else (sh if h > 1 else (sn if n > 1 else None))
+    elif len(v.shape) == 3:
+        sn, sc, sw = v.strides
+        pitch = sw if w > 1 else (sn if n > 1 else None)
     else:
         sn, sc = v.strides
         pitch = sn if n > 1 else None
@@ -51,6 +56,8 @@ def _dense(cx, v):
     ok = (sc == 1 or c == 1) and pitch % cx.axi == 0 and pitch >= c and v.offset % cx.axi == 0
     if len(v.shape) == 4:
         ok = ok and (h == 1 or sh == w * pitch) and (n == 1 or sn == h * w * pitch)
+    elif len(v.shape) == 3:
+        ok = ok and (n == 1 or sn == w * pitch)
     return int(pitch) if ok else None
 
 
@@ -74,6 +81,10 @@ def output(cx, node, name: str, shape):
     if len(shape) == 4:
         v = cx.padded(name, (n, h, w, c), node.name)
         cx.put(name, v.transpose((0, 3, 1, 2)))
+        return v, v.strides[2]
+    if len(shape) == 3:
+        v = cx.padded(name, (n, h, w, c), node.name)
+        cx.put(name, L.View(v.buffer, tuple(shape), (v.strides[0], 1, v.strides[2]), v.offset))
         return v, v.strides[2]
     v = cx.padded(name, (n, c), node.name)
     cx.put(name, v)

@@ -1,5 +1,6 @@
 """``pad``: constant padding of the H and W dims of a 4-D NCHW activation (``nn.ZeroPad2d``,
-``nn.ConstantPad2d``, ``F.pad(x, (l, r, t, b), value=v)``, mode ``constant``).
+``nn.ConstantPad2d``, ``F.pad(x, (l, r, t, b), value=v)``, mode ``constant``), or of the L dim
+of a 3-D (N, C, L) one (``nn.ConstantPad1d``, ``F.pad(x, (l, r))``; as height 1).
 
 * quantization: the scale passes through; the padding value is the code
   ``clip(round(value / s), -128, 127)`` (exact for 0; a value outside the input's calibrated range
@@ -47,9 +48,11 @@ class Pad(Node):
         value = 0.0 if value is None else float(value)
         shape = cx.nodes[x].shape
         pads += [0] * (4 - len(pads)) if len(pads) < 4 else []
-        if mode != "constant" or len(shape) != 4 or any(p < 0 for p in pads) or any(pads[4:]):
+        if mode != "constant" or len(shape) not in (3, 4) or any(p < 0 for p in pads) or any(pads[4:]) \
+                or (len(shape) == 3 and any(pads[2:])):
             raise cx.fail(n, f"{t} with mode {mode!r} and pads {pads} of a rank-{len(shape)} "
-                             f"tensor (only constant, non-negative padding of H and W of NCHW)")
+                             f"tensor (only constant, non-negative padding of H and W of NCHW, "
+                             f"or of L of NCL)")
         cx.emit(cls(n.name, (x,), cx.shape(n), **cx.common(n), pads=tuple(pads[:4]), value=value), n)
 
     def code(self, scale: float) -> int:
@@ -59,17 +62,26 @@ class Pad(Node):
         s = scales[self.inputs[0]]
         return s, q.LayerQuant(ma=self.code(s))
 
-    def float_eval(self, ins, run):
+    @property
+    def one_d(self) -> bool:
+        """On an (N, C, L) tensor (a model input it reads is laid out channels-last, as for
+        Conv1d)."""
+        return len(self.shape) == 3
+
+    def _np_pads(self, ndim):
         l_, r, t, b = self.pads
-        return np.pad(ins[0], ((0, 0), (0, 0), (t, b), (l_, r)), constant_values=self.value)
+        return ((0, 0), (0, 0), (t, b), (l_, r)) if ndim == 4 else ((0, 0), (0, 0), (l_, r))
+
+    def float_eval(self, ins, run):
+        return np.pad(ins[0], self._np_pads(np.ndim(ins[0])), constant_values=self.value)
 
     def reference(self, ins, lq, run):
-        l_, r, t, b = self.pads
-        return np.pad(ins[0], ((0, 0), (0, 0), (t, b), (l_, r)), constant_values=int(lq.ma))
+        return np.pad(ins[0], self._np_pads(np.ndim(ins[0])), constant_values=int(lq.ma))
 
     def int_forward(self, m, ins, inputs):
         import torch
-        return torch.nn.functional.pad(ins[0], list(self.pads), value=int(m.qm.layers[self.name].ma))
+        pads = list(self.pads) if ins[0].dim() == 4 else list(self.pads[:2])
+        return torch.nn.functional.pad(ins[0], pads, value=int(m.qm.layers[self.name].ma))
 
     def quant_json(self, lq) -> dict:
         return {"code": int(lq.ma)}
