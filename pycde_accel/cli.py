@@ -88,7 +88,7 @@ Vivado/Quartus targets write project scripts into DIR/vivado/ or DIR/quartus/.
 
 examples:
   python -m pycde_accel synth --target ecp5-85f --out out/default
-  python -m pycde_accel synth --array 4x4 --target ecp5-25f --out out/small
+  python -m pycde_accel synth --array 2x4 --target ecp5-25f --out out/small
   python -m pycde_accel synth --target xc7a100t     # Vivado Tcl + XDC, no Vivado needed
 """
 
