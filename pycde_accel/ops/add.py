@@ -60,17 +60,8 @@ class Add(Node):
 
     @classmethod
     def capture(cls, cx, n) -> None:
-        t = str(n.target)
-        if _affine.capture_binary(cx, n, "+"):
-            return
-        if not all(cx.is_act(a) for a in n.args[:2]):
-            raise cx.fail(n, f"{t} with a constant operand (only the sum of two activations)")
-        if n.kwargs.get("alpha", 1) != 1:
-            raise cx.fail(n, f"{t} with alpha={n.kwargs['alpha']}")
-        a, b = cx.act(n, n.args[0]), cx.act(n, n.args[1])
-        if cx.nodes[a].shape != cx.nodes[b].shape:
-            raise cx.fail(n, f"{t} with broadcasting {cx.nodes[a].shape} + {cx.nodes[b].shape}")
-        cx.emit(cls(n.name, (a, b), cx.shape(n), **cx.common(n)), n)
+        if not _affine.capture_binary(cx, n, "+"):
+            capture_pair(cls, cx, n, "+", "sum")
 
     def quantize(self, scales, maxabs):
         sa, sb = scales[self.inputs[0]], scales[self.inputs[1]]
@@ -105,3 +96,17 @@ class Add(Node):
         k = kernels.residual_add(math.prod(self.shape), lo=0 if self.relu else -128, hi=127,
                                  name=f"{base}_residual_add")
         return k, "residual_add", {"ma": [int(lq.ma)], "mb": [int(lq.mb)], "s": [int(lq.shift)]}
+
+
+def capture_pair(cls, cx, n, sym: str, what: str) -> None:
+    """Capture ``a (sym) b`` of two same-shape activations as ``cls`` (add, sub); anything
+    else is refused naming the op (``what``: "sum", "difference")."""
+    t = str(n.target)
+    if not all(cx.is_act(a) for a in n.args[:2]):
+        raise cx.fail(n, f"{t} with a constant operand (only the {what} of two activations)")
+    if n.kwargs.get("alpha", 1) != 1:
+        raise cx.fail(n, f"{t} with alpha={n.kwargs['alpha']}")
+    a, b = cx.act(n, n.args[0]), cx.act(n, n.args[1])
+    if cx.nodes[a].shape != cx.nodes[b].shape:
+        raise cx.fail(n, f"{t} with broadcasting {cx.nodes[a].shape} {sym} {cx.nodes[b].shape}")
+    cx.emit(cls(n.name, (a, b), cx.shape(n), **cx.common(n)), n)

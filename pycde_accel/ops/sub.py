@@ -41,16 +41,8 @@ class Sub(Node):
     @classmethod
     def capture(cls, cx, n) -> None:
         t = str(n.target)
-        if _affine.capture_binary(cx, n, "r-" if t.startswith("aten.rsub") else "-"):
-            return
-        if not all(cx.is_act(a) for a in n.args[:2]):
-            raise cx.fail(n, f"{t} with a constant operand (only the difference of two activations)")
-        if n.kwargs.get("alpha", 1) != 1:
-            raise cx.fail(n, f"{t} with alpha={n.kwargs['alpha']}")
-        a, b = cx.act(n, n.args[0]), cx.act(n, n.args[1])
-        if cx.nodes[a].shape != cx.nodes[b].shape:
-            raise cx.fail(n, f"{t} with broadcasting {cx.nodes[a].shape} - {cx.nodes[b].shape}")
-        cx.emit(cls(n.name, (a, b), cx.shape(n), **cx.common(n)), n)
+        if not _affine.capture_binary(cx, n, "r-" if t.startswith("aten.rsub") else "-"):
+            add.capture_pair(cls, cx, n, "-", "difference")
 
     def quantize(self, scales, maxabs):
         sa, sb = scales[self.inputs[0]], scales[self.inputs[1]]
