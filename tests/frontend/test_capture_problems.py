@@ -134,7 +134,7 @@ def test_each_option_has_its_own_message(models):
     lines = _error(f"{models}:opts").splitlines()
     assert [line.split(" in module")[0].strip() for line in lines[1:3]] == [
         "unsupported op aten.pad.default with mode 'reflect' and pads [1, 1, 1, 1] of a rank-4 "
-        "tensor (only constant, non-negative padding of H and W of NCHW)",
+        "tensor (only constant, non-negative padding of H and W of NCHW, or of L of NCL)",
         "unsupported op MaxPool2d with return_indices=True"]
 
 
