@@ -50,8 +50,10 @@ def _case(name, rng):
     raise AssertionError(name)
 
 
-@pytest.mark.parametrize("name", ["requantize", "requantize_relu", "requantize_pc",
-                                  "residual_add", "maxpool", "clamp"])
+@pytest.mark.parametrize("name", [  # requantize_pc covers requantize's datapath; the rest are slow
+    pytest.param("requantize", marks=pytest.mark.slow),
+    pytest.param("requantize_relu", marks=pytest.mark.slow), "requantize_pc", "residual_add",
+    "maxpool", pytest.param("clamp", marks=pytest.mark.slow)])
 def test_kernel_in_verilator(name, tmp_path):
     rng = np.random.default_rng(sum(map(ord, name)))
     k, ins, sc, ref = _case(name, rng)

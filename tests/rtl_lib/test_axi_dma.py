@@ -81,6 +81,7 @@ def test_dma_64_random_with_pauses(cache_root, tmp_path):
     assert all(r["ar_bursts"] > 0 and r["aw_bursts"] > 0 for r in res)
 
 
+@pytest.mark.slow
 def test_dma_32bit_small_bursts_one_outstanding(cache_root, tmp_path):
     """A 32-bit bus, max_burst 16 and a single burst in flight: more bursts, the same data."""
     sim = dma_build(cache_root, 32, 16, 1)

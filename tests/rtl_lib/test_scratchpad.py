@@ -39,7 +39,7 @@ def test_pingpong(module_sim, tmp_path, seed, p_wr, p_rd, hold):
         assert st["junk_offered"] > 0
 
 
-ADAPTERS = [(64, 32), (64, 128),
+ADAPTERS = [(64, 32), pytest.param(64, 128, marks=pytest.mark.slow),
             pytest.param(64, 8, marks=pytest.mark.slow), pytest.param(32, 128, marks=pytest.mark.slow),
             pytest.param(64, 64, marks=pytest.mark.slow)]
 

@@ -16,6 +16,11 @@ from pycde_accel.rtl_lib.systolic import (first_result_latency, make_systolic_co
 from systolic_sim import build_core, run_systolic  # next to this file (pyproject: pythonpath)
 
 SHAPES = [(1, 1), (2, 3), (4, 4), (3, 5)]
+#: the default run builds 1x1 and 3x5 (a square and a non-square core); 2x3 and 4x4 run in the
+#: slow set (each shape is one more Verilator build)
+SHAPE_PARAMS = [pytest.param(r, c, id=f"{r}x{c}",
+                             marks=[pytest.mark.slow] if (r, c) in ((2, 3), (4, 4)) else [])
+                for r, c in SHAPES]
 
 
 def _core(cache_root, rows, cols, **kw):
@@ -35,7 +40,7 @@ def check_timing(cfg: AccelConfig, res: dict) -> None:
     assert res["last_in"][0] - res["first_in"] == res["ks"][0] - 1
 
 
-@pytest.mark.parametrize("rows,cols", SHAPES, ids=[f"{r}x{c}" for r, c in SHAPES])
+@pytest.mark.parametrize("rows,cols", SHAPE_PARAMS)
 def test_random_matmuls_and_cycle_formula(cache_root, tmp_path, rows, cols):
     cfg, sim = _core(cache_root, rows, cols)
     runs = [{"name": f"single_k{k}", "ks": [k], "seed": 10 + k}
@@ -72,7 +77,7 @@ def test_ecp5_core_simulates_the_dsp_model(cache_root):
     assert [s.name for s in sim.sources][-1] == "MULT18X18D_sim.sv"
 
 
-@pytest.mark.parametrize("rows,cols", SHAPES, ids=[f"{r}x{c}" for r, c in SHAPES])
+@pytest.mark.parametrize("rows,cols", SHAPE_PARAMS)
 def test_extreme_operands(cache_root, tmp_path, rows, cols):
     cfg, sim = _core(cache_root, rows, cols)
     runs = [{"name": f"{mode}", "ks": [300, 1, rows + 1], "mode": mode, "seed": 5}
@@ -81,7 +86,7 @@ def test_extreme_operands(cache_root, tmp_path, rows, cols):
         check_timing(cfg, res)
 
 
-@pytest.mark.parametrize("rows,cols", SHAPES, ids=[f"{r}x{c}" for r, c in SHAPES])
+@pytest.mark.parametrize("rows,cols", SHAPE_PARAMS)
 def test_random_backpressure_loses_nothing(cache_root, tmp_path, rows, cols):
     cfg, sim = _core(cache_root, rows, cols)
     probs = [(0.5, 0.5, 0.5), (1.0, 1.0, 0.2), (0.3, 0.9, 1.0), (0.9, 0.3, 0.7),
@@ -95,7 +100,8 @@ def test_random_backpressure_loses_nothing(cache_root, tmp_path, rows, cols):
         assert res["cycles"] >= run_cycles(rows, cols, res["ks"])
 
 
-@pytest.mark.parametrize("rows,cols", [(1, 1), (4, 4)], ids=["1x1", "4x4"])
+@pytest.mark.parametrize("rows,cols", [pytest.param(1, 1, id="1x1"),
+                                       pytest.param(4, 4, id="4x4", marks=pytest.mark.slow)])
 def test_reset_mid_tile_leaves_nothing_behind(cache_root, tmp_path, rows, cols):
     cfg, sim = _core(cache_root, rows, cols)
     runs = [{"name": "after_reset", "ks": [5, 1, 7], "seed": 1, "reset_after": 40},

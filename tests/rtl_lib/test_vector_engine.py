@@ -139,10 +139,13 @@ def _i8(rng, *shape):
     return x
 
 
+#: bus widths: the default config's 64 in the default run, 32 (one more build) in the slow set
+WIDTHS = [pytest.param(32, marks=pytest.mark.slow), 64]
+
 GATES = {"p_s": 0.6, "p_x": 0.7, "p_wc": 0.5, "p_wd": 0.4}
 
 
-@pytest.mark.parametrize("w", [32, 64])
+@pytest.mark.parametrize("w", WIDTHS)
 def test_add_max_relu_to_x(block_sim, tmp_path, w):
     """ADD (RELU off/on, frontend multipliers and raw extremes), MAX, n = 1, n = capacity,
     TO_X in place and to another region, then X read back; random gaps everywhere."""
@@ -168,7 +171,7 @@ def test_add_max_relu_to_x(block_sim, tmp_path, w):
     _run(sim, tmp_path, m, **GATES)
 
 
-@pytest.mark.parametrize("w", [32, 64])
+@pytest.mark.parametrize("w", WIDTHS)
 def test_maxpool_chain(block_sim, tmp_path, w):
     """A 2x2 maxpool as the compiler runs it: LOAD X (tap 0), VEC MAX TO_X (tap 1), VEC MAX
     TO_X (tap 2), VEC MAX to DRAM (tap 3), twice (n = capacity, then a short one)."""
@@ -187,7 +190,7 @@ def test_maxpool_chain(block_sim, tmp_path, w):
     _run(sim, tmp_path, m, seed=7, **GATES)
 
 
-@pytest.mark.parametrize("w", [32, 64])
+@pytest.mark.parametrize("w", WIDTHS)
 def test_rate(block_sim, tmp_path, w):
     """No back-pressure, n = capacity beats: ADD takes n * AB cycles plus its pipeline fill
     (the static kernel's runs follow each other with no bubble, one run per beat), MAX (to
@@ -220,7 +223,7 @@ def test_rate(block_sim, tmp_path, w):
         assert edges[-1] - edges[1] <= ideal[what] * (DEPTH - 2) // DEPTH + 2, (what, edges[:8])
 
 
-@pytest.mark.parametrize("w", [32, 64])
+@pytest.mark.parametrize("w", WIDTHS)
 def test_lut(block_sim, tmp_path, w):
     """LUT_SET then LUT (to DRAM, n = 1, TO_X), a second table, ADD and MAX between LUT
     commands (their kernels and the pair FIFO's credits untouched by the table path, also
@@ -245,7 +248,7 @@ def test_lut(block_sim, tmp_path, w):
     _run(sim, tmp_path, m, **GATES)
 
 
-@pytest.mark.parametrize("w", [32, 64])
+@pytest.mark.parametrize("w", WIDTHS)
 def test_lut_rate(block_sim, tmp_path, w):
     """No back-pressure: LUT maps one beat per cycle (n + a fixed latency per command)."""
     sim = _sim(block_sim, w)
@@ -263,7 +266,7 @@ def test_lut_rate(block_sim, tmp_path, w):
     assert edges[-1] - edges[0] == DEPTH - 1           # one beat per cycle
 
 
-@pytest.mark.parametrize("w", [32, 64])
+@pytest.mark.parametrize("w", WIDTHS)
 def test_mul(block_sim, tmp_path, w):
     """MUL same-shape (X period 0), broadcast (X period = a vector of 1, 2, 3 beats re-read per
     pixel), extreme multipliers, between ADD/MAX/LUT commands; random gaps everywhere."""
@@ -301,7 +304,7 @@ def test_refuses_wrong_kernels():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("w", [32, 64])
+@pytest.mark.parametrize("w", WIDTHS)
 def test_random_programs(block_sim, tmp_path, w):
     """Random programs: LOAD X runs, ADD/MAX with random n, RELU, frontend multipliers, TO_X
     with every kind of overlap of [dst, dst+n) with [x_off, x_off+n) (the in-order reading),
