@@ -353,6 +353,8 @@ def _cmd_sim_partition(args: argparse.Namespace, cfg: AccelConfig, out: Path) ->
     from . import partition
     from .outdir import staged_output
     plan = partition.read_plan(args.partition)
+    if not (args.array or args.target or args.schedule) and isinstance(plan.get("config"), dict):
+        cfg = AccelConfig.from_dict(plan["config"]).validate()     # the config it was planned for
     with staged_output(out, model=args.model, update=True, drop=("partition_sim",)) as stage:
         res = partition.run_plan(args.model, cfg, plan, stage / "partition_sim", seed=args.seed,
                                  progress=_progress)

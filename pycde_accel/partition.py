@@ -231,7 +231,8 @@ def _fx_values(gm, example_inputs) -> dict:
     return values
 
 
-def analyze(spec, config: AccelConfig, *, seed: int = 0, progress: Progress = _quiet) -> Analysis:
+def analyze(spec, config: AccelConfig, *, seed: int = 0, progress: Progress = _quiet,
+            price: bool = True) -> Analysis:
     """Load ``spec``, capture it with host-only ops, map layers to fx nodes and price every
     supported run on the accelerator (the perf model; see the module docstring)."""
     from .frontend import capture as cap
@@ -277,7 +278,8 @@ def analyze(spec, config: AccelConfig, *, seed: int = 0, progress: Progress = _q
             if t in by:
                 by[t].fx.append(fx.name)
     an = Analysis(model=model, gm=gm, layers=layers, outputs=list(graph.outputs), values=values)
-    _price_accel(an, config, seed=seed, progress=progress)
+    if price:
+        _price_accel(an, config, seed=seed, progress=progress)
     return an
 
 
@@ -725,3 +727,161 @@ def write(plan: dict, folder: Path) -> list[Path]:
 
 
 FILES = ("partition.json", "partition.md", "partition.png")
+
+
+# ---- running a plan ---------------------------------------------------------------------------
+def read_plan(path) -> dict:
+    p = Path(path)
+    try:
+        plan = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise UserError(f"--partition {path}: no such file (write it with 'python -m "
+                        f"pycde_accel partition MODEL --out DIR')") from None
+    except (OSError, ValueError) as e:
+        raise UserError(f"--partition {path}: not a partition.json ({e})") from None
+    if not isinstance(plan, dict) or not isinstance(plan.get("layers"), list) or not all(
+            isinstance(r, dict) and r.get("device") in (HOST, ACCEL) and "name" in r
+            for r in plan["layers"]):
+        raise UserError(f"--partition {path}: not a partition.json (a 'layers' list whose "
+                        f"entries have a name and a device 'accel' or 'host')")
+    return plan
+
+
+def segments(an: Analysis, plan: dict) -> list[tuple[str, list[str]]]:
+    """(device, layer names) of the plan's segments: the layers in graph order, cut where the
+    device changes. UserError when the plan does not fit the model."""
+    dev = {r["name"]: r["device"] for r in plan["layers"]}
+    names = [l.name for l in an.layers if l.op != "input"]
+    if set(dev) - {l.name for l in an.layers if l.op == "input"} != set(names):
+        raise UserError(f"the plan ({plan.get('model')}) does not fit the model "
+                        f"{an.model.spec}: its layers differ; rerun partition for this model")
+    out: list[tuple[str, list[str]]] = []
+    for lay in an.layers:
+        if lay.op == "input":
+            continue
+        d = dev[lay.name]
+        if d == ACCEL and lay.host_only:
+            raise UserError(f"the plan puts {lay.name} ({lay.reason or lay.op}) on the "
+                            f"accelerator, which cannot run it")
+        if out and out[-1][0] == d:
+            out[-1][1].append(lay.name)
+        else:
+            out.append((d, [lay.name]))
+    return out
+
+
+def run_plan(spec, config: AccelConfig, plan: dict, work: Path, *, seed: int = 0,
+             progress: Progress = _quiet, cache_root=None, analysis: Analysis | None = None,
+             golden: bool = False) -> dict:
+    """Run ``plan`` on ``spec``'s example inputs (see the module docstring); returns the
+    result (``segments``: device, layers, and for the accelerator the cycles and
+    ``bit_exact``; ``bit_exact``: every accelerator segment; ``max_abs_error`` and
+    ``top1_match`` of the end-to-end output against float PyTorch). ``golden``: run the
+    accelerator segments' commands on the back end's golden model (``backend.cmdexec``)
+    instead of Verilator (no cycles then)."""
+    import torch
+
+    from . import frontend
+    from .backend import compile_program
+    from .frontend.loader import from_module
+    from .simulate import classifier_shaped, simulate
+
+    an = analysis or analyze(spec, config, seed=seed, progress=progress, price=False)
+    segs = segments(an, plan)
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    env = {}
+    for lay in an.layers:
+        if lay.op == "input":
+            env.update({n: torch.as_tensor(an.values[n]) for n in lay.fx})
+    rows = []
+    for k, (dev, names) in enumerate(segs):
+        mod, ins, outs = segment_module(an, names)
+        xs = tuple(env[i].detach().float() for i in ins)
+        row = {"index": k, "device": dev, "layers": names, "inputs": ins, "outputs": outs}
+        t0 = time.time()
+        if dev == HOST:
+            progress(f"segment {k}: {len(names)} layers on the host (PyTorch)")
+            with torch.no_grad():
+                res = mod(*xs)
+            vals = list(res) if isinstance(res, (tuple, list)) else [res]
+        else:
+            progress(f"segment {k}: {len(names)} layers on the accelerator (Verilator)")
+            fe = frontend.run(from_module(mod, xs, name=f"segment{k}"), seed=seed, eval_batches=1)
+            compiled = compile_program(fe, config)
+            qm = fe.quantized
+            if golden:
+                got = _golden(fe, compiled)
+            else:
+                r = simulate(fe, config, work / f"segment{k}", seed=seed, compiled=compiled,
+                             cache_root=cache_root, progress=progress)
+                got = {"outputs": r.outputs, "bit_exact": r.bit_exact,
+                       "mismatches": r.mismatches, "cycles": r.total_cycles,
+                       "predicted_cycles": r.predicted_cycles,
+                       "float_max_abs_error": r.float_max_abs_error}
+            vals = [torch.as_tensor(np.asarray(o, np.float64) * qm.scales[n]).float()
+                    for n, o in zip(qm.graph.outputs, got.pop("outputs"))]
+            row.update(got)
+            row.update({"engine": "golden (backend.cmdexec)" if golden else "Verilator",
+                        "input_scales": [float(qm.scales[n]) for n in qm.graph.inputs],
+                        "output_scales": [float(qm.scales[n]) for n in qm.graph.outputs]})
+        row["seconds"] = round(time.time() - t0, 2)
+        if len(vals) != len(outs):
+            raise UserError(f"segment {k} gave {len(vals)} outputs for {len(outs)} values")
+        env.update(zip(outs, vals))
+        rows.append(row)
+    out_node = next(n for n in an.gm.graph.nodes if n.op == "output")
+    res = out_node.args[0]
+    res = list(res) if isinstance(res, (tuple, list)) else [res]
+    errs, top1 = [], None
+    for n in res:
+        got = env[n.name].detach().double().numpy()
+        want = torch.as_tensor(an.values[n.name]).detach().double().numpy()
+        errs.append(float(np.max(np.abs(got - want))) if want.size else 0.0)
+        if classifier_shaped(want.shape):
+            top1 = bool(np.array_equal(np.argmax(got.reshape(-1, want.shape[-1]), -1),
+                                       np.argmax(want.reshape(-1, want.shape[-1]), -1)))
+    accel = [r for r in rows if r["device"] == ACCEL]
+    return {"model": an.model.spec, "config": config.to_dict(), "segments": rows,
+            "accel_segments": len(accel), "host_segments": len(rows) - len(accel),
+            "bit_exact": all(r["bit_exact"] for r in accel),
+            "accel_cycles": sum(r["cycles"] or 0 for r in accel),
+            "max_abs_error": max(errs) if errs else 0.0, "top1_match": top1}
+
+
+def _golden(fe, compiled) -> dict:
+    """A segment's commands on the golden model, against its integer reference."""
+    from .backend import cmdexec
+    from .frontend import reference
+    qm = fe.quantized
+    xq = reference.quantize_inputs(qm, [t.detach().double().numpy()
+                                        for t in fe.model.example_inputs])
+    outs, _ = cmdexec.run(compiled, xq)
+    want = reference.run(qm, xq).outputs
+    bad = [f"output {n}: {int(np.sum(np.asarray(o) != np.asarray(w)))} values differ"
+           for n, o, w in zip(qm.graph.outputs, outs, want)
+           if np.asarray(o).shape != np.asarray(w).shape or not np.array_equal(o, w)]
+    return {"outputs": outs, "bit_exact": not bad, "mismatches": bad, "cycles": None,
+            "predicted_cycles": None, "float_max_abs_error": None}
+
+
+def run_lines(res: dict) -> list[str]:
+    lines = [f"{res['model']}: the plan in {len(res['segments'])} segments "
+             f"({res['accel_segments']} on the accelerator in Verilator, "
+             f"{res['host_segments']} on the host in PyTorch)"]
+    for r in res["segments"]:
+        what = f"{len(r['layers'])} layers ({r['layers'][0]} .. {r['layers'][-1]})"
+        if r["device"] == ACCEL:
+            cyc = (f"{r['cycles']} cycles (predicted {r['predicted_cycles']})"
+                   if r["cycles"] is not None else r["engine"])
+            lines.append(f"  {r['index']:>2} accel {what}: {cyc}, bit-exact with its integer "
+                         f"reference: "
+                         + ("yes" if r["bit_exact"] else "NO - " + "; ".join(r["mismatches"])))
+        else:
+            lines.append(f"  {r['index']:>2} host  {what}")
+    top1 = ("" if res["top1_match"] is None else
+            ", same top-1" if res["top1_match"] else ", different top-1")
+    lines.append(f"  end to end against float PyTorch: max abs error {res['max_abs_error']:.4g}"
+                 f"{top1}")
+    lines.append("  every accelerator segment bit-exact: " + ("yes" if res["bit_exact"] else "NO"))
+    return lines

@@ -139,3 +139,56 @@ def test_gen_refusal_names_partition(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "unsupported op aten.cumsum" in err and "pycde_accel partition MODEL" in err
     assert not (tmp_path / "g").exists()
+
+
+def _plan_with(an, devices: dict) -> dict:
+    return {"model": an.model.spec,
+            "layers": [{"name": l.name, "device": devices.get(l.name, "host")}
+                       for l in an.layers if l.op != "input"]}
+
+
+def test_all_host_plan_is_the_float_model(host_op, tmp_path):
+    res = partition.run_plan(HOST_OP, CFG, _plan_with(host_op, {}), tmp_path)
+    assert res["accel_segments"] == 0 and res["host_segments"] == 1
+    assert res["max_abs_error"] < 1e-5 and res["top1_match"]
+
+
+def test_split_plan_on_the_golden_model(host_op, tmp_path):
+    """Accelerator segments between host ops: quantized at their own scales, bit-exact on the
+    golden command model, close to float end to end."""
+    acc = {l.name: "accel" for l in host_op.layers if not l.host_only and l.op != "input"}
+    res = partition.run_plan(HOST_OP, CFG, _plan_with(host_op, acc), tmp_path, golden=True)
+    assert [s["device"] for s in res["segments"]] == ["accel", "host", "accel", "host"]
+    assert res["bit_exact"] and res["accel_segments"] == 2
+    assert all(s["input_scales"] and s["output_scales"] for s in res["segments"]
+               if s["device"] == "accel")
+    assert 0 < res["max_abs_error"] < 0.1 and res["top1_match"]
+    bad = _plan_with(host_op, {**acc, "cumsum": "accel"})
+    with pytest.raises(partition.UserError, match="puts cumsum .* on the accelerator"):
+        partition.run_plan(HOST_OP, CFG, bad, tmp_path, golden=True)
+    with pytest.raises(partition.UserError, match="does not fit the model"):
+        partition.run_plan(HOST_OP, CFG, {"model": "x", "layers": []}, tmp_path, golden=True)
+
+
+@pytest.mark.slow
+def test_sim_partition_in_verilator(tmp_path, capsys):
+    """partition, then sim --partition: every accelerator segment bit-exact in Verilator."""
+    out = tmp_path / "part"
+    mcu = {"name": "a slow host", "peak_tops": {"fp32": 1e-4}, "bandwidth_gbs": 0.1,
+           "launch_us": 1.0, "precision": "fp32"}
+    (tmp_path / "mcu.json").write_text(json.dumps(mcu))
+    assert cli.main(["partition", HOST_OP, "--host", str(tmp_path / "mcu.json"),
+                     "--out", str(out)]) == 0
+    plan = json.loads((out / "partition.json").read_text())
+    assert plan["totals"]["accel_layers"] > 0
+    capsys.readouterr()
+    assert cli.main(["sim", HOST_OP, "--partition", str(out / "partition.json"),
+                     "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "bit-exact with its integer reference: yes" in printed
+    assert "every accelerator segment bit-exact: yes" in printed
+    res = json.loads((out / "partition_sim" / "result.json").read_text())
+    accel = [s for s in res["segments"] if s["device"] == "accel"]
+    assert accel and all(s["bit_exact"] and s["cycles"] > 0 for s in accel)
+    assert res["top1_match"] and res["max_abs_error"] < 0.1
+    assert (out / "partition.json").is_file()            # the plan stays next to the run
