@@ -180,9 +180,12 @@ gpu:NAME = a roofline of a data-sheet preset (t4, a100, orin-nano); SPEC.json = 
 {"name", "peak_tops": {"fp32": T, "fp16": T, "int8": T}, "bandwidth_gbs", "launch_us",
 "precision"}; link = bytes / bandwidth + latency (pcie3x4, axi).
 
+Then 'sim MODEL --partition DIR/partition.json --out DIR' runs the plan: host segments in
+PyTorch, accelerator segments in Verilator (each bit-exact with its integer reference), the
+end-to-end output against float PyTorch; DIR/partition_sim/result.json.
+
 examples:
   python -m pycde_accel partition examples/partition/host_op.py --host gpu:t4 --link axi --out out/part-t4
-  python -m pycde_accel partition examples/partition/host_op.py --out out/part && python -m pycde_accel sim examples/partition/host_op.py --partition out/part/partition.json --out out/part
 """
 
 
@@ -205,6 +208,10 @@ compile the model for, ranks them by the cycles pycde_accel.perfmodel predicts (
 the local cores), simulates the best --confirm N in Verilator (and synthesizes them with
 --synth) and prints the best --top N and the Pareto front of latency against utilization.
 Writes DIR/dse.json.
+
+--ray [ADDRESS] runs the candidates (prediction, Verilator, synthesis) as Ray tasks on the
+cluster at ADDRESS, or on a local Ray instance of --jobs CPUs (pip install -e '.[ray]');
+the ranking is the local pool's.
 
 examples:
   python -m pycde_accel dse mlp --target ecp5-25f
@@ -235,6 +242,9 @@ def _add_dse(sub) -> None:
                    help="simulate the best N in Verilator (default 2; 0: prediction only)")
     d.add_argument("--synth", action="store_true", help="also synthesize the confirmed candidates")
     d.add_argument("--jobs", type=int, default=None, metavar="J", help="worker processes (default: all cores)")
+    d.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run the candidates as Ray tasks: on the cluster at ADDRESS, or on a local "
+                        "Ray instance (--jobs CPUs) without one; needs pip install -e '.[ray]'")
     d.add_argument("--rows", type=_int_list, default=dse.DEFAULT_ROWS, metavar="LIST",
                    help=f"array rows to try (default {','.join(map(str, dse.DEFAULT_ROWS))})")
     d.add_argument("--cols", type=_int_list, default=dse.DEFAULT_COLS, metavar="LIST",
@@ -495,7 +505,7 @@ def _cmd_dse(args: argparse.Namespace) -> int:
     with staged_output(out, model=args.model) as stage:
         res = dse.run_dse(args.model, device.name, stage, configs=configs,
                           confirm_n=args.confirm, synth=args.synth, seed=args.seed,
-                          jobs=args.jobs, progress=_progress)
+                          jobs=args.jobs, progress=_progress, ray=args.ray)
         text = json.dumps(res.to_dict(), indent=1) + "\n"
         (stage / "dse.json").write_text(text.replace(str(stage), str(out)))
     for line in dse.table_lines(res, args.top):
