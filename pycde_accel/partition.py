@@ -261,7 +261,9 @@ def analyze(spec, config: AccelConfig, *, seed: int = 0, progress: Progress = _q
     for n in graph.nodes:
         host_only = n.kind == "unsupported"
         lay = Layer(name=n.name, op=n.kind, inputs=tuple(n.inputs), shape=tuple(n.shape),
-                    host_only=host_only, reason=getattr(n, "what", "") if host_only else "",
+                    host_only=host_only,
+                    reason=(getattr(n, "what", "") or "an output of an op only the host runs")
+                    if host_only else "",
                     unit=n.name)
         try:
             lay.macs = int(n.macs(graph) or 0)

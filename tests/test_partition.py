@@ -192,3 +192,14 @@ def test_sim_partition_in_verilator(tmp_path, capsys):
     assert accel and all(s["bit_exact"] and s["cycles"] > 0 for s in accel)
     assert res["top1_match"] and res["max_abs_error"] < 0.1
     assert (out / "partition.json").is_file()            # the plan stays next to the run
+
+
+def test_fmax_is_the_placed_one_when_synth_ran_there(tmp_path):
+    (tmp_path / "synth").mkdir()
+    rep = {"config": CFG.to_dict(), "fmax_mhz": 61.5}
+    (tmp_path / "synth" / "report.json").write_text(json.dumps(rep))
+    f, src = partition.fmax_of(tmp_path, CFG)
+    assert f == 61.5 and src.startswith("placed")
+    other = CFG.replace(rows=4)
+    f, src = partition.fmax_of(tmp_path, other)            # another config: not its Fmax
+    assert f == other.clock_mhz and src.startswith("estimate")
