@@ -660,28 +660,31 @@ def make_plan(spec, config: AccelConfig, host: str, link_name: str = DEFAULT_LIN
 
 
 def plot(plan: dict, path: Path) -> None:
-    """Per-layer time on each device (log scale), the placed device marked."""
+    """Per-layer time on each device (log scale); the device each layer is placed on is the
+    solid bar, the other one is pale."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     rows = [r for r in plan["layers"] if r["op"] != "input"]
     x = np.arange(len(rows))
-    host = [max(r["host_s"], 1e-9) * 1e6 for r in rows]
-    acc = [(r["accel_s"] if r["accel_s"] is not None else 0) * 1e6 for r in rows]
-    fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(rows) + 2), 4), dpi=80)
-    ax.bar(x - 0.2, host, 0.4, label="host", color="#4c72b0")
-    ax.bar(x + 0.2, [max(a, 1e-3) if a else 0 for a in acc], 0.4, label="accelerator",
-           color="#dd8452")
-    for i, r in enumerate(rows):
-        ax.text(i, 0.0, "A" if r["device"] == ACCEL else "H", ha="center", va="bottom",
-                transform=ax.get_xaxis_transform(), fontsize=8)
+    host = np.array([max(r["host_s"], 1e-9) * 1e6 for r in rows])
+    acc = np.array([max(r["accel_s"], 1e-9) * 1e6 if r["accel_s"] is not None else 0.0
+                    for r in rows])
+    on_acc = np.array([r["device"] == ACCEL for r in rows])
+    fig, ax = plt.subplots(figsize=(min(18, max(6, 0.3 * len(rows) + 2)), 4), dpi=80)
+    for xs, vals, color, placed, label in (
+            (x - 0.2, host, "#4c72b0", ~on_acc, "host"),
+            (x + 0.2, acc, "#dd8452", on_acc, "accelerator")):
+        ax.bar(xs[placed], vals[placed], 0.4, color=color, label=f"{label} (placed there)")
+        ax.bar(xs[~placed], vals[~placed], 0.4, color=color, alpha=0.3)
     ax.set_yscale("log")
     ax.set_xticks(x)
-    ax.set_xticklabels([r["name"] for r in rows], rotation=60, ha="right", fontsize=7)
+    ax.set_xticklabels([r["name"] for r in rows], rotation=60, ha="right",
+                       fontsize=7 if len(rows) < 40 else 5)
     ax.set_ylabel("predicted time (us)")
     t = plan["totals"]["plan"]
     ax.set_title(f"{plan['model']}: plan {t['latency_s'] * 1e6:.1f} us "
-                 f"(transfers {t['transfer_share']:.0%}); H/A = placed on host/accelerator",
+                 f"(transfers {t['transfer_share']:.0%}); pale = the device not chosen",
                  fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
