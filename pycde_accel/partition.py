@@ -40,6 +40,9 @@ graph order are cut into segments of one device; host segments run in PyTorch (f
 accelerator segments are compiled as models of their own (calibrated on their float inputs)
 and run in Verilator, bit-exact against their integer reference; the boundaries quantize and
 dequantize at the segment's scales. The end-to-end output is compared with float PyTorch.
+In a DAG, a tensor from one accelerator segment to a later one that a host segment separates in
+graph order goes through the host here (dequantized and quantized again), where the plan's cost
+counted no transfer for it; a chain has no such tensor.
 """
 
 from __future__ import annotations
@@ -359,8 +362,10 @@ def _price_accel(an: Analysis, config: AccelConfig, *, seed: int, progress: Prog
         try:
             fe, compiled, _, _ = _compile_segment(an, names, config, seed, f"run{k}")
             pred = perfmodel.predict(compiled, config)
-        except UserError as e:
-            reason = f"the accelerator cannot run this part of the model: {str(e).splitlines()[0]}"
+        except Exception as e:      # refused (UserError) or a compiler failure: the host runs it
+            first = (str(e).splitlines() or [""])[0]
+            what = first if isinstance(e, UserError) else f"{type(e).__name__}: {first}"
+            reason = f"the accelerator cannot run this part of the model: {what}"
             for lay in run:
                 lay.host_only, lay.reason = True, reason
             an.runs.append({"layers": names, "error": reason})
