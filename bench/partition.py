@@ -1,10 +1,11 @@
 """End-to-end latency of accelerator + host plans: all-accelerator, all-host and the plan.
 
-``python bench/partition.py [--models lenet5,examples/partition/host_op.py,examples/tiny_attention.py]
+``python bench/partition.py [--models lenet5,examples/partition/host_op.py,...]
 [--hosts cpu,gpu:t4] [--link pcie3x4] [--array 8x8]``
 
-For each model (a CNN; a model with ops only the host has; an attention block) and each host
-(this machine's CPU, timed per layer in PyTorch; a GPU preset's roofline) it runs
+For each model (a CNN; a model with ops only the host has; an attention block without and one
+with its softmax, which only the host has) and each host (this machine's CPU, timed per layer
+in PyTorch; a GPU preset's roofline) it runs
 ``pycde_accel.partition.make_plan`` (perf-model cycles at the config's clock for the
 accelerator, the link's bytes / bandwidth + latency for every crossing tensor) and prints the
 predicted end-to-end latency of the three placements with the share of it spent in transfers.
@@ -25,7 +26,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODELS = ("lenet5", "examples/partition/host_op.py", "examples/tiny_attention.py")
+MODELS = ("lenet5", "examples/partition/host_op.py", "examples/tiny_attention.py",
+          "examples/partition/softmax_attention.py")
 
 
 def _fig(v):

@@ -203,3 +203,17 @@ def test_fmax_is_the_placed_one_when_synth_ran_there(tmp_path):
     other = CFG.replace(rows=4)
     f, src = partition.fmax_of(tmp_path, other)            # another config: not its Fmax
     assert f == other.clock_mhz and src.startswith("estimate")
+
+
+def test_dag_plan_around_a_host_softmax_on_the_golden_model(tmp_path):
+    """Attention with its softmax on the host: the accelerator segments read several tensors
+    (the model input and host results) and stay bit-exact."""
+    spec = str(Path(HOST_OP).with_name("softmax_attention.py"))
+    an = partition.analyze(spec, CFG, price=False)
+    assert [l.name for l in an.layers if l.host_only] == ["softmax"]
+    assert not partition.is_chain(an)
+    acc = {l.name: "accel" for l in an.layers if not l.host_only and l.op != "input"}
+    res = partition.run_plan(spec, CFG, _plan_with(an, acc), tmp_path, golden=True, analysis=an)
+    assert [s["device"] for s in res["segments"]] == ["accel", "host", "accel"]
+    assert res["bit_exact"] and max(len(s["inputs"]) for s in res["segments"]) >= 2
+    assert res["max_abs_error"] < 0.05
