@@ -12,11 +12,14 @@ Python API (:mod:`pycde_accel.api`)::
     design.simulate()             # SimResult (bit_exact, cycles per layer)
     design.synthesize("ecp5-85f") # SynthOutput
     design.report("out")          # report.md / report.html / report.json
+    plan = pycde_accel.plan_partition(module, example_inputs, host="cpu")   # accelerator + host
+    pycde_accel.run_partition(module, plan, example_inputs)            # the plan, in Verilator
 """
 
-from .api import Design, EmitResult, compile  # noqa: A004 - the API's name
+from .api import Design, EmitResult, compile, plan_partition, run_partition  # noqa: A004
 from .config import AccelConfig
 from .errors import UserError
 
-__all__ = ["AccelConfig", "Design", "EmitResult", "UserError", "compile"]
+__all__ = ["AccelConfig", "Design", "EmitResult", "UserError", "compile", "plan_partition",
+           "run_partition"]
 __version__ = "0.1.0"

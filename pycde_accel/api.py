@@ -183,3 +183,47 @@ def compile(model, example_inputs=None, config=None, *, seed: int = 0,  # noqa: 
         spec = from_module(model, example_inputs, name=name)
     fe = frontend.run(spec, seed=seed)
     return Design(fe, config, seed)
+
+
+def _loaded(model, example_inputs, name=None):
+    """A model spec or a module with its example inputs, as the partition functions take it."""
+    from .frontend.loader import from_module
+    if model is None or isinstance(model, str):
+        if example_inputs is not None:
+            raise UserError("partition: example_inputs go with a torch.nn.Module, not a model spec")
+        return model
+    if example_inputs is None:
+        raise UserError("partition(model, example_inputs): a torch.nn.Module needs example inputs")
+    return from_module(model, example_inputs, name=name)
+
+
+def plan_partition(model, example_inputs=None, *, host: str = "cpu", link: str = "pcie3x4",
+              config=None, seed: int = 0, name: str | None = None) -> dict:
+    """A placement plan of ``model`` over the accelerator and ``host`` (``cpu``,
+    ``gpu:NAME``, a SPEC.json path), as ``partition`` writes it in partition.json
+    (:func:`pycde_accel.partition.make_plan`); ops the accelerator lacks go to the host."""
+    from . import partition as part
+    if isinstance(config, dict):
+        config = AccelConfig.from_dict(config)
+    config = (config or AccelConfig()).validate()
+    return part.make_plan(_loaded(model, example_inputs, name), config, host, link, seed=seed)
+
+
+def run_partition(model, plan, example_inputs=None, *, config=None, seed: int = 0, work=None,
+                  cache_root=None, name: str | None = None) -> dict:
+    """Run ``plan`` (a dict of :func:`plan_partition` or a partition.json path): host segments in
+    PyTorch, accelerator segments in Verilator (:func:`pycde_accel.partition.run_plan`)."""
+    from . import partition as part
+    if not isinstance(plan, dict):
+        plan = part.read_plan(plan)
+    if isinstance(config, dict):
+        config = AccelConfig.from_dict(config)
+    if config is None:
+        config = AccelConfig.from_dict(plan["config"]) if isinstance(plan.get("config"), dict) \
+            else AccelConfig()
+    config.validate()
+    spec = _loaded(model, example_inputs, name)
+    if work is not None:
+        return part.run_plan(spec, config, plan, Path(work), seed=seed, cache_root=cache_root)
+    with tempfile.TemporaryDirectory(prefix="pycde_accel_part_") as tmp:
+        return part.run_plan(spec, config, plan, Path(tmp), seed=seed, cache_root=cache_root)

@@ -161,7 +161,45 @@ def build_parser() -> argparse.ArgumentParser:
                    help="probability that each AXI channel of the memory pauses in a cycle (default 0)")
     r.add_argument("--waves", action="store_true", help="write a VCD waveform (DIR/sim/run/dump.vcd)")
     _add_dse(sub)
+    _add_partition(sub)
+    m.add_argument("--partition", default=None, metavar="PLAN",
+                   help="run a plan of 'partition' (DIR/partition.json): host segments in PyTorch, "
+                        "accelerator segments in Verilator")
     return parser
+
+
+PARTITION_EPILOG = """Places every layer of the model on the accelerator or on the host so that the end-to-end
+latency (layers one after the other, plus every tensor that crosses the link) is least, and
+writes DIR/partition.json (per layer: op, device, predicted time on each device, the boundary
+transfers; totals of the plan, all-host and all-accelerator), DIR/partition.md and the plot
+DIR/partition.png. Ops the accelerator lacks are placed on the host (gen and sim refuse them).
+
+Costs: accelerator = perf-model cycles at the placed Fmax (DIR/synth/report.json of 'synth'
+for the same config) or else the config's clock; host cpu = each layer timed in PyTorch here;
+gpu:NAME = a roofline of a data-sheet preset (t4, a100, orin-nano); SPEC.json = your own
+{"name", "peak_tops": {"fp32": T, "fp16": T, "int8": T}, "bandwidth_gbs", "launch_us",
+"precision"}; link = bytes / bandwidth + latency (pcie3x4, axi).
+
+Then 'sim MODEL --partition DIR/partition.json --out DIR' runs the plan: host segments in
+PyTorch, accelerator segments in Verilator (each bit-exact with its integer reference), the
+end-to-end output against float PyTorch; DIR/partition_sim/result.json.
+
+examples:
+  python -m pycde_accel partition examples/partition/host_op.py --host gpu:t4 --link axi --out out/part-t4
+"""
+
+
+def _add_partition(sub) -> None:
+    from . import partition
+    p = sub.add_parser("partition", help="place each layer on the accelerator or the host (costs, "
+                                         "transfers); ops the accelerator lacks go to the host",
+                       epilog=PARTITION_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_common(p)
+    _add_hw(p)
+    p.add_argument("--host", default="cpu", metavar="HOST",
+                   help="cpu (timed here), gpu:NAME (" + ", ".join(partition.GPUS) + ") or SPEC.json")
+    p.add_argument("--link", default=partition.DEFAULT_LINK, choices=sorted(partition.LINKS),
+                   help=f"host-accelerator link (default {partition.DEFAULT_LINK})")
 
 
 DSE_EPILOG = """Sweeps array shape (cols a multiple of the AXI beat), AXI width and scratchpad depths, keeps
@@ -170,6 +208,10 @@ compile the model for, ranks them by the cycles pycde_accel.perfmodel predicts (
 the local cores), simulates the best --confirm N in Verilator (and synthesizes them with
 --synth) and prints the best --top N and the Pareto front of latency against utilization.
 Writes DIR/dse.json.
+
+--ray [ADDRESS] runs the candidates (prediction, Verilator, synthesis) as Ray tasks on the
+cluster at ADDRESS, or on a local Ray instance of --jobs CPUs (pip install -e '.[ray]');
+the ranking is the local pool's.
 
 examples:
   python -m pycde_accel dse mlp --target ecp5-25f
@@ -200,6 +242,9 @@ def _add_dse(sub) -> None:
                    help="simulate the best N in Verilator (default 2; 0: prediction only)")
     d.add_argument("--synth", action="store_true", help="also synthesize the confirmed candidates")
     d.add_argument("--jobs", type=int, default=None, metavar="J", help="worker processes (default: all cores)")
+    d.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run the candidates as Ray tasks: on the cluster at ADDRESS, or on a local "
+                        "Ray instance (--jobs CPUs) without one; needs pip install -e '.[ray]'")
     d.add_argument("--rows", type=_int_list, default=dse.DEFAULT_ROWS, metavar="LIST",
                    help=f"array rows to try (default {','.join(map(str, dse.DEFAULT_ROWS))})")
     d.add_argument("--cols", type=_int_list, default=dse.DEFAULT_COLS, metavar="LIST",
@@ -245,6 +290,22 @@ def _retarget(err: UserError, stage: Path, out: Path) -> UserError:
     return UserError(str(err).replace(str(stage), str(out)), err.exit_code)
 
 
+#: what gen and sim add to the refusal of a model with ops the accelerator lacks
+PARTITION_HINT = ("; 'python -m pycde_accel partition MODEL --host cpu --out DIR' can place "
+                  "such ops on the host (and 'sim MODEL --partition DIR/partition.json' runs the plan)")
+
+
+def _hint_partition(fn):
+    """``fn(args)`` with PARTITION_HINT added to the refusal of unsupported ops."""
+    def run(args):
+        from .frontend.capture import UnsupportedModel
+        try:
+            return fn(args)
+        except UnsupportedModel as e:
+            raise UserError(f"{e}{PARTITION_HINT}", e.exit_code) from None
+    return run
+
+
 def _cmd_gen(args: argparse.Namespace) -> int:
     from . import flow
     cfg = config_from_args(args)
@@ -281,11 +342,45 @@ def _simulate_into(args: argparse.Namespace, cfg: AccelConfig, folder: Path, fe,
     return r, None
 
 
+def _cmd_partition(args: argparse.Namespace) -> int:
+    from . import partition
+    from .outdir import staged_output
+    cfg = config_from_args(args)
+    out = _check_out(args)
+    partition.host_spec(args.host)                 # a bad --host is refused before any work
+    plan = partition.make_plan(args.model, cfg, args.host, args.link, seed=args.seed,
+                               fmax_dir=out, progress=_progress)
+    with staged_output(out, model=args.model, update=True, drop=partition.FILES) as stage:
+        written = [out / p.relative_to(stage) for p in partition.write(plan, stage)]
+    for line in partition.report_lines(plan):
+        print(line)
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def _cmd_sim_partition(args: argparse.Namespace, cfg: AccelConfig, out: Path) -> int:
+    from . import partition
+    from .outdir import staged_output
+    plan = partition.read_plan(args.partition)
+    if not (args.array or args.target or args.schedule) and isinstance(plan.get("config"), dict):
+        cfg = AccelConfig.from_dict(plan["config"]).validate()     # the config it was planned for
+    with staged_output(out, model=args.model, update=True, drop=("partition_sim",)) as stage:
+        res = partition.run_plan(args.model, cfg, plan, stage / "partition_sim", seed=args.seed,
+                                 progress=_progress)
+        (stage / "partition_sim" / "result.json").write_text(json.dumps(res, indent=1) + "\n")
+    for line in partition.run_lines(res):
+        print(line)
+    return 0 if res["bit_exact"] else 1
+
+
 def _cmd_sim(args: argparse.Namespace) -> int:
     from .outdir import staged_output
     from .simulate import report_lines
     cfg = config_from_args(args)
     out = _check_out(args)
+    if args.partition:
+        return _cmd_sim_partition(args, cfg, out)
     fe, compiled = _model_first(args, cfg)
     # the earlier output's other files (gen's, synth's) stay; sim/ is this run's
     with staged_output(out, model=args.model, update=True, drop=("sim",)) as stage:
@@ -410,7 +505,7 @@ def _cmd_dse(args: argparse.Namespace) -> int:
     with staged_output(out, model=args.model) as stage:
         res = dse.run_dse(args.model, device.name, stage, configs=configs,
                           confirm_n=args.confirm, synth=args.synth, seed=args.seed,
-                          jobs=args.jobs, progress=_progress)
+                          jobs=args.jobs, progress=_progress, ray=args.ray)
         text = json.dumps(res.to_dict(), indent=1) + "\n"
         (stage / "dse.json").write_text(text.replace(str(stage), str(out)))
     for line in dse.table_lines(res, args.top):
@@ -429,8 +524,8 @@ def _progress(msg: str) -> None:
         print(f"[pycde-accel] {msg}", file=sys.stderr, flush=True)
 
 
-COMMANDS = {"gen": _cmd_gen, "sim": _cmd_sim, "synth": _cmd_synth, "ir": _cmd_ir,
-            "report": _cmd_report, "dse": _cmd_dse}
+COMMANDS = {"gen": _hint_partition(_cmd_gen), "sim": _hint_partition(_cmd_sim), "synth": _cmd_synth, "ir": _cmd_ir,
+            "report": _cmd_report, "dse": _cmd_dse, "partition": _cmd_partition}
 
 
 def main(argv: list[str] | None = None) -> int:

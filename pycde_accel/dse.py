@@ -11,7 +11,9 @@
 3. *Predict* (:func:`evaluate`): the back end compiles the model for the config (a config the
    compiler refuses, e.g. K longer than the scratchpad, is dropped with its reason) and
    :func:`pycde_accel.perfmodel.predict` gives its cycles. Candidates run in parallel on the
-   local cores (``jobs`` workers of :mod:`pycde_accel.workers`, see *Workers* below).
+   local cores (``jobs`` workers of :mod:`pycde_accel.workers`, see *Workers* below), or with
+   ``ray`` as Ray tasks on a cluster (:mod:`pycde_accel.rayjobs`; the same candidates, the
+   same ranking).
 4. *Rank* by predicted latency (cycles; ties: fewer DSP, BRAM, LUT), and the *Pareto front*
    (:func:`pareto`) of latency against resources: a candidate is on the front when no other is
    at least as good in predicted cycles, DSP, BRAM and LUT and better in one. ``util`` (the
@@ -307,24 +309,52 @@ def default_jobs() -> int:
 
 
 def sweep(model: str | None, configs: list[AccelConfig], *, seed: int = 0, jobs: int | None = None,
-          progress: Progress = _quiet) -> list[Candidate]:
-    """Evaluate ``configs`` (in parallel when ``jobs`` > 1); return them ranked: fitting,
-    compiled candidates by predicted latency first, then the refused ones."""
-    from .workers import run_jobs
-
+          progress: Progress = _quiet, ray: str | None = None) -> list[Candidate]:
+    """Evaluate ``configs`` (in parallel when ``jobs`` > 1; as Ray tasks with ``ray``, see
+    :func:`_run_jobs`); return them ranked: fitting, compiled candidates by predicted latency
+    first, then the refused ones."""
     jobs = jobs or default_jobs()
-    progress(f"predicting {len(configs)} configs on {jobs} worker(s)")
+    progress(f"predicting {len(configs)} configs on "
+             + (f"{jobs} worker(s)" if ray is None else f"Ray ({ray or 'local'})"))
     args = [(model, c, seed) for c in configs]
-    if jobs == 1 or len(configs) <= 1:
+    if ray is None and (jobs == 1 or len(configs) <= 1):
         return rank([_evaluate_job(*a) for a in args])
-    with tempfile.TemporaryDirectory(prefix="pycde-accel-dse-") as tmp:
-        fe_path = _hand_over(model, seed, Path(tmp))
-        limit = PREDICT_LIMIT_S * time_scale()
-        outs = run_jobs(_evaluate_job, args, jobs=jobs, limits=[limit] * len(args),
-                        names=[f"candidate {Candidate(config=c).key}" for c in configs],
-                        init=(_take_over, (fe_path, model, seed)))
+    limit = PREDICT_LIMIT_S * time_scale()
+    outs = _run_jobs(_evaluate_job, args, model=model, seed=seed, jobs=jobs,
+                     limits=[limit] * len(args),
+                     names=[f"candidate {Candidate(config=c).key}" for c in configs], ray=ray)
     cands = [o.value if o.ok else _failed(c, o.error) for c, o in zip(configs, outs)]
     return rank(cands)
+
+
+def _take_over_data(data: bytes | None, model, seed: int) -> None:
+    """Ray worker set-up: the parent's frontend result from its pickled bytes (else
+    :func:`_frontend` recomputes it on first use)."""
+    if data is None:
+        return
+    try:
+        _FE[_fe_key(model, seed)] = pickle.loads(data)
+    except Exception:
+        pass
+
+
+def _run_jobs(fn, args, *, model, seed: int, jobs: int, limits, names, ray: str | None,
+              progress: Progress = _quiet):
+    """``run_jobs`` over the local worker pool (``ray`` None), or the same tasks as Ray tasks
+    (:mod:`pycde_accel.rayjobs`; ``ray``: a cluster address, ``""`` for a local instance); the
+    workers get the parent's frontend result either way (a file here, the object store there)."""
+    if ray is None:
+        from .workers import run_jobs
+        with tempfile.TemporaryDirectory(prefix="pycde-accel-dse-") as tmp:
+            fe_path = _hand_over(model, seed, Path(tmp))
+            return run_jobs(fn, args, jobs=jobs, limits=limits, names=names,
+                            init=(_take_over, (fe_path, model, seed)), progress=progress)
+    from .rayjobs import run_jobs_ray
+    with tempfile.TemporaryDirectory(prefix="pycde-accel-dse-") as tmp:
+        fe_path = _hand_over(model, seed, Path(tmp))
+        data = Path(fe_path).read_bytes() if fe_path else None
+    return run_jobs_ray(fn, args, address=ray or None, jobs=jobs, limits=limits, names=names,
+                        init=(_take_over_data, (data, model, seed)), progress=progress)
 
 
 def rank(cands: list[Candidate]) -> list[Candidate]:
@@ -408,15 +438,13 @@ def _confirm_job(model, cfg, seed, work, synth, cache_root) -> dict:
 def confirm(model: str | None, cands: list[Candidate], out: Path, *, seed: int = 0,
             synth: bool = False, jobs: int | None = None, cache_root: Path | None = None,
             time_limit: Callable[[Candidate], float] | None = None,
-            progress: Progress = _quiet) -> list[Candidate]:
+            progress: Progress = _quiet, ray: str | None = None) -> list[Candidate]:
     """Simulate (and with ``synth`` synthesize) ``cands`` in ``jobs`` worker processes (one
     candidate at a time each, ``out/KEY`` its work folder); fill their measured fields in
     place and return them. A candidate that fails, passes its time limit (``time_limit(cand)``
     seconds, default :func:`confirm_time_limit`) or whose worker dies gets ``confirm_error``,
     a line naming it; the others are confirmed all the same. ``cache_root``: the Verilator
     build cache (default ``sim.runner.default_cache_root()``)."""
-    from .workers import run_jobs
-
     if not cands:
         return cands
     jobs = min(jobs or default_jobs(), len(cands))
@@ -426,11 +454,9 @@ def confirm(model: str | None, cands: list[Candidate], out: Path, *, seed: int =
              None if cache_root is None else str(Path(cache_root).resolve())) for c in cands]
     progress(f"confirming {len(cands)} candidate(s) in Verilator"
              f"{' and synthesis' if synth else ''} on {jobs} worker(s)")
-    with tempfile.TemporaryDirectory(prefix="pycde-accel-dse-") as tmp:
-        fe_path = _hand_over(model, seed, Path(tmp))
-        outs = run_jobs(_confirm_job, args, jobs=jobs, limits=[limit(c) for c in cands],
-                        names=[f"candidate {c.key}" for c in cands],
-                        init=(_take_over, (fe_path, model, seed)), progress=progress)
+    outs = _run_jobs(_confirm_job, args, model=model, seed=seed, jobs=jobs,
+                     limits=[limit(c) for c in cands], names=[f"candidate {c.key}" for c in cands],
+                     ray=ray, progress=progress)
     for c, o in zip(cands, outs):
         if not o.ok:
             c.confirm_error = o.error
@@ -445,7 +471,7 @@ def confirm(model: str | None, cands: list[Candidate], out: Path, *, seed: int =
 def run_dse(model: str | None, target: str, out: Path | None, *,
             base: AccelConfig | None = None, configs: list[AccelConfig] | None = None,
             confirm_n: int = 2, synth: bool = False, seed: int = 0, jobs: int | None = None,
-            progress: Progress = _quiet) -> DseResult:
+            progress: Progress = _quiet, ray: str | None = None) -> DseResult:
     """Sweep, rank, confirm the best ``confirm_n``; return the :class:`DseResult`. With ``out``
     write ``out/dse.json`` and ``out/confirm/`` all or nothing (module docstring); without it
     (``confirm_n`` must be 0) write nothing."""
@@ -455,11 +481,11 @@ def run_dse(model: str | None, target: str, out: Path | None, *,
         if confirm_n > 0:
             raise ValueError("run_dse: confirming candidates needs an output folder")
         return _run_dse(model, target, None, base=base, configs=configs, confirm_n=0,
-                        synth=synth, seed=seed, jobs=jobs, progress=progress)
+                        synth=synth, seed=seed, jobs=jobs, progress=progress, ray=ray)
     out = Path(out)
     with staged_output(out) as stage:
         res = _run_dse(model, target, stage, base=base, configs=configs, confirm_n=confirm_n,
-                       synth=synth, seed=seed, jobs=jobs, progress=progress)
+                       synth=synth, seed=seed, jobs=jobs, progress=progress, ray=ray)
         # the confirmation ran in the staging folder: name the final one in what is kept
         staged, final = str(stage.resolve()), str(out.resolve())
         for c in res.candidates:
@@ -470,8 +496,15 @@ def run_dse(model: str | None, target: str, out: Path | None, *,
 
 
 def _run_dse(model, target: str, out: Path | None, *, base, configs, confirm_n: int,
-             synth: bool, seed: int, jobs: int | None, progress: Progress) -> DseResult:
+             synth: bool, seed: int, jobs: int | None, progress: Progress,
+             ray: str | None = None, _connected: bool = False) -> DseResult:
     from .fpga.devices import get_device
+    if ray is not None and not _connected:  # one Ray session for the sweep and the confirmation
+        from .rayjobs import session
+        with session(ray or None, jobs):
+            return _run_dse(model, target, out, base=base, configs=configs,
+                            confirm_n=confirm_n, synth=synth, seed=seed, jobs=jobs,
+                            progress=progress, ray=ray, _connected=True)
 
     device = get_device(target)
     t0 = time.time()
@@ -480,7 +513,7 @@ def _run_dse(model, target: str, out: Path | None, *, base, configs, confirm_n: 
     if not configs:
         raise UserError("dse: the sweep has no buildable config (cols must be a multiple of "
                         "the AXI width in bytes)")
-    cands = sweep(model, configs, seed=seed, jobs=jobs, progress=progress)
+    cands = sweep(model, configs, seed=seed, jobs=jobs, progress=progress, ray=ray)
     ranked = [c for c in cands if c.ok]
     if not ranked:
         reasons = sorted({c.status for c in cands})
@@ -489,7 +522,7 @@ def _run_dse(model, target: str, out: Path | None, *, base, configs, confirm_n: 
                         f"{cands[0].reason})")
     if confirm_n > 0:
         confirm(model, ranked[:confirm_n], Path(out) / "confirm", seed=seed, synth=synth,
-                jobs=jobs, progress=progress)
+                jobs=jobs, progress=progress, ray=ray)
     return DseResult(model=model or "default", target=device.name, device=device.to_dict(),
                      candidates=cands, seconds=time.time() - t0)
 

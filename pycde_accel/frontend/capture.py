@@ -25,10 +25,12 @@ Symbolic (dynamic or data-dependent) shapes are refused at once.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import warnings
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -124,6 +126,10 @@ class UnsupportedOp(UserError):
         self.what, self.module, self.cls, self.source = what, module, cls, source
 
 
+class UnsupportedModel(UserError):
+    """The refusal of a model with ops capture cannot translate (:meth:`Problems.error`)."""
+
+
 def _rnn_of(fx_node) -> tuple[str, str] | None:
     """(module path, class) of the outermost recurrent layer the node belongs to, or None."""
     for path, cls in (fx_node.meta.get("nn_module_stack") or {}).values():
@@ -206,27 +212,37 @@ class Problems:
         if len(lines) == 1:
             g = next(iter(self.groups.values()))
             if "rnn" in g:
-                return UserError(lines[0])
+                return UnsupportedModel(lines[0])
             if g["nodes"] == 1:
-                return UserError(str(self.first))
-            return UserError(f"{lines[0]}; supported: {supported()}")
+                return UnsupportedModel(str(self.first))
+            return UnsupportedModel(f"{lines[0]}; supported: {supported()}")
         nodes = sum(g["nodes"] for g in self.groups.values())
         head = f"{len(lines)} problems in the model ({nodes} nodes refused), one per line:"
-        return UserError("\n".join([head] + [f"  {line}" for line in lines] +
+        return UnsupportedModel("\n".join([head] + [f"  {line}" for line in lines] +
                                    [f"supported: {supported()}"]))
 
 
+@dataclasses.dataclass
 class Unsupported:
     """The placeholder of a refused fx node, with its static shape, so that the nodes after it
-    can be captured (the graph is never used: capture raises at the end)."""
-    kind = "unsupported"
+    can be captured (the graph is never used: capture raises at the end; with
+    ``host_ops=True`` it stays in the graph as a node the host runs, ``what`` saying why)."""
+    kind: ClassVar[str] = "unsupported"
+    FUSES_RELU: ClassVar[bool] = False
 
-    def __init__(self, name: str, inputs: tuple, shape: tuple):
-        self.name, self.inputs, self.shape = name, inputs, shape
-        self.module = self.source = ""
+    name: str
+    inputs: tuple
+    shape: tuple
+    what: str = ""
+    module: str = ""
+    source: str = ""
+    relu: bool = False
 
     def folds_batchnorm(self) -> bool:
         return False
+
+    def macs(self, graph) -> int:
+        return 0
 
 
 def _static_shape(fx_node) -> tuple[int, ...] | None:
@@ -269,11 +285,16 @@ def _check_static(ep, fallback: str) -> None:
                                 f"all shapes must be static")
 
 
-def capture(module, example_inputs, *, fallback_source: str = "") -> g.Graph:
+def capture(module, example_inputs, *, fallback_source: str = "", host_ops: bool = False,
+            alias: dict | None = None) -> g.Graph:
     """Export ``module`` at ``example_inputs`` and translate it into a :class:`graph.Graph`.
 
     ``fallback_source`` (``file.py:LINE``) is named in errors about ops whose stack trace has no
     frame outside torch (e.g. a bare ``nn.Sequential``).
+
+    ``host_ops`` (for ``partition``): refuse nothing that torch.export gives; every node capture
+    cannot translate stays in the graph, in order, as an :class:`Unsupported` node (``what``:
+    the reason) for the host to run. ``alias``: filled with fx node name -> graph node name.
     """
     import torch
     ep = _export(module.eval(), example_inputs)
@@ -286,6 +307,7 @@ def capture(module, example_inputs, *, fallback_source: str = "") -> g.Graph:
         consts[ph] = ep.constants[fqn].detach().double().numpy()
 
     cx = CaptureContext(consts, fallback_source)
+    cx.keep_placeholders = host_ops
     problems = Problems()
     user_index = 0
     for n in ep.graph.nodes:
@@ -294,7 +316,11 @@ def capture(module, example_inputs, *, fallback_source: str = "") -> g.Graph:
         except UnsupportedOp as e:
             problems.add(n, e)
             cx.placeholder(n)
-    if problems:
+            if isinstance(cx.nodes.get(cx.alias.get(n.name, "")), Unsupported):
+                cx.nodes[cx.alias[n.name]].what = e.what
+    if alias is not None:
+        alias.update(cx.alias)
+    if problems and not host_ops:
         raise problems.error()
     return _prune(cx.graph)
 
@@ -372,6 +398,8 @@ class CaptureContext:
         self.fallback_source = fallback_source
         #: fx node name of a multi-output op -> handler(cx, getitem fx node, index)
         self.multi: dict = {}
+        #: refused nodes stay in the graph (capture's ``host_ops``)
+        self.keep_placeholders = False
 
     def emit(self, node, n) -> None:
         """Add ``node`` to the graph as the value of the fx node ``n``."""
@@ -394,6 +422,8 @@ class CaptureContext:
         node = Unsupported(n.name, ins, _static_shape(n) or ())
         self.nodes[node.name] = node
         self.alias[n.name] = node.name
+        if self.keep_placeholders:
+            self.graph.nodes.append(node)
 
     def is_act(self, a) -> bool:
         import torch
