@@ -6,7 +6,8 @@ Captured as the integer-only chain that computes it, no node of its own (as ``ei
 each step is a node with its own calibrated per-tensor scale, so the chain's integer reference
 is the reference of those nodes:
 
-1. ``d = x - mean(x)``: ``rowmix`` center, the exact integer ``q_x @ (L*I - J)`` requantized;
+1. ``d = x - mean(x)``: ``rowmix`` center, the exact integer ``q_x @ (L*I - J)`` requantized
+   (rows longer than 128, whose ``L - 1`` is no int8 weight: ``rowmix`` mean, then ``sub``);
 2. ``d2 = d * d``: ``mul`` (the exact int16 product requantized);
 3. ``v = mean(d2)`` broadcast over the row: ``rowmix`` mean (exact row sum requantized);
 4. ``r = 1 / sqrt(v + eps)``: ``lut`` ``rsqrt`` (a 256-entry table of the int8 ``v`` code);
@@ -40,7 +41,11 @@ def chain(cx, n, x: str, eps: float, gamma, beta) -> str:
         cx.nodes[node.name] = node
         return node.name
 
-    d = rowmix.emit(cx, n, x, "center", suffix="_center")
+    if shape[-1] <= rowmix.MAX_ROW:
+        d = rowmix.emit(cx, n, x, "center", suffix="_center")
+    else:                   # L - 1 is no int8 weight: the mean, then a subtraction
+        mean = rowmix.emit(cx, n, x, "mean", suffix="_mean")
+        d = add("sub", "_center", (x, mean))
     d2 = add("mul", "_sq", (d, d))
     v = rowmix.emit(cx, n, d2, "mean", suffix="_var")
     r = add("lut", "_rstd", (v,), fn="rsqrt", params=(float(eps),))

@@ -36,7 +36,7 @@ from .base import register
 from .linear import Linear
 
 MODES = ("center", "sum", "mean", "rotate")
-#: the longest row: M's entries L - 1 must be int8 weight codes (at most 127)
+#: the longest row a centering takes: M's entries L - 1 must be int8 weight codes (at most 127)
 MAX_ROW = 128
 
 
@@ -59,7 +59,7 @@ def emit(cx, n, x: str, mode: str, scale: float = 1.0, suffix: str = "", offset:
     to the graph; returns its name."""
     shape = tuple(cx.nodes[x].shape)
     length = int(shape[-1])
-    if length > MAX_ROW:
+    if mode == "center" and length > MAX_ROW:
         raise cx.fail(n, f"{n.target} over a last dim of {length} (at most {MAX_ROW})")
     m = matrix(mode, length, offset)
     node = RowMix(f"{n.name}{suffix}", (x,), shape, **cx.common(n),
