@@ -33,7 +33,7 @@ def _encoder():
 class _Mha(nn.Module):
     def __init__(self):
         super().__init__()
-        self.mha = nn.MultiheadAttention(16, 4, batch_first=True)
+        self.mha = nn.MultiheadAttention(16, 2, batch_first=True)
 
     def forward(self, x):
         return self.mha(x, x, x, need_weights=False)[0]
