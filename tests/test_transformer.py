@@ -39,6 +39,14 @@ class _Mha(nn.Module):
         return self.mha(x, x, x, need_weights=False)[0]
 
 
+class _MhaWeights(_Mha):
+    """MultiheadAttention as called by default (need_weights=True): its averaged attention
+    weights are computed and not used."""
+
+    def forward(self, x):
+        return self.mha(x, x, x)[0]
+
+
 class _Tokens(nn.Module):
     """A class token before the tokens and a learned positional embedding."""
 
@@ -62,10 +70,11 @@ MODELS = {
     "pre_gelu": (lambda: _layer(True, "gelu"), (1, 8, 32)),
     "encoder_2_layers": (_encoder, (1, 8, 32)),
     "mha": (lambda: _Mha().eval(), (1, 6, 16)),
+    "mha_need_weights": (lambda: _MhaWeights().eval(), (1, 6, 16)),
     "tokens": (lambda: _Tokens().eval(), (1, 4, 8)),
 }
 #: in the default run: the issue's layer and the small ones
-DEFAULT = ("post_relu", "mha", "tokens")
+DEFAULT = ("post_relu", "mha", "mha_need_weights", "tokens")
 
 
 def _design(name):
