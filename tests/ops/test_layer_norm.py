@@ -193,4 +193,4 @@ def test_verilator_bit_exact(fe, build_accel, tmp_path):
     r = simulate(fe, CFG, tmp_path, sim=build_accel(CFG))
     assert r.bit_exact, r.mismatches
     for layer in r.layers:
-        assert abs(layer["cycles"] - layer["predicted"]) <= 0.05 * layer["cycles"], layer
+        assert abs(layer["cycles"] - layer["predicted_cycles"]) <= 0.05 * layer["cycles"], layer
