@@ -60,6 +60,20 @@ def emit(cx, n, x: str, g, b, what: str, sole: bool = False) -> None:
     cx.emit(node, n)
 
 
+def _per_axis(shape, c) -> bool:
+    """Whether the constant ``c`` broadcasts to ``shape`` and varies along its channel dim (dim 1
+    of 4-d, else the last) only: an affine map of :func:`emit`."""
+    try:
+        if tuple(np.broadcast_shapes(shape, np.shape(c))) != tuple(shape):
+            return False
+    except ValueError:
+        return False
+    cs = np.broadcast_to(c, shape)
+    axis = 1 if len(shape) == 4 else len(shape) - 1
+    idx = tuple(slice(None) if d == axis else slice(0, 1) for d in range(len(shape)))
+    return bool(np.array_equal(cs, np.broadcast_to(cs[idx], shape)))
+
+
 def capture_binary(cx, n, op: str) -> bool:
     """``x (op) c`` or ``c (op) x`` with one constant operand (op one of + - * /, or ``r-`` for
     ``rsub(x, c) = c - x``) captured as an affine map; False when both operands are activations."""
@@ -68,6 +82,12 @@ def capture_binary(cx, n, op: str) -> bool:
         a, b, op = b, a, "-"
     ca, cb = constant(cx, n, a), constant(cx, n, b)
     if (ca is None) == (cb is None):
+        return False
+    x_arg, c_arg, c = (a, b, cb) if cb is not None else (b, a, ca)
+    if op in "+-*" and np.ndim(c) and not _per_axis(tuple(cx.nodes[cx.act(n, x_arg)].shape), c):
+        # a full-shape parameter (a positional embedding): a tensor operand of its own
+        from . import param
+        param.activate(cx, n, c_arg, np.broadcast_shapes(cx.nodes[cx.act(n, x_arg)].shape, np.shape(c)))
         return False
     alpha = float(n.kwargs.get("alpha", 1))
     t = str(n.target)

@@ -25,6 +25,48 @@ from . import _gather as G
 from .base import Node, register
 
 
+def _cat_rows(cls, cx, n, xs, shapes) -> None:
+    """``cat`` along the sequence dim 1 of ``(N, L_i, D)`` tensors of which one is an activation
+    and the others parameters (a class token before the tokens): the activation padded with
+    zero rows where the parameters go (``pad`` of H, the ``(N, L, D)`` rows seen as the pixels
+    of an NCHW ``(N, D, L, 1)``: views), plus one parameter tensor holding the parameters' rows
+    and zeros (``add``)."""
+    from . import param
+    from .base import REGISTRY
+    acts = [i for i, x in enumerate(xs) if cx.nodes[x].kind != "param"]
+    if len(acts) != 1:
+        raise cx.fail(n, f"{n.target} of {len(xs)} tensors of rank 3 along dim 1 with "
+                         f"{len(acts)} activations (only one activation with parameters: a "
+                         f"class token)")
+    ia = acts[0]
+    N, D = shapes[0][0], shapes[0][2]
+    total = sum(s[1] for s in shapes)
+    before = sum(s[1] for s in shapes[:ia])
+    common = cx.common(n)
+    count = [0]
+
+    def add(kind, inputs, shape, **kw):
+        count[0] += 1
+        node = REGISTRY[kind](f"{n.name}_{kind}{count[0]}", tuple(inputs),
+                              tuple(int(v) for v in shape), **common, **kw)
+        cx.graph.nodes.append(node)
+        cx.nodes[node.name] = node
+        return node.name
+
+    x, L = xs[ia], shapes[ia][1]
+    t = add("transpose", [x], (N, D, L), perm=(0, 2, 1))
+    t = add("reshape", [t], (N, D, L, 1))
+    t = add("pad", [t], (N, D, total, 1), pads=(0, 0, before, total - L - before), value=0.0)
+    t = add("reshape", [t], (N, D, total))
+    t = add("transpose", [t], (N, total, D), perm=(0, 2, 1))
+    value = np.concatenate([cx.nodes[v].value if i != ia else np.zeros(s)
+                            for i, (v, s) in enumerate(zip(xs, shapes))], axis=1)
+    rows = param.Param(f"{n.name}_rows", (), (N, total, D), **common, value=value)
+    cx.graph.nodes.append(rows)
+    cx.nodes[rows.name] = rows
+    cx.alias[n.name] = add("add", [t, rows.name], (N, total, D))
+
+
 @register
 @dataclass
 class Cat(Node):
@@ -44,6 +86,10 @@ class Cat(Node):
         shapes = [cx.nodes[x].shape for x in xs]
         rank = len(shapes[0])
         dim = int(cx.arg(n, 1, "dim", 0)) % rank
+        if rank == 3 and dim == 1 and all(s[0] == shapes[0][0] and s[2] == shapes[0][2]
+                                          for s in shapes):
+            _cat_rows(cls, cx, n, xs, shapes)
+            return
         if rank not in (2, 4) or dim != 1 or len(xs) > P.NSRC:
             raise cx.fail(n, f"{t} of {len(xs)} tensors of rank {rank} along dim {dim} (up to "
                              f"{P.NSRC} tensors along the channels of NCHW or the features of (N, F))")

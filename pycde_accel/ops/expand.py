@@ -31,6 +31,11 @@ class Expand(Node):
 
     @classmethod
     def capture(cls, cx, n) -> None:
+        if not cx.is_act(n.args[0]) and cx.const(n, n.args[0]) is not None:
+            from . import param     # an expanded parameter (a class token): the expanded tensor
+            param.activate(cx, n, n.args[0], cx.shape(n))
+            cx.alias[n.name] = cx.alias[n.args[0].name]
+            return
         x = cx.act(n, n.args[0])
         src, out = tuple(cx.nodes[x].shape), tuple(cx.shape(n))
         if len(src) != len(out) or len(out) not in (2, 4) or \

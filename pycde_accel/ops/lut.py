@@ -69,6 +69,21 @@ def _elu(x, alpha=1.0, scale=1.0, input_scale=1.0):
     return scale * np.where(x > 0, x, alpha * np.expm1(x * input_scale))
 
 
+def _rsqrt(x, eps=0.0):
+    with np.errstate(divide="ignore"):
+        return 1.0 / np.sqrt(np.maximum(np.asarray(x, np.float64), 0.0) + eps)
+
+
+def _exp_scaled(x, a=1.0):
+    with np.errstate(over="ignore"):
+        return np.exp(a * np.asarray(x, np.float64))
+
+
+def _reciprocal(x):
+    with np.errstate(divide="ignore"):
+        return 1.0 / np.asarray(x, np.float64)
+
+
 @dataclass(frozen=True)
 class Fn:
     """One function: its float form ``f(x, *params)``, the ATen targets that give it and how
@@ -125,6 +140,14 @@ FUNCTIONS: dict[str, Fn] = {
     "erf": Fn(_f("erf"), ("aten.erf.default", "aten.erf_.default"), (), "erf"),
     "sin": Fn(np.sin, ("aten.sin.default", "aten.sin_.default"), (), "sin"),
     "cos": Fn(np.cos, ("aten.cos.default", "aten.cos_.default"), (), "cos"),
+    # 1/sqrt(max(x, 0) + eps) and 1/x: LayerNorm's and softmax's normalizers (ops/layer_norm.py,
+    # ops/softmax.py); eps is 0 for a bare rsqrt
+    "rsqrt": Fn(_rsqrt,
+                ("aten.rsqrt.default", "aten.rsqrt_.default"), ((99, "eps", 0.0),), "rsqrt"),
+    # exp(a * x): softmax's exponent of x - max(x), the attention's 1/sqrt(d) as a
+    "exp_scaled": Fn(_exp_scaled, (), (), "exp"),
+    "reciprocal": Fn(_reciprocal,
+                     ("aten.reciprocal.default", "aten.reciprocal_.default"), (), "reciprocal"),
 }
 
 _BY_TARGET = {t: name for name, fn in FUNCTIONS.items() for t in fn.aten}
@@ -161,10 +184,15 @@ def emit(cx, n, fn: str, params) -> None:
 class Lut(Node):
     fn: str = "sigmoid"
     params: tuple = field(default_factory=tuple)
+    #: the largest |y| the function can give where that is known (softmax's 1 / sum(exp) <= 1):
+    #: the calibrated maximum is raised to it, so that inputs beyond the calibration data do not
+    #: saturate; 0: the calibrated maximum alone
+    known_max: float = 0.0
     kind: ClassVar[str] = "lut"
     ATEN: ClassVar[tuple[str, ...]] = tuple(_BY_TARGET)
     SUPPORTED: ClassVar[str] = ("element-wise functions of one activation ("
-                                + "/".join(f.spelling for f in FUNCTIONS.values()) + ")")
+                                + "/".join(dict.fromkeys(f.spelling for f in FUNCTIONS.values()))
+                                + ")")
     ORDER: ClassVar[int] = 38
 
     def attrs(self) -> dict:
@@ -200,7 +228,7 @@ class Lut(Node):
 
     def quantize(self, scales, maxabs):
         s_in = scales[self.inputs[0]]
-        s_out = q.act_scale(maxabs[self.name])
+        s_out = q.act_scale(max(maxabs[self.name], self.known_max))
         return s_out, q.LayerQuant(weight=make_table(self.fn, self.params, s_in, s_out))
 
     def float_eval(self, ins, run):

@@ -47,6 +47,8 @@ class Mul(Node):
     ATEN: ClassVar[tuple[str, ...]] = ("aten.mul.Tensor", "aten.mul_.Tensor", "aten.mul.Scalar")
     SUPPORTED: ClassVar[str] = "mul of two activations (same shape or (N, C, H, W) * (N, C, 1, 1))"
     ORDER: ClassVar[int] = 52
+    #: the largest |y| where that is known (softmax's probabilities: 1); see ``lut.Lut``
+    known_max: float = 0.0
 
     @classmethod
     def capture(cls, cx, n) -> None:
@@ -64,7 +66,8 @@ class Mul(Node):
 
     def quantize(self, scales, maxabs):
         sa, sb = scales[self.inputs[0]], scales[self.inputs[1]]
-        s_out = max(q.act_scale(maxabs[self.name]), sa * sb * (1 + 2.0 ** -20))
+        s_out = max(q.act_scale(max(maxabs[self.name], self.known_max)),
+                    sa * sb * (1 + 2.0 ** -20))
         m0, shift = q.quantize_multiplier(sa * sb / s_out)
         return s_out, q.LayerQuant(m0=m0, shift=shift)
 

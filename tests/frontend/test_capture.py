@@ -105,9 +105,9 @@ def test_unsupported_op_names_op_module_line_and_the_supported_list(model_file, 
 def test_unsupported_op_in_a_bare_sequential_names_the_build_function(tmp_path):
     path = tmp_path / "seq.py"
     path.write_text("import torch\nfrom torch import nn\n\n\ndef build():\n"
-                    "    return nn.Sequential(nn.Linear(4, 4), nn.Softmax(1)), (torch.randn(1, 4),)\n")
+                    "    return nn.Sequential(nn.Linear(4, 4), nn.LogSoftmax(1)), (torch.randn(1, 4),)\n")
     model = load_model(str(path))
-    with pytest.raises(UserError, match=r"aten\._?softmax.* module 1 \(Softmax\), seq\.py:5;"):
+    with pytest.raises(UserError, match=r"aten\._?log_softmax.* module 1 \(LogSoftmax\), seq\.py:5;"):
         capture.capture(model.module, model.example_inputs, fallback_source=model.fallback_source)
 
 

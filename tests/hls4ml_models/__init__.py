@@ -2,8 +2,9 @@
 ``test/pytest/*pytorch*.py``), rewritten without hls4ml: ``MODELS`` maps a name to a builder
 returning ``(torch.nn.Module, example_inputs)`` at batch 1 with the input shapes the test uses.
 
-In scope: every model those tests convert and check numerically, but the recurrent ones
-(``test_recurrent_pytorch.py``: GRU, LSTM, RNN) and LayerNorm (``test_layernorm_pytorch.py``).
+In scope: every model those tests convert and check numerically (LayerNorm's
+``test_layernorm_pytorch.py`` too), but the recurrent ones (``test_recurrent_pytorch.py``: GRU,
+LSTM, RNN).
 Left out as well, because hls4ml's tests do not run them numerically: the spiking models of
 ``test_snn_pytorch.py`` / ``test_extensions_pytorch_snn.py`` (hls4ml-specific modules whose
 PyTorch forward is the identity), ``test_sequential_parsing_pytorch.py`` (parsing only; its
@@ -260,3 +261,7 @@ class ReverseModel(nn.Module):
 
 
 model("extensions/reverse")(lambda: _seeded(ReverseModel, (1, 8)))
+
+# ---- test_layernorm_pytorch.py: Sequential(LayerNorm(5)) on a (4, 5) input ---------------------
+
+model("layernorm/layernorm")(lambda: _seeded(lambda: nn.Sequential(nn.LayerNorm(5)), (1, 4, 5)))
