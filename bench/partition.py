@@ -4,7 +4,7 @@
 [--hosts cpu,gpu:t4] [--link pcie3x4] [--array 8x8]``
 
 For each model (a CNN; a model with ops only the host has; an attention block without and one
-with its softmax, which only the host has) and each host (this machine's CPU, timed per layer
+with a softmax over the queries, which only the host has) and each host (this machine's CPU, timed per layer
 in PyTorch; a GPU preset's roofline) it runs
 ``pycde_accel.partition.make_plan`` (perf-model cycles at the config's clock for the
 accelerator, the link's bytes / bandwidth + latency for every crossing tensor) and prints the

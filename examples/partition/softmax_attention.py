@@ -1,6 +1,6 @@
-"""Single-head self-attention with its softmax: the projections and both matmuls suit the
-accelerator; the softmax is an op only the host has (today), so ``partition`` splits the block
-around it."""
+"""Single-head self-attention whose weights are normalized over the queries (a softmax over
+dim 0 of the scores): the projections and both matmuls suit the accelerator; a softmax over any
+dim but the last is an op only the host has, so ``partition`` splits the block around it."""
 
 import torch
 from torch import nn
@@ -15,7 +15,7 @@ class SoftmaxAttention(nn.Module):
 
     def forward(self, x):                                   # x: [tokens, dim]
         scores = torch.matmul(self.q(x), self.k(x).transpose(0, 1)) * self.scale
-        return self.out(torch.matmul(torch.softmax(scores, dim=-1), self.v(x)))
+        return self.out(torch.matmul(torch.softmax(scores, dim=0), self.v(x)))
 
 
 def build():
