@@ -221,7 +221,8 @@ def test_design_json_round_trip(case, tmp_path):
 def _sim(case, build_accel, tmp_path, **kw):
     from pycde_accel.simulate import simulate
     m, ins, qm = _quantized(case)
-    fe = SimpleNamespace(model=SimpleNamespace(module=m, example_inputs=ins), quantized=qm)
+    fe = SimpleNamespace(model=SimpleNamespace(module=m, example_inputs=ins, spec="m.py:build",
+                                               name="m"), quantized=qm)
     r = simulate(fe, CFG, tmp_path, sim=build_accel(CFG), **kw)
     assert r.bit_exact, r.mismatches
 
