@@ -16,7 +16,9 @@ the vector engine's LUT path and the state update is its element-wise multiply (
   ``hidden``, ``batch_first``, ``out``, ``h_given``/``c_given`` (the initial state is a node
   input, else zero); the float weights per layer.
 * quantization (one scale per tensor; ``S1 = 1/127`` is the scale of every sigmoid and tanh
-  output): W_ih and W_hh per output channel as a Linear's; the input projection
+  output): W_ih per output channel as a Linear's, W_hh per tensor (one post-op record for the
+  recurrent GEMM, so a step's DMA reads the weights and 16 bytes of records; GRU's W_hh per
+  channel, because its ``b_hn`` is per column); the input projection
   ``gx = requant(x @ W_ih^T + b)`` with ``b = b_ih + b_hh`` (GRU: ``b_hn`` stays with the
   recurrent product, which it multiplies by ``r``), the recurrent projection
   ``gh = requant(h @ W_hh^T (+ b_hn))``, both per channel to per-tensor scales calibrated on the
@@ -311,6 +313,11 @@ class Rnn(Node):
             bx, bh = self._split_bias(_gate_rows(b_ih, cell, H), _gate_rows(b_hh, cell, H))
             sx = s_x if layer == 0 else s_h
             wsi, wsh = q.weight_scales(w_ih), q.weight_scales(w_hh)
+            if cell != "gru":
+                # one scale for W_hh: its GEMM then needs one post-op record, not one per
+                # column, and a step's read DMA (which bounds it) loads 16 bytes, not 16 per
+                # gate column (GRU keeps per-channel records: b_hn is per column)
+                wsh = np.full_like(wsh, wsh.max())
             s_gx = max(s_gx, float((sx * wsi).max()) * _EPS)
             s_gh = max(s_gh, float((s_h * wsh).max()) * _EPS)
             qw.append((w_ih, w_hh, bx, bh, sx, wsi, wsh))
@@ -866,7 +873,12 @@ def _lower(node: Rnn, cx) -> None:
         data = L.pack_weight(b.astype(np.int8), C, AB)
         return L.ConstSpec(sym, name, "data", data=data), len(data)
 
+    per_tensor = node.cell != "gru"
+
     def params_spec(sym, mult, bias):
+        if per_tensor and bias is None and len({tuple(v) for v in mult}) == 1:
+            data = L.pack_params(None, [mult[0][0]], [mult[0][1]], 1) * (L.ALIGN // P.PARAM_RECORD_BYTES)
+            return L.ConstSpec(sym, name, "data", data=data)
         m0 = np.zeros(GP, np.int64)
         sh = np.zeros(GP, np.int64)
         bb = np.zeros(GP, np.int64)
@@ -932,7 +944,7 @@ def _lower(node: Rnn, cx) -> None:
                           b_base=lambda Lo, s=whh_syms[layer]: Lo.addr(s), b_stride_batch=0,
                           b_stride_k=1, b_stride_n=kp_of(H), c_stride_m=GP, c_stride_batch=0)
             cx.gemm(node, name=pname, M=N, N=GP, K=H, batch=1, a_pass=N * kp_of(H),
-                    b_packed=False, per_tensor=False, fields=fields, flags=0,
+                    b_packed=False, per_tensor=per_tensor, fields=fields, flags=0,
                     out_buf=syms["gh"], relu=False, has_bias=bias is not None,
                     params=params_spec(f"{pname}.params", lq.hh[layer], bias))
         else:
