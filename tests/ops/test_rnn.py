@@ -74,12 +74,15 @@ def _ids(c):
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)
 def test_capture_and_float_meaning(case):
+    """Capture gives one rnn node whose float meaning is torch's; the quantized model's two
+    golden back-end models are bit-exact with the reference at 8x8 (4x8 below)."""
     m, ins = _model(**case)
     gr = capture.capture(m, ins)
     rnns = [n for n in gr.nodes if n.kind == "rnn"]
     assert len(rnns) == 1 and rnns[0].cell == case["cell"]
     got = floateval.run_float_outputs(gr, [t.double().numpy() for t in ins])[0]
     np.testing.assert_allclose(got, m(*ins).detach().double().numpy(), atol=1e-5)
+    _golden(case, CFG)
 
 
 def _refusal(mod, x) -> str:
@@ -140,11 +143,12 @@ def test_torch_integer_form_matches_the_reference(case):
 SMALL = AccelConfig(rows=4, cols=8, axi_data_width=32)
 
 
-@pytest.mark.parametrize("case, cfg", [(c, CFG) for c in CASES] +
-                         [(CASES[i], SMALL) for i in (4, 5, 9)],
-                         ids=[f"8x8-{_ids(c)}" for c in CASES] +
-                         [f"4x8-{_ids(CASES[i])}" for i in (4, 5, 9)])
-def test_backend_golden_models_bit_exact(case, cfg):
+@pytest.mark.parametrize("case", [CASES[i] for i in (4, 5, 9)], ids=_ids)
+def test_backend_golden_models_bit_exact_4x8(case):
+    _golden(case, SMALL)
+
+
+def _golden(case, cfg):
     _, ins, qm = _quantized(case)
     cp = compile_program(qm, cfg)
     T = ins[0].shape[1] if case.get("batch_first", True) else ins[0].shape[0]
