@@ -73,7 +73,8 @@ def recurrent(fe, r, compiled, cfg) -> dict:
     """Per-step figures of the (first) recurrent layer of a simulated model."""
     from pycde_accel.perfmodel.bounds import bounds
     node = next(n for n in fe.quantized.graph.nodes if n.kind == "rnn")
-    idx = [i for i, l in enumerate(compiled.layers) if l["name"] == node.name]
+    idx = [i for i, l in enumerate(compiled.layers)
+           if l["name"] == node.name or l["name"].startswith(node.name + ".")]
     T = node.dims(fe.quantized.graph.node(node.inputs[0]).shape)[0]
     # layer 0 of the recurrent layer: its input GEMM, then T steps of equal length
     per_step = (len(idx) // node.layers - 1) // T

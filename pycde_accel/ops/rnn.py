@@ -949,7 +949,7 @@ def _lower(node: Rnn, cx) -> None:
                     params=params_spec(f"{pname}.params", lq.hh[layer], bias))
         else:
             for n in range(N):
-                where = dict(name=name, module=node.module)
+                where = dict(name=f"{name}.{kind}", module=node.module)
                 if kind == "add":
                     _, o, a, b, ma, mb, sh, relu = op
                     w = width(o)
@@ -970,11 +970,13 @@ def _lower(node: Rnn, cx) -> None:
                             P.Lut(ix, 0, addr(Lo, a, n), addr(Lo, o, n),
                                   Lo.addr(f"{name}.table.{tab}"), dims(w), z4, z4, **wh),
                             {"kind": node.kind})
-    # every layer carries the node's name (MACs and figures are the node's, shared out over
-    # its layers); the GEMMs' parameter symbols keep their step names
+    # the GEMM layers carry the node's name (its MACs are shared out over them), the
+    # element-wise ones ``<node>.add`` / ``.lut`` / ``.mul``; the GEMMs' parameter symbols keep
+    # their step names
     for k in range(first, len(cx.layers)):
         b, st = cx.layers[k]
-        cx.layers[k] = (lambda Lo, ix, b=b: dataclasses.replace(b(Lo, ix), name=name), st)
+        if st.get("M") is not None:
+            cx.layers[k] = (lambda Lo, ix, b=b: dataclasses.replace(b(Lo, ix), name=name), st)
     # the node's tensor: the states it outputs, as element offsets of the state buffers
     if node.out == "c":
         buf = syms["cs"]
