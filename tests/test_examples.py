@@ -33,7 +33,7 @@ def test_example_compiles_bit_exact(path):
 
 
 # ---- the examples gallery through the CLI: gen, then sim on the Verilator model ------------
-GALLERY = ["mlp", "lenet5", "resblock", "tiny_attention", "transformer"]
+GALLERY = ["mlp", "lenet5", "resblock", "tiny_attention", "transformer", "lstm"]
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
 
 
@@ -44,8 +44,9 @@ def test_gallery_is_there():
 # mlp is the built-in default that tests/test_cli.py (gen) and tests/test_sim.py (sim) already run
 # from the CLI, and resblock runs in tests/test_sim.py and tests/sim/test_fast_sim.py, so their
 # copies here are slow-only (each case is ~1 min: gen, then sim's own emit); transformer's 81
-# layers take about 2 minutes.
-SLOW_GALLERY = ("mlp", "resblock", "transformer")
+# layers take about 2 minutes; lstm's 73 layers run in Verilator in tests/ops/test_rnn.py at a
+# smaller size, so its CLI run is slow-only too.
+SLOW_GALLERY = ("mlp", "resblock", "transformer", "lstm")
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_GALLERY

@@ -19,7 +19,8 @@ stack_trace frame outside torch; for code of an installed package the path insid
 with the fx node's static shape in its place so that the nodes after it are captured too, and
 raises one :class:`~pycde_accel.errors.UserError` at the end that lists every problem, one line
 per distinct problem (op, count, module paths, source line): a user sees all of them at once.
-A node inside a recurrent layer (``nn.LSTM``/``nn.GRU``/``nn.RNN``) is reported as that layer.
+A node inside a recurrent layer (``nn.LSTM``/``nn.GRU``/``nn.RNN``) is reported as that layer
+(with the option its op refused, when the layer's own op did: ``ops/rnn.py``).
 Symbolic (dynamic or data-dependent) shapes are refused at once.
 """
 
@@ -176,6 +177,8 @@ class Problems:
         if rnn is not None:
             key = ("rnn",) + rnn
             g = self.groups.setdefault(key, {"rnn": rnn, "source": e.source, "nodes": 0})
+            if str(n.target) in ops.ATEN and "what" not in g:
+                g["what"] = e.what      # the layer's own op refused an option: name it
         else:
             # "conv2d with groups=32" and "... groups=96" at one source line are one problem
             key = ("op", re.sub(r"\d+", "#", e.what), e.source)
@@ -198,7 +201,9 @@ class Problems:
             if "rnn" in g:
                 path, cls = g["rnn"]
                 where = f"module {path}" if path else "the top-level forward"
-                out.append(f"nn.{cls} ({where}{src}): recurrent layers are not supported yet")
+                out.append(f"nn.{cls} ({where}{src}): " +
+                           (f"unsupported option: {g['what']}" if "what" in g else
+                            "this recurrent layer is not supported"))
             else:
                 count = f" x{g['nodes']}" if g["nodes"] > 1 else ""
                 out.append(f"unsupported op {_merge(g['whats'])}{count} in "

@@ -298,12 +298,14 @@ class QuantizedModel:
 
 
 def calibrate(graph, calibration_inputs: list[list[np.ndarray]]) -> dict[str, float]:
-    """max|x| of every tensor of ``graph`` over the calibration batches (float64 evaluation)."""
+    """max|x| of every tensor of ``graph`` over the calibration batches (float64 evaluation),
+    and of the tensors a node computes inside itself (``node:key``, :func:`.floateval.run_float`)."""
     from .floateval import run_float
     maxabs: dict[str, float] = {}
     for inputs in calibration_inputs:
-        values = run_float(graph, inputs)
-        for name, v in values.items():
+        internal: dict[str, np.ndarray] = {}
+        values = run_float(graph, inputs, internal)
+        for name, v in list(values.items()) + list(internal.items()):
             maxabs[name] = max(maxabs.get(name, 0.0), float(np.abs(v).max()) if v.size else 0.0)
     return maxabs
 

@@ -1,5 +1,5 @@
 """Capture lists every unsupported op at once: one line per distinct problem (op, count, module
-paths, source line), recurrent layers named as the layer, options with their own message;
+paths, source line), recurrent layers named as the layer with the option they refuse, options with their own message;
 the CLI still exits 2 and leaves no output folder."""
 
 import pytest
@@ -42,10 +42,10 @@ def many():
 class Rec(nn.Module):
     def __init__(self):
         super().__init__()
-        self.lstm = nn.LSTM(8, 8, batch_first=True)
-        self.gru = nn.GRU(8, 8, batch_first=True)
-        self.rnn = nn.RNN(8, 8, batch_first=True)
-        self.fc = nn.Linear(8, 2)
+        self.lstm = nn.LSTM(8, 4, batch_first=True, proj_size=2)
+        self.gru = nn.GRU(2, 4, batch_first=True, bidirectional=True)
+        self.rnn = nn.RNN(8, 8, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(16, 2)
 
     def forward(self, x):
         y, _ = self.lstm(x)
@@ -59,7 +59,7 @@ def rec():
 
 
 def lstm_only():
-    return nn.Sequential(nn.LSTM(8, 8)), (torch.randn(4, 1, 8),)
+    return nn.Sequential(nn.LSTM(8, 8, bidirectional=True)), (torch.randn(4, 1, 8),)
 
 
 class Opts(nn.Module):
@@ -117,16 +117,19 @@ def test_recurrent_layers_are_named_as_layers(models):
     lines = _error(f"{models}:rec").splitlines()
     src = {k: _line_of(MODELS, f"= self.{k}(") for k in ("lstm", "gru", "rnn")}
     assert lines[1:4] == [
-        f"  nn.LSTM (module lstm, m.py:{src['lstm']}): recurrent layers are not supported yet",
-        f"  nn.GRU (module gru, m.py:{src['gru']}): recurrent layers are not supported yet",
-        f"  nn.RNN (module rnn, m.py:{src['rnn']}): recurrent layers are not supported yet"]
+        f"  nn.LSTM (module lstm, m.py:{src['lstm']}): unsupported option: proj_size > 0 "
+        f"(a projected hidden state is not built)",
+        f"  nn.GRU (module gru, m.py:{src['gru']}): unsupported option: bidirectional=True "
+        f"(one direction only)",
+        f"  nn.RNN (module rnn, m.py:{src['rnn']}): unsupported option: bidirectional=True "
+        f"(one direction only)"]
     assert "aten.zeros" not in "\n".join(lines)
 
 
 def test_one_recurrent_layer_is_one_line(models):
     msg = _error(f"{models}:lstm_only")
     assert msg.startswith("nn.LSTM (module 0, m.py:") and \
-        msg.endswith("recurrent layers are not supported yet")
+        msg.endswith("unsupported option: bidirectional=True (one direction only)")
     assert "\n" not in msg
 
 

@@ -3,8 +3,8 @@
 returning ``(torch.nn.Module, example_inputs)`` at batch 1 with the input shapes the test uses.
 
 In scope: every model those tests convert and check numerically (LayerNorm's
-``test_layernorm_pytorch.py`` too), but the recurrent ones (``test_recurrent_pytorch.py``: GRU,
-LSTM, RNN).
+``test_layernorm_pytorch.py`` and the recurrent ones of ``test_recurrent_pytorch.py``: GRU,
+LSTM, RNN, included).
 Left out as well, because hls4ml's tests do not run them numerically: the spiking models of
 ``test_snn_pytorch.py`` / ``test_extensions_pytorch_snn.py`` (hls4ml-specific modules whose
 PyTorch forward is the identity), ``test_sequential_parsing_pytorch.py`` (parsing only; its
@@ -265,3 +265,25 @@ model("extensions/reverse")(lambda: _seeded(ReverseModel, (1, 8)))
 # ---- test_layernorm_pytorch.py: Sequential(LayerNorm(5)) on a (4, 5) input ---------------------
 
 model("layernorm/layernorm")(lambda: _seeded(lambda: nn.Sequential(nn.LayerNorm(5)), (1, 4, 5)))
+
+# ---- test_recurrent_pytorch.py: one step of a GRU, an LSTM and an RNN, the state given ---------
+
+
+class _Recurrent(nn.Module):
+    """hls4ml's GRUNet / LSTM / RNN: the layer (10 -> 20, batch_first, bias) with the initial
+    state as inputs, the output sequence out."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.rnn = cell(10, 20, num_layers=1, batch_first=True, bias=True)
+        self.lstm = cell is nn.LSTM
+
+    def forward(self, x, h0, *c0):
+        output, _ = self.rnn(x, (h0, c0[0]) if self.lstm else h0)
+        return output
+
+
+model("recurrent/gru")(lambda: _seeded(lambda: _Recurrent(nn.GRU), (1, 1, 10), (1, 1, 20)))
+model("recurrent/lstm")(lambda: _seeded(lambda: _Recurrent(nn.LSTM), (1, 1, 10), (1, 1, 20),
+                                        (1, 1, 20)))
+model("recurrent/rnn")(lambda: _seeded(lambda: _Recurrent(nn.RNN), (1, 1, 10), (1, 1, 20)))
