@@ -116,3 +116,82 @@ def test_bench_fuzz_writes_a_reproducer(tmp_path, monkeypatch, capsys):
     assert (d / "repro.sh").read_text().strip() == f"python bench/fuzz.py --replay {d}"
     AccelConfig.from_json((d / "config.json").read_text()).validate()
     assert "def build():" in (d / "model.py").read_text()
+
+
+# ---- what the fuzzer found, kept as model files -------------------------------------------
+_BUILD = '''
+
+def build():
+    torch.manual_seed({seed})
+    return Net().eval(), ({scale} * torch.randn{shape},)
+'''
+
+#: seed 1 case 47 (1000047): an (N, C, L) input read by a Conv1d and by a residual add was laid
+#: out channel-major (not every reader was a 1-d op), and the Conv1d refused it ("re-laying it
+#: out needs a COPY")
+INPUT_READ_BY_CONV1D_AND_ADD = '''\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.m0 = nn.Conv1d(3, 3, 1, stride=1, padding='same', dilation=1, groups=1, bias=False)
+        self.m2 = nn.Conv1d(3, 11, 1, stride=2, padding=1, dilation=1, groups=1, bias=True)
+        self.m3 = nn.MaxPool1d(2, stride=2, padding=0, dilation=2, ceil_mode=False)
+
+    def forward(self, x):
+        t0 = self.m0(x)
+        t1 = x + t0
+        t2 = self.m2(t1)
+        return self.m3(t2)
+''' + _BUILD.format(seed=1000047, scale=2.0, shape=(3, 3, 4))
+
+#: seed 1 case 33 (1000036): element-wise ops (ReLU, clamp, maximum) between an (N, C, L) input
+#: and the 1-d ops that read it kept its channel-major layout; MaxPool1d refused it
+INPUT_THROUGH_ELEMENTWISE_TO_1D = '''\
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.m1 = nn.MaxPool1d(2, stride=None, padding=0, dilation=1, ceil_mode=False)
+        self.m2 = nn.Conv1d(5, 5, 5, stride=1, padding='same', dilation=1, groups=1, bias=True)
+        self.m5 = nn.Conv1d(5, 11, 5, stride=1, padding=3, dilation=1, groups=1, bias=False)
+        self.m7 = nn.Linear(55, 1, bias=True)
+
+    def forward(self, x):
+        t0 = F.relu(x)
+        t1 = self.m1(t0)
+        t2 = self.m2(t1)
+        t3 = torch.clamp(t2, 0.0, 1.5)
+        t4 = torch.maximum(t1, t3)
+        t5 = self.m5(t4)
+        return self.m7(t5.flatten(1))
+''' + _BUILD.format(seed=1000036, scale=1.0, shape=(1, 5, 6))
+
+FOUND = {
+    "input_read_by_conv1d_and_add": (INPUT_READ_BY_CONV1D_AND_ADD, AccelConfig(
+        axi_data_width=32, schedule="calyx", spad_b_depth=256, spad_c_depth=128)),
+    "input_through_elementwise_to_1d": (INPUT_THROUGH_ELEMENTWISE_TO_1D, AccelConfig(
+        rows=13, cols=24, schedule="dynamic", spad_b_depth=2048, spad_c_depth=64)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOUND))
+def test_found_by_the_fuzzer(tmp_path, name):
+    source, cfg = FOUND[name]
+    res = fuzz.check_case(source, cfg, tmp_path)
+    assert res["status"] == "ok", f"{res['detail']}\n{res.get('traceback', '')}"
+
+
+@pytest.mark.slow
+def test_found_by_the_fuzzer_in_verilator(tmp_path, tmp_path_factory):
+    from pycde_accel.sim.runner import pytest_cache_root
+    res = fuzz.check_case(INPUT_THROUGH_ELEMENTWISE_TO_1D, AccelConfig(), tmp_path, sim=True,
+                          cache_root=pytest_cache_root(tmp_path_factory))
+    assert res["status"] == "ok" and res["sim_ok"] is True, res["detail"]
