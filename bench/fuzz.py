@@ -50,7 +50,8 @@ def _alarm(signum, frame):
 
 
 def check_case(source: str, config, work: Path, *, sim: bool = False, axi_pause: float = 0.0,
-               sim_seed: int = 0, cache_root: Path | None = None, builds: dict | None = None) -> dict:
+               sim_seed: int = 0, cache_root: Path | None = None, builds: dict | None = None,
+               keep_dir: Path | None = None) -> dict:
     """Run one model file text through the flow; return ``{"status": ok|mismatch|refused|crash,
     "detail": ..., "sim": bool, "sim_ok": bool|None}``."""
     import numpy as np
@@ -84,12 +85,16 @@ def check_case(source: str, config, work: Path, *, sim: bool = False, axi_pause:
             stage = "simulation"
             from pycde_accel import simulate as S
             engine = "axiram" if axi_pause > 0 else "native"
-            build = (builds or {}).get(config)
+            key = (config, engine == "axiram")
+            build = (builds or {}).get(key)
             if build is None:
-                build = S.build_accelerator(config, work / "accel", cache_root=cache_root,
+                # a build kept for later cases lives in a folder of its own, not in the case's
+                where = work / "accel" if builds is None else \
+                    Path(tempfile.mkdtemp(prefix="accel-", dir=keep_dir))
+                build = S.build_accelerator(config, where, cache_root=cache_root,
                                             defer=engine != "axiram")
                 if builds is not None:
-                    builds[config] = build
+                    builds[key] = build
             r = S.simulate(fe, config, work / "sim", sim=build, axi_pause=axi_pause, seed=sim_seed,
                            engine=engine, compiled=cp)
             res["sim_ok"] = r.bit_exact
@@ -128,7 +133,7 @@ def _run_one(job: dict) -> dict:
         signal.alarm(job["timeout"])
         try:
             res = check_case(source, cfg, Path(d), sim=job["sim"], axi_pause=job["axi_pause"],
-                             sim_seed=job["seed"], builds=_BUILDS)
+                             sim_seed=job["seed"], builds=_BUILDS, keep_dir=job["keep_dir"])
         except Hang:
             res = {"status": "hang", "detail": "over the time limit", "sim": job["sim"], "sim_ok": None}
         finally:
@@ -200,7 +205,10 @@ def main(argv=None) -> int:
     counts = dict(cases=0, mismatches=0, crashes=0, refusals=0, hangs=0, sim_cases=0, sim_mismatches=0)
     key = {"mismatch": "mismatches", "crash": "crashes", "refused": "refusals", "hang": "hangs"}
     ctx = mp.get_context("fork")
-    with ctx.Pool(args.jobs, initializer=_init_worker, maxtasksperchild=50) as pool:
+    keep = tempfile.TemporaryDirectory(prefix="pycde-fuzz-builds-")    # the workers' accelerators
+    for j in jobs:
+        j["keep_dir"] = keep.name
+    with keep, ctx.Pool(args.jobs, initializer=_init_worker, maxtasksperchild=None) as pool:
         for res in pool.imap_unordered(_run_one, jobs):
             counts["cases"] += 1
             counts["sim_cases"] += bool(res["sim"] and res["sim_ok"] is not None)
