@@ -7,14 +7,17 @@ through the accelerator in Verilator as well.
 Case ``i`` of seed ``X`` is ``fuzzgen.generate(case_seed(X, i))``. Every ``N // S``-th case is
 a simulation case: its config is drawn from ``fuzzgen.SIM_POOL`` (so the Verilator builds are
 reused; the build cache is the CLI's), it runs on the native engine, or, for every fourth one,
-on the AxiRam engine with random AXI pauses. A case that crashes (an exception that is no
+on the AxiRam engine with random AXI pauses (on the default config, to need one cocotb build). A case that crashes (an exception that is no
 ``UserError``), mismatches, is refused (``UserError``: the generator makes only models the
 compiler claims to support) or hangs (over ``--timeout`` seconds) is saved under ``--out``
 (default ``bench/out/fuzz``) as ``<kind>-<case>/model.py``, ``config.json`` and ``repro.sh``,
 the one-line command that reproduces it (``python bench/fuzz.py --replay DIR``).
 
 The last line of stdout is a JSON object: ``cases``, ``mismatches``, ``crashes``, ``refusals``,
-``hangs``, ``sim_cases``, ``sim_mismatches``, ``seconds``, ``cases_per_second``, ``seed``.
+``hangs``, ``sim_cases``, ``sim_mismatches``, ``seconds``, ``cases_per_second``, ``seed``,
+``jobs``, ``build_seconds`` (the workers' time in emitting and building accelerators, which the
+per-case time limit leaves out) and the mean wall seconds of a golden and of a simulation case
+(builds left out).
 """
 
 from __future__ import annotations
@@ -85,6 +88,9 @@ def check_case(source: str, config, work: Path, *, sim: bool = False, axi_pause:
             stage = "simulation"
             from pycde_accel import simulate as S
             engine = "axiram" if axi_pause > 0 else "native"
+            # the Verilator builds are the config's, not the case's: no time limit on them
+            left = signal.alarm(0)
+            t_build = time.monotonic()
             key = (config, engine == "axiram")
             build = (builds or {}).get(key)
             if build is None:
@@ -95,6 +101,15 @@ def check_case(source: str, config, work: Path, *, sim: bool = False, axi_pause:
                                             defer=engine != "axiram")
                 if builds is not None:
                     builds[key] = build
+            if engine == "axiram":
+                from pycde_accel.sim import runner
+                build = runner.ensure_built(build)
+            else:
+                from pycde_accel.sim import fast
+                fast.build_native(build, mem_log2=fast.mem_log2(len(cp.load_inputs(xq))))
+            res["build_seconds"] = time.monotonic() - t_build
+            if left:
+                signal.alarm(left)
             r = S.simulate(fe, config, work / "sim", sim=build, axi_pause=axi_pause, seed=sim_seed,
                            engine=engine, compiled=cp)
             res["sim_ok"] = r.bit_exact
@@ -127,6 +142,8 @@ def _run_one(job: dict) -> dict:
     from pycde_accel.config import AccelConfig
     case = fuzzgen.generate(job["seed"], sim=job["sim"])
     cfg = AccelConfig.from_dict(job["config"]) if job.get("config") else case.config
+    if job["axi_pause"] > 0:
+        cfg = fuzzgen.SIM_POOL[0]           # one cocotb (AxiRam) build for the paused cases
     source = job.get("source") or case.source
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="pycde-fuzz-") as d:
@@ -203,6 +220,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     t0 = time.monotonic()
     counts = dict(cases=0, mismatches=0, crashes=0, refusals=0, hangs=0, sim_cases=0, sim_mismatches=0)
+    spent: dict[str, list[float]] = {"golden": [], "sim": [], "build": []}
     key = {"mismatch": "mismatches", "crash": "crashes", "refused": "refusals", "hang": "hangs"}
     ctx = mp.get_context("fork")
     keep = tempfile.TemporaryDirectory(prefix="pycde-fuzz-builds-")    # the workers' accelerators
@@ -210,6 +228,8 @@ def main(argv=None) -> int:
         j["keep_dir"] = keep.name
     with keep, ctx.Pool(args.jobs, initializer=_init_worker, maxtasksperchild=None) as pool:
         for res in pool.imap_unordered(_run_one, jobs):
+            spent["sim" if res["sim"] else "golden"].append(res["seconds"] - res.get("build_seconds", 0))
+            spent["build"].append(res.get("build_seconds", 0))
             counts["cases"] += 1
             counts["sim_cases"] += bool(res["sim"] and res["sim_ok"] is not None)
             if res["status"] != "ok":
@@ -222,7 +242,9 @@ def main(argv=None) -> int:
             elif not args.quiet and counts["cases"] % 50 == 0:
                 print(f"  {counts['cases']} cases, {time.monotonic() - t0:.0f} s", flush=True)
     secs = time.monotonic() - t0
-    counts.update(seconds=round(secs, 1), cases_per_second=round(counts["cases"] / secs, 3), seed=seed)
+    counts.update(seconds=round(secs, 1), cases_per_second=round(counts["cases"] / secs, 3), seed=seed,
+                  jobs=args.jobs, build_seconds=round(sum(spent.pop("build")), 1),
+                  **{f"{k}_case_seconds_mean": round(sum(v) / len(v), 2) for k, v in spent.items() if v})
     print(json.dumps(counts, sort_keys=True))
     return 0 if all(counts[k] == 0 for k in key.values()) else 1
 
