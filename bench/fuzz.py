@@ -118,7 +118,9 @@ def check_case(source: str, config, work: Path, *, sim: bool = False, axi_pause:
     except Hang:
         res.update(status="hang", detail=f"{stage}: over the time limit")
     except UserError as e:
-        res.update(status="refused", detail=f"{stage}: {e}")
+        # a refusal of the frontend or back end is a documented limit; a simulation that fails
+        # (an accelerator error, the watchdog, a layer time limit) is a failure of the flow
+        res.update(status="crash" if stage == "simulation" else "refused", detail=f"{stage}: {e}")
     except Exception as e:  # noqa: BLE001 - every other exception is a compiler crash
         tb = traceback.extract_tb(e.__traceback__)
         where = f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else "?"
