@@ -96,8 +96,8 @@ class _Builder:
         except Exception:
             return None
         if not isinstance(out, torch.Tensor) or out.numel() == 0 or out.dim() < 2 \
-                or out[0].numel() > MAX_ELEMS:
-            return None
+                or out[0].numel() > MAX_ELEMS or not bool(torch.isfinite(out).all()):
+            return None       # (a max-pool window all in padding is -inf in torch: left out)
         var = f"t{self.n}"
         self.n += 1
         if m is not None:
