@@ -500,6 +500,10 @@ def _cmd_dse(args: argparse.Namespace) -> int:
     out = _check_out(args)
     if args.top < 1 or args.confirm < 0 or (args.jobs is not None and args.jobs < 1):
         raise UserError("dse: --top and --jobs must be >= 1, --confirm >= 0")
+    for name in ("rows", "cols", "spad", "spad_c", "axi"):
+        bad = [v for v in getattr(args, name) if v < 1]
+        if bad:
+            raise UserError(f"dse: --{name.replace('_', '-')} {bad[0]}: every value must be >= 1")
     configs = dse.space(rows=args.rows, cols=args.cols, axi=args.axi, spad=args.spad,
                         spad_c=args.spad_c, target=device.name)
     with staged_output(out, model=args.model) as stage:
@@ -536,6 +540,8 @@ def main(argv: list[str] | None = None) -> int:
         # children end with the command: an interrupt ends them all, then the staged output
         # is removed on the way out
         with proc.guard():
+            if getattr(args, "seed", 0) < 0:
+                raise UserError(f"--seed must be >= 0, got {args.seed}")
             from .frontend.loader import callable_spec
             # a callable MODEL carries its input shape in its spec (what design.json records)
             args.model = callable_spec(args.model, args.input_shape, args.input_dtype)

@@ -105,6 +105,9 @@ def check_out(path: os.PathLike | str, *, model=None) -> Path:
         probe = probe.parent
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         raise UserError(f"--out {text}: cannot write there ({probe} is not a writable folder)")
+    if probe == final and not os.access(final.parent, os.W_OK | os.X_OK):
+        raise UserError(f"--out {text}: cannot write there: the output is staged next to it, and "
+                        f"its parent folder {final.parent} is not writable")
     return final
 
 
@@ -141,7 +144,8 @@ def staged_output(path: os.PathLike | str, *, model=None, update: bool = False,
         stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".pycde-accel-stage",
                                       dir=anchor))
     except OSError as e:
-        raise UserError(f"--out {shown}: cannot write there ({e.strerror})") from None
+        raise UserError(f"--out {shown}: cannot write there: the output is staged next to it, and "
+                        f"its parent folder {anchor} refuses a new folder ({e.strerror})") from None
     made: list[Path] = []
     try:
         if update and final.is_dir():

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from . import capture as capture_mod
-from . import design, evaluate, graph, intmodule, loader, mlir_import, quantize, reference
+from . import design, evaluate, graph, intmodule, loader, mlir_import, quantize, reference, sanity
 from ..errors import UserError
 from .loader import LoadedModel, load_model
 
@@ -49,6 +49,7 @@ def calibration_inputs(model: LoadedModel, seed: int, batches: int = CALIBRATION
 
 def run(spec: str | None, seed: int = 0, *, eval_batches: int = EVAL_BATCHES) -> FrontendResult:
     model = load_model(spec)
+    sanity.check(model)
     g = graph.fuse_relu(capture_mod.capture(model.module, model.example_inputs,
                                             fallback_source=model.fallback_source))
     qm = quantize.quantize_graph(g, calibration_inputs(model, seed))

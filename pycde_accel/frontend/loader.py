@@ -238,6 +238,8 @@ def load_model(spec: "str | LoadedModel | None") -> LoadedModel:
     if path.suffix != ".py":
         raise UserError(f"model {spec!r}: not a built-in ({', '.join(sorted(models.BUILTINS))}), "
                         f"not a path/to/file.py[:function] and not a package.module:callable")
+    if path.is_dir():
+        raise UserError(f"model file {path_s} is a folder, not a Python file")
     if not path.is_file():
         raise UserError(f"model file {path_s} does not exist")
     mod_name = "_pycde_accel_model_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
@@ -246,8 +248,11 @@ def load_model(spec: "str | LoadedModel | None") -> LoadedModel:
         mod = importlib.util.module_from_spec(ispec)
         sys.modules[mod_name] = mod
         ispec.loader.exec_module(mod)
-    except (KeyboardInterrupt, MemoryError):
+    except KeyboardInterrupt:
         raise
+    except MemoryError:
+        sys.modules.pop(mod_name, None)
+        raise UserError(f"model file {path.name} ran out of memory on import (MemoryError)") from None
     except BaseException as e:  # SyntaxError, SystemExit, anything the model file raises
         sys.modules.pop(mod_name, None)
         raise UserError(f"model file {path.name} raised on import: {_first_line(e)}") from e
@@ -263,8 +268,10 @@ def load_model(spec: "str | LoadedModel | None") -> LoadedModel:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
             result = fn()
-    except (KeyboardInterrupt, MemoryError):
+    except KeyboardInterrupt:
         raise
+    except MemoryError:
+        raise UserError(f"{where}() ran out of memory (MemoryError)") from None
     except BaseException as e:
         raise UserError(f"{where}() raised {_first_line(e)}") from e
     want = "must return (torch.nn.Module, tuple_of_example_tensors)"

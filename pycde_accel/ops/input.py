@@ -50,11 +50,37 @@ class Input(Node):
         if len(shape) == 4:
             n, c, h, w = shape
             v = L.padded_view(self.name, (n, h, w, c), cx.C).transpose((0, 3, 1, 2))
-        elif len(shape) == 3 and users and all(getattr(u, "one_d", False) for u in users):
-            # (N, C, L) read only by 1-d windowed ops (Conv1d, pooling): channels-last (N, L, C)
+        elif len(shape) == 3 and users and _feeds_only_1d(cx.qm.graph, self):
+            # (N, C, L) read only by 1-d windowed ops (Conv1d, pooling), directly or through
+            # element-wise ops that keep its layout: channels-last (N, L, C)
             n, c, w = shape
             v = L.padded_view(self.name, (n, w, c), cx.C).transpose((0, 2, 1))
         else:
             v = L.padded_view(self.name, shape or (1,), cx.C)
         cx.layout.request("input", self.name, L.view_span(v), "input", self.name)
         cx.set_tensor(self.name, self.name, v.offsets().reshape(shape))
+
+
+#: element-wise kinds whose output takes their operands' layout (``Compiler.eltwise``)
+_LAYOUT_KEEPING = ("relu", "lut", "hardtanh", "add", "sub", "mul", "maximum", "minimum")
+
+
+def _feeds_only_1d(graph, node) -> bool:
+    """Every reader of ``node``, and of the element-wise ops of its shape that read it (and so
+    share its layout), is a 1-d windowed op or one of those element-wise ops, and at least one
+    is a 1-d windowed op: then a channels-last layout serves them all."""
+    seen, todo, one_d = {node.name}, [node.name], False
+    while todo:
+        name = todo.pop()
+        for u in graph.nodes:
+            if name not in u.inputs:
+                continue
+            if getattr(u, "one_d", False):
+                one_d = True
+            elif u.kind in _LAYOUT_KEEPING and tuple(u.shape) == tuple(node.shape):
+                if u.name not in seen:
+                    seen.add(u.name)
+                    todo.append(u.name)
+            else:
+                return False
+    return one_d
