@@ -422,3 +422,40 @@ def generate(seed: int, sim: bool = False) -> Case:
     rng = random.Random(f"config-{seed}")
     cfg = sim_config(rng) if sim else golden_config(rng)
     return Case(seed, src, cfg, ops)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python bench/fuzzgen.py [--cases N] [--seed X] [--sim]``: draw N cases (seeds X..X+N-1)
+    without compiling them, print one line per case, and end with a JSON line of what was
+    drawn: ``cases``, ``ops`` (count per op), ``mean_ops``, ``distinct_configs``, ``seconds``."""
+    import argparse
+    import collections
+    import json
+    import sys
+    import time
+
+    ap = argparse.ArgumentParser(prog="bench/fuzzgen.py", description=main.__doc__.split(":")[0])
+    ap.add_argument("--cases", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sim", action="store_true", help="draw configs from SIM_POOL")
+    a = ap.parse_args(argv)
+    if a.cases < 1 or a.seed < 0:
+        print("error: --cases must be at least 1 and --seed at least 0", file=sys.stderr)
+        return 2
+    t0 = time.monotonic()
+    ops, configs = collections.Counter(), set()
+    for seed in range(a.seed, a.seed + a.cases):
+        case = generate(seed, sim=a.sim)
+        ops.update(case.ops)
+        configs.add(repr(case.config))
+        print(f"seed {seed}: {len(case.ops)} ops ({', '.join(case.ops)}); "
+              f"{case.config.rows}x{case.config.cols} axi{case.config.axi_data_width}")
+    print(json.dumps({"cases": a.cases, "ops": dict(sorted(ops.items())),
+                      "mean_ops": round(sum(ops.values()) / a.cases, 2),
+                      "distinct_configs": len(configs),
+                      "seconds": round(time.monotonic() - t0, 2)}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

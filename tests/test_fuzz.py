@@ -195,3 +195,13 @@ def test_found_by_the_fuzzer_in_verilator(tmp_path, tmp_path_factory):
     res = fuzz.check_case(INPUT_THROUGH_ELEMENTWISE_TO_1D, AccelConfig(), tmp_path, sim=True,
                           cache_root=pytest_cache_root(tmp_path_factory))
     assert res["status"] == "ok" and res["sim_ok"] is True, res["detail"]
+
+
+def test_generator_alone_ends_with_its_json_line(capsys):
+    import json
+    assert fuzzgen.main(["--cases", "4", "--seed", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 5 and lines[0].startswith("seed 2: ")
+    last = json.loads(lines[-1])
+    assert last["cases"] == 4 and sum(last["ops"].values()) == round(last["mean_ops"] * 4)
+    assert fuzzgen.main(["--cases", "0"]) == 2
