@@ -106,10 +106,8 @@ def test_reference_matches_slow_loops_and_float(s_in, max_val, frac, seed):
 
 
 @pytest.fixture(scope="module")
-def fe(tmp_path_factory):
-    path = tmp_path_factory.mktemp("hardtanh") / "net.py"
-    path.write_text(MODEL)
-    return frontend.run(str(path), eval_batches=4)
+def fe(frontend_of):
+    return frontend_of("hardtanh", MODEL)
 
 
 def test_frontend_int8_agrees_with_float(fe):

@@ -149,10 +149,8 @@ def test_chain_against_float_layer_norm():
 
 
 @pytest.fixture(scope="module")
-def fe(tmp_path_factory):
-    path = tmp_path_factory.mktemp("layer_norm") / "net.py"
-    path.write_text(MODEL)
-    return frontend.run(str(path), eval_batches=20)
+def fe(frontend_of):
+    return frontend_of("layer_norm", MODEL, eval_batches=20)
 
 
 def test_frontend_int8_agrees_with_float(fe):

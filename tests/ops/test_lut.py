@@ -184,10 +184,8 @@ KINDS = ["input", "conv2d", "lut", "lut", "lut", "lut", "add", "lut", "lut", "re
 
 
 @pytest.fixture(scope="module")
-def fe(tmp_path_factory):
-    path = tmp_path_factory.mktemp("lut") / "net.py"
-    path.write_text(MODEL)
-    return frontend.run(str(path), eval_batches=4)
+def fe(frontend_of):
+    return frontend_of("lut", MODEL)
 
 
 def test_frontend_int8_agrees_with_float(fe):

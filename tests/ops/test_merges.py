@@ -131,10 +131,8 @@ def test_maximum_scale_is_the_larger_and_equal_scales_need_no_rescale():
 
 
 @pytest.fixture(scope="module")
-def fe(tmp_path_factory):
-    path = tmp_path_factory.mktemp("merges") / "net.py"
-    path.write_text(MODEL)
-    return frontend.run(str(path), eval_batches=4)
+def fe(frontend_of):
+    return frontend_of("merges", MODEL)
 
 
 def test_frontend_int8_agrees_with_float(fe):

@@ -142,10 +142,8 @@ OPS = ["gemm", "lut", "maxpool", "gemm", "lut", "mul", "lut", "mul", "gemm"]
 
 
 @pytest.fixture(scope="module")
-def fe(tmp_path_factory):
-    path = tmp_path_factory.mktemp("mul") / "net.py"
-    path.write_text(MODEL)
-    return frontend.run(str(path), eval_batches=4)
+def fe(frontend_of):
+    return frontend_of("mul", MODEL)
 
 
 def test_design_json_round_trip(fe, tmp_path):
