@@ -413,6 +413,21 @@ class CaptureContext:
         self.nodes[node.name] = node
         self.alias[n.name] = node.name
 
+    def expander(self, n):
+        """``add(kind, inputs, shape, **attrs)``, for an op captured as several nodes: appends a
+        new node of ``kind`` named ``<n>_<kind><i>`` (i counts this op's nodes) with ``n``'s module
+        and source, and returns its name."""
+        common, count = self.common(n), [0]
+
+        def add(kind, inputs, shape, **kw):
+            count[0] += 1
+            node = ops.REGISTRY[kind](f"{n.name}_{kind}{count[0]}", tuple(inputs),
+                                      tuple(int(v) for v in shape), **common, **kw)
+            self.graph.nodes.append(node)
+            self.nodes[node.name] = node
+            return node.name
+        return add
+
     def fail(self, n, what: str) -> UnsupportedOp:
         """The error for ``n`` (the hook raises it; capture records it and goes on)."""
         path, cls = module_of(n)

@@ -32,7 +32,6 @@ def _cat_rows(cls, cx, n, xs, shapes) -> None:
     of an NCHW ``(N, D, L, 1)``: views), plus one parameter tensor holding the parameters' rows
     and zeros (``add``)."""
     from . import param
-    from .base import REGISTRY
     acts = [i for i, x in enumerate(xs) if cx.nodes[x].kind != "param"]
     if len(acts) != 1:
         raise cx.fail(n, f"{n.target} of {len(xs)} tensors of rank 3 along dim 1 with "
@@ -42,16 +41,7 @@ def _cat_rows(cls, cx, n, xs, shapes) -> None:
     N, D = shapes[0][0], shapes[0][2]
     total = sum(s[1] for s in shapes)
     before = sum(s[1] for s in shapes[:ia])
-    common = cx.common(n)
-    count = [0]
-
-    def add(kind, inputs, shape, **kw):
-        count[0] += 1
-        node = REGISTRY[kind](f"{n.name}_{kind}{count[0]}", tuple(inputs),
-                              tuple(int(v) for v in shape), **common, **kw)
-        cx.graph.nodes.append(node)
-        cx.nodes[node.name] = node
-        return node.name
+    add = cx.expander(n)
 
     x, L = xs[ia], shapes[ia][1]
     t = add("transpose", [x], (N, D, L), perm=(0, 2, 1))
@@ -61,7 +51,7 @@ def _cat_rows(cls, cx, n, xs, shapes) -> None:
     t = add("transpose", [t], (N, total, D), perm=(0, 2, 1))
     value = np.concatenate([cx.nodes[v].value if i != ia else np.zeros(s)
                             for i, (v, s) in enumerate(zip(xs, shapes))], axis=1)
-    rows = param.Param(f"{n.name}_rows", (), (N, total, D), **common, value=value)
+    rows = param.Param(f"{n.name}_rows", (), (N, total, D), **cx.common(n), value=value)
     cx.graph.nodes.append(rows)
     cx.nodes[rows.name] = rows
     cx.alias[n.name] = add("add", [t, rows.name], (N, total, D))

@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .base import REGISTRY, Node, register
+from .base import Node, register
 
 
 def _parse(eq: str, n_ops: int):
@@ -69,16 +69,7 @@ class Einsum(Node):
             raise cx.fail(n, f"aten.einsum.default {eq!r} with a constant operand that has a batch index")
         size = lambda ix, s: math.prod(s[i] for i in ix)  # noqa: E731
         B, M, K, N = size(batch, sa), size(fa, sa), size(contr, sa), size(fb, sb)
-        common = cx.common(n)
-        count = [0]
-
-        def add(kind, inputs, shape, **kw):
-            count[0] += 1
-            node = REGISTRY[kind](f"{n.name}_{kind}{count[0]}", tuple(inputs), tuple(int(v) for v in shape),
-                                  **common, **kw)
-            cx.graph.nodes.append(node)
-            cx.nodes[node.name] = node
-            return node.name
+        add = cx.expander(n)
 
         def arrange(x, ix, order, shape3):
             perm = tuple(ix.index(i) for i in order)

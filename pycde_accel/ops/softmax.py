@@ -115,16 +115,7 @@ def _sdpa(cx, n) -> str:
     scale = cx.arg(n, 6, "scale")
     scale = 1.0 / math.sqrt(sq[-1]) if scale is None else float(scale)
     B = math.prod(sq[:-2])
-    common = cx.common(n)
-    count = [0]
-
-    def add(kind, inputs, shape, **kw):
-        count[0] += 1
-        node = REGISTRY[kind](f"{n.name}_{kind}{count[0]}", tuple(inputs),
-                              tuple(int(s) for s in shape), **common, **kw)
-        cx.graph.nodes.append(node)
-        cx.nodes[node.name] = node
-        return node.name
+    add = cx.expander(n)
 
     q3 = add("reshape", [q], (B,) + sq[-2:])
     k3 = add("reshape", [k], (B,) + sk[-2:])
