@@ -101,14 +101,16 @@ _CALYX = Stage("calyx", "circt",
 _CALYX_OPT = Stage(
     "calyx_opt", "circt",
     "pycde-accel-calyx-inline-comb-groups,pycde-accel-calyx-mem-ports,"
-    "pycde-accel-calyx-wire-clk-reset,pycde-accel-calyx-merge-groups,pycde-accel-calyx-fold-latch",
+    "pycde-accel-calyx-wire-clk-reset,pycde-accel-calyx-static-mult,pycde-accel-calyx-merge-groups,"
+    "pycde-accel-calyx-fold-latch",
     "what the unregistered CIRCT calyx passes would do (lowering/passes): comb groups inlined, "
     "memories as component ports, every cell's clk/reset wired; then the throughput passes: "
     "independent reads (multiplies) merged into one group, the loop increment folded into the "
     "body's last group")
 _CALYX_HW = Stage(
     "hw", "circt",
-    "calyx.component(lower-calyx-to-fsm),calyx.component(materialize-calyx-to-fsm),"
+    "calyx.component(lower-calyx-to-fsm),pycde-accel-fsm-skip-empty-states,"
+    "calyx.component(materialize-calyx-to-fsm),"
     "calyx.component(calyx-remove-groups-fsm),lower-calyx-to-hw,convert-fsm-to-core,"
     "pycde-accel-drop-reset-initial,canonicalize",
     "calyx -> fsm -> hw + seq (the control FSM as plain registers and muxes): the file "

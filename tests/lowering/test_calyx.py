@@ -23,7 +23,7 @@ ALL = ["requantize", "requantize_relu", "requantize_pc", "residual_add", "maxpoo
 #: Steady-state elements per cycle after the throughput passes (pycde-accel-calyx-merge-groups,
 #: -fold-latch): a loop body of four FSM states without a multiply; a std_mult_pipe group costs
 #: three more (its latency plus its result register).
-RATE = {"maxpool": 0.25, "clamp": 0.25, "residual_add": 1 / 7, "requantize_relu": 1 / 7}
+RATE = {"maxpool": 1 / 3, "clamp": 1 / 3, "residual_add": 0.25, "requantize_relu": 0.25}
 
 
 def test_route_ends_in_sv():
