@@ -7,8 +7,10 @@ lower-calyx-to-hw builds std_mult_pipe as one stage: on the edge where ``go`` is
 ``done`` low it captures ``left * right`` in its ``out`` register, which holds until the next
 such edge. So the product is there from the cycle after ``go`` on, and the result register only
 repeats it. This pass makes such a group a static one-cycle group: it keeps the multiplier's
-``go`` (and the operand assignments), is done at once (``calyx.group_done %true``), and every
-reader of the result register reads the multiplier's ``out`` instead; the register goes.
+``go`` (and the operand assignments), is done while the multiplier's ``done`` is still low (a
+``calyx.std_not`` of it: the cycle ``go`` is high; a constant ``group_done`` is refused by the
+verifier), and every reader of the result register reads the multiplier's ``out`` instead; the
+register goes.
 
 It applies when the group writes just the multiplier, the result register (``in`` = the
 multiplier's ``out``, ``write_en`` = its ``done``) and combinational cells; no other group or
@@ -26,8 +28,10 @@ Before:  calyx.group @m { calyx.assign %mul.left = ... calyx.assign %mul.right =
              calyx.assign %r.in = %mul.out : i64  calyx.assign %r.write_en = %mul.done : i1
              calyx.assign %mul.go = %0 ? %true : i1  calyx.group_done %r.done : i1 }
          calyx.group @use { calyx.assign %add.left = %r.out : i64 ... }
-After:   calyx.group @m { calyx.assign %mul.left = ... calyx.assign %mul.right = ...
-             calyx.assign %mul.go = %0 ? %true : i1  calyx.group_done %true : i1 }
+After:   %m_first.in, %m_first.out = calyx.std_not @m_first : i1, i1
+         calyx.group @m { calyx.assign %mul.left = ... calyx.assign %mul.right = ...
+             calyx.assign %mul.go = %0 ? %true : i1
+             calyx.assign %m_first.in = %mul.done : i1  calyx.group_done %m_first.out : i1 }
          calyx.group @use { calyx.assign %add.left = %mul.out : i64 ... }
 """
 
