@@ -93,26 +93,30 @@ _SV = Stage(
     "sv", "circt", "pycde-accel-lowering-options,lower-seq-to-sv,hw.module(lower-hw-to-sv),export-verilog",
     "sv dialect; SystemVerilog that Verilator and Yosys accept", sv=True)
 
-_SCF_WHILE = Stage("scf_while", "torch", "scf-for-to-while",
-                   "scf.for as scf.while (calyx.repeat is not FSM-compilable in this CIRCT)")
+_SCF_WHILE = Stage("scf_while", "torch", "scf-for-to-while,pycde-accel-narrow-mul-to-adds",
+                   "scf.for as scf.while (calyx.repeat is not FSM-compilable in this CIRCT); "
+                   "products of two values of at most 8 bits as shifts and adds (no multiplier "
+                   "state)")
 _CALYX = Stage("calyx", "circt",
                "lower-scf-to-calyx,canonicalize,pycde-accel-calyx-drop-ref-wrapper",
                "CIRCT calyx from scf; the kernel's component is the top (no by-reference wrapper)")
 _CALYX_OPT = Stage(
     "calyx_opt", "circt",
     "pycde-accel-calyx-inline-comb-groups,pycde-accel-calyx-mem-ports,"
-    "pycde-accel-calyx-wire-clk-reset,pycde-accel-calyx-merge-groups,pycde-accel-calyx-fold-latch",
+    "pycde-accel-calyx-wire-clk-reset,pycde-accel-calyx-static-mult,pycde-accel-calyx-merge-groups,"
+    "pycde-accel-calyx-fold-latch",
     "what the unregistered CIRCT calyx passes would do (lowering/passes): comb groups inlined, "
     "memories as component ports, every cell's clk/reset wired; then the throughput passes: "
-    "independent reads (multiplies) merged into one group, the loop increment folded into the "
-    "body's last group")
+    "each multiply a one-cycle group read from its multiplier, independent reads (multiplies) "
+    "merged into one group, the loop increment folded into the body's last group")
 _CALYX_HW = Stage(
     "hw", "circt",
-    "calyx.component(lower-calyx-to-fsm),calyx.component(materialize-calyx-to-fsm),"
+    "calyx.component(lower-calyx-to-fsm),pycde-accel-fsm-skip-empty-states,"
+    "calyx.component(materialize-calyx-to-fsm),"
     "calyx.component(calyx-remove-groups-fsm),lower-calyx-to-hw,convert-fsm-to-core,"
     "pycde-accel-drop-reset-initial,canonicalize",
-    "calyx -> fsm -> hw + seq (the control FSM as plain registers and muxes): the file "
-    "System.import_mlir reads")
+    "calyx -> fsm -> hw + seq (the control FSM as plain registers and muxes, without the "
+    "states that do nothing): the file System.import_mlir reads")
 
 _CALYX_PER_TOP = Stage("calyx", "circt", f"pycde-accel-per-top({_CALYX.pipeline})",
                        _CALYX.doc + ", one kernel at a time (lower-scf-to-calyx takes one top)")
@@ -169,24 +173,29 @@ STATIC_LIMIT = """\
 The calyx route (calyx, static-calyx) reaches SV through project passes where this CIRCT
 build lacks the upstream ones (no calyx Python bindings: the calyx passes rewrite the custom
 form with a small parser, lowering/passes/_calyx_text.py):
+* 04_scf_while: scf-for-to-while, then pycde-accel-narrow-mul-to-adds (a product of two values
+  of at most 8 bits as shifts and adds: calyx has no combinational multiplier, and chained
+  multiplies would cost a state each);
 * 05_calyx: lower-scf-to-calyx, then pycde-accel-calyx-drop-ref-wrapper (the @main component
   that passes memories by reference goes; lower-calyx-to-hw lowers no calyx.instance);
 * 06_calyx_opt: pycde-accel-calyx-inline-comb-groups (for calyx-remove-comb-groups: the while
   condition's comb group as continuous assignments), -calyx-mem-ports (each seq_mem, which
   lower-calyx-to-hw cannot convert, as component ports that the streaming wrapper answers),
   -calyx-wire-clk-reset (for calyx-clk/reset-insertion; without it registers are clocked by
-  1'bz), then the throughput passes -calyx-merge-groups and -calyx-fold-latch;
-* 07_hw: lower-calyx-to-fsm, materialize-calyx-to-fsm, calyx-remove-groups-fsm,
+  1'bz), then the throughput passes -calyx-static-mult (a multiply group takes one cycle, its
+  product read from std_mult_pipe's out), -calyx-merge-groups and -calyx-fold-latch;
+* 07_hw: lower-calyx-to-fsm, pycde-accel-fsm-skip-empty-states (the while entry state, which
+  enables nothing, goes), materialize-calyx-to-fsm, calyx-remove-groups-fsm,
   lower-calyx-to-hw, convert-fsm-to-core (integer state, no enum typedefs; convert-fsm-to-sv's
   always_comb case has an empty default, a latch in Yosys and IR that does not parse back:
   pycde-accel-fsm-next-state-default fixes that path), pycde-accel-drop-reset-initial.
 Limits: lower-calyx-to-fsm handles seq/enable/if/while only (no par, no repeat: scf-for-to-while
-first); every FSM state costs a cycle, so an element takes 4 cycles (0.25/cycle) without a
-multiply (while header, while entry, the merged reads, the write with the loop increment folded
-in) and 7 with one (std_mult_pipe plus its result register); the FSM stays in its exit state
-after done, so the streaming wrapper resets the kernel between runs. The static schedule at
-II=1 goes through CIRCT's pipeline dialect instead (route static, project pass
-pycde-accel-scf-to-pipeline)."""
+first); every FSM state costs a cycle, so an element takes 3 cycles (1/3 per cycle) without a
+multiply (while header, the merged reads, the write with the loop increment folded in) and 4
+(0.25) with one (a one-cycle std_mult_pipe state; independent multiplies share it, products of
+8-bit values need none); the FSM stays in its exit state after done, so the streaming wrapper
+resets the kernel between runs. The static schedule at II=1 goes through CIRCT's pipeline
+dialect instead (route static, project pass pycde-accel-scf-to-pipeline)."""
 
 #: Seconds one stage may take before it is killed and reported.
 STAGE_TIMEOUT = 300.0

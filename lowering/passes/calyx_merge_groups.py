@@ -11,7 +11,9 @@ holds for two kinds of group:
   ``done`` port): the accelerator answers reads that are requested in the same cycle together
   (:func:`..stream.calyx_stream_module`);
 * a multiply through ``calyx.std_mult_pipe`` of the same width, its result register's done as
-  the group's done (same primitive, same latency).
+  the group's done (same primitive, same latency);
+* a static one-cycle multiply (what pycde-accel-calyx-static-mult makes of one), done by a
+  ``calyx.std_not`` of its std_mult_pipe's done: done in its first cycle, as the merged group is.
 
 The merged group holds both groups' assignments and is done when both are
 (``calyx.std_and`` of the two done signals).
@@ -40,6 +42,12 @@ def _kind(g: G.Group, cells: dict[str, C.Op]):
     if g.done_value is None:
         return None
     dst = {a.dst: a.src for a in g.assigns if not a.guard}
+    first = G.cell_of(g.done_value)
+    if first in cells and cells[first].name == "calyx.std_not":
+        src = dst.get(f"%{first}.in", "")
+        if src.endswith(".done") and src[1:-5] in cells \
+                and cells[src[1:-5]].name == "calyx.std_mult_pipe":
+            return ("static",)
     mem = G.cell_of(g.done_value)
     if g.done_value == f"%{mem}_done" and dst.get(f"%{mem}_content_en") == "%true" \
             and dst.get(f"%{mem}_write_en") == "%false":
@@ -91,7 +99,8 @@ def rewrite(text: str) -> str:
                     o.rename(local)
                 done_ops = C.parse_ops(
                     C.assign_text(ind, f"%{nm}.left", ga.done_value, "i1")
-                    + C.assign_text(ind, f"%{nm}.right", gb.done_value, "i1")
+                    + C.assign_text(ind, f"%{nm}.right", local.get(gb.done_value, gb.done_value),
+                                    "i1")
                     + f"{ind}calyx.group_done %{nm}.out : i1\n")
                 a_ops[:] = [o for o in a_ops if o.name != "calyx.group_done"] + b_ops + done_ops
                 kinds[ga.name] = ka

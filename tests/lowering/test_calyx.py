@@ -19,11 +19,13 @@ sys.path.insert(0, str(Path(__file__).parent))  # the helpers next to this file 
 from stream_check import build_stream, run_stream  # noqa: E402
 from test_kernels import _case  # noqa: E402
 
-ALL = ["requantize", "requantize_relu", "requantize_pc", "residual_add", "maxpool", "clamp"]
-#: Steady-state elements per cycle after the throughput passes (pycde-accel-calyx-merge-groups,
-#: -fold-latch): a loop body of four FSM states without a multiply; a std_mult_pipe group costs
-#: three more (its latency plus its result register).
-RATE = {"maxpool": 0.25, "clamp": 0.25, "residual_add": 1 / 7, "requantize_relu": 1 / 7}
+ALL = ["requantize", "requantize_relu", "requantize_pc", "residual_add", "maxpool", "clamp",
+       "mul_requantize"]
+#: Steady-state elements per cycle after the throughput passes (pycde-accel-calyx-static-mult,
+#: -merge-groups, -fold-latch, -fsm-skip-empty-states, -narrow-mul-to-adds): three FSM states
+#: per element (while header, the merged reads, the write) and one more for a multiply stage.
+RATE = {"maxpool": 1 / 3, "clamp": 1 / 3, "residual_add": 0.25, "requantize_relu": 0.25,
+        "requantize": 0.25, "requantize_pc": 0.25, "mul_requantize": 0.25}
 
 
 def test_route_ends_in_sv():
@@ -83,6 +85,7 @@ def test_calyx_kernel_stream_in_verilator(name, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["requantize", "requantize_pc", "residual_add", "clamp"])
+@pytest.mark.parametrize("name", ["requantize", "requantize_pc", "residual_add", "clamp",
+                                  "mul_requantize"])
 def test_calyx_other_kernels_stream_in_verilator(name, tmp_path):
     _check(name, tmp_path, RATE.get(name))

@@ -39,6 +39,14 @@ def _case(name, rng):
         ma, mb = (int(v) for v in rng.integers(-(1 << 15) + 1, 1 << 15, 2))
         s = int(rng.integers(0, 20))
         return k, {"a": a, "b": b}, {"ma": ma, "mb": mb, "s": s}, q.residual_add(a, b, ma, mb, s)
+    if name == "mul_requantize":
+        k = kernels.mul_requantize(N)
+        a, b = rng.integers(-128, 128, N), rng.integers(-128, 128, N)
+        a[:4], b[:4] = [-128, 127, -128, 0], [-128, -128, 127, 5]
+        m0, s = int(rng.integers(1 << 30, 1 << 31)), int(rng.integers(0, 12))
+        p = q.saturating_rounding_doubling_high_mul(a.astype(np.int64) * b, m0)
+        return k, {"a": a, "b": b}, {"m0": m0, "s": s}, \
+            np.clip(q.rounding_divide_by_pot(p, s), -128, 127)
     if name == "maxpool":
         k = kernels.maxpool(N, k=4)
         taps = {f"t{i}": rng.integers(-128, 128, N) for i in range(4)}

@@ -509,3 +509,97 @@ def test_calyx_fold_latch(circt_ctx):
         "        calyx.assign %std_add_0.right = %c1_i32 : i32\n"
         "        calyx.group_done %arg_mem_2_done : i1\n")
     assert "calyx.group @latch" in _run(circt_ctx, "circt", clash, "pycde-accel-calyx-fold-latch")
+
+
+_CALYX_MULT = _CALYX_BODY.replace(
+    "    %i.in, %i.write_en,",
+    "    %m.clk, %m.reset, %m.go, %m.left, %m.right, %m.out, %m.done = calyx.std_mult_pipe @m : i1, i1, i1, i8, i8, i8, i1\n"
+    "    %p.in, %p.write_en, %p.clk, %p.reset, %p.out, %p.done = calyx.register @p : i8, i1, i1, i1, i8, i1\n"
+    "    %i.in, %i.write_en,").replace(
+    "      calyx.group @w {",
+    "      calyx.group @mul {\n"
+    "        calyx.assign %m.left = %arg_mem_0_read_data : i8\n"
+    "        calyx.assign %m.right = %arg_mem_1_read_data : i8\n"
+    "        calyx.assign %p.in = %m.out : i8\n"
+    "        calyx.assign %p.write_en = %m.done : i1\n"
+    "        %0 = comb.xor %m.done, %true : i1\n"
+    "        calyx.assign %m.go = %0 ? %true : i1\n"
+    "        calyx.group_done %p.done : i1\n"
+    "      }\n"
+    "      calyx.group @w {").replace(
+    "calyx.assign %mx.right = %arg_mem_1_read_data : i8",
+    "calyx.assign %mx.right = %p.out : i8").replace(
+    "      calyx.assign %i.clk = %clk : i1\n",
+    "      calyx.assign %i.clk = %clk : i1\n      calyx.assign %p.clk = %clk : i1\n"
+    "      calyx.assign %p.reset = %reset : i1\n      calyx.assign %m.clk = %clk : i1\n").replace(
+    "            calyx.enable @w\n", "            calyx.enable @mul\n            calyx.enable @w\n")
+
+
+def test_calyx_static_mult(circt_ctx):
+    out = _run(circt_ctx, "circt", _CALYX_MULT, "pycde-accel-calyx-static-mult")
+    mul = out[out.index("calyx.group @mul"):out.index("calyx.group @w")]
+    # one cycle: done while the multiplier is not yet done (the cycle its go is high)
+    assert "calyx.assign %mul_first.in = %m.done : i1" in mul
+    assert "calyx.group_done %mul_first.out : i1" in mul
+    assert "calyx.std_not @mul_first" in out
+    assert "%p." not in out and "calyx.register @p" not in out  # the result register went
+    w = out[out.index("calyx.group @w"):out.index("calyx.group @latch")]
+    assert "calyx.assign %mx.right = %m.out : i8" in w  # the product read from the multiplier
+    assert "calyx.assign %m.go = %0 ? %true : i1" in mul and "%m.left" in mul
+    # then two reads merge, and two static multiplies would merge as one-cycle groups
+    merged = _run(circt_ctx, "circt", out, "pycde-accel-calyx-merge-groups")
+    assert _enables(merged) == ["ra", "mul", "w", "latch"]
+    # the register also read by the multiply group itself (an accumulation): left alone
+    acc = _CALYX_MULT.replace("calyx.assign %m.right = %arg_mem_1_read_data : i8",
+                              "calyx.assign %m.right = %p.out : i8")
+    assert "calyx.register @p" in _run(circt_ctx, "circt", acc, "pycde-accel-calyx-static-mult")
+    # the group enabled twice: left alone (its multiplier's done could be high on entry)
+    twice = _CALYX_MULT.replace("            calyx.enable @mul\n",
+                                "            calyx.enable @mul\n            calyx.enable @mul\n")
+    assert "calyx.register @p" in _run(circt_ctx, "circt", twice, "pycde-accel-calyx-static-mult")
+
+
+def _states(text):
+    return re.findall(r"fsm.state @(\w+)", text)
+
+
+def test_fsm_skip_empty_states(circt_ctx):
+    ir, pm, _ = bridge.bindings("circt")
+    m = ir.Module.parse(_CALYX_BODY, circt_ctx)
+    pm.PassManager.parse("builtin.module(calyx.component(lower-calyx-to-fsm))",
+                         circt_ctx).run(m.operation)
+    before = str(m)
+    assert "seq_0_while_entry" in _states(before)
+    entry_next = re.search(r"fsm.state @seq_0_while_entry output \{\n.*\n.*\} transitions \{\n"
+                           r"\s*fsm.transition @(\w+)", before).group(1)
+    REGISTRY["pycde-accel-fsm-skip-empty-states"].run(m, "pycde-accel-fsm-skip-empty-states")
+    m.operation.verify()
+    out = str(m)
+    assert "seq_0_while_entry" not in out
+    assert set(_states(before)) - set(_states(out)) == {"seq_0_while_entry"}
+    header = out[out.index("fsm.state @seq_0_while_header"):]
+    header = header[:header.index("fsm.state", 10)]
+    assert f"fsm.transition @{entry_next} guard" in header  # straight into the body
+    assert "fsm_entry" in _states(out)  # the initial state stays (go is added to it later)
+    pm.PassManager.parse("builtin.module(calyx.component(materialize-calyx-to-fsm))",
+                         circt_ctx).run(m.operation)  # what follows still accepts it
+
+
+def test_narrow_mul_to_adds():
+    ctx = bridge.context("torch")
+    src = """
+      func.func @f(%a: i8, %b: i4, %c: i32) -> (i32, i32) {
+        %x = arith.extsi %a : i8 to i32
+        %y = arith.extsi %b : i4 to i32
+        %p = arith.muli %x, %y : i32
+        %q = arith.muli %x, %c : i32
+        return %p, %q : i32, i32
+      }"""
+    out = _run(ctx, "torch", src, "pycde-accel-narrow-mul-to-adds")
+    assert out.count("arith.muli") == 1 and "arith.muli %0, %arg2" in out  # %c is 32 bits: kept
+    assert out.count("arith.select") == 4  # one per bit of the narrower operand (i4)
+    assert out.count("arith.subi") == 1 and out.count("arith.addi") == 2  # its sign bit subtracts
+    assert "arith.shli" in out
+    # a wider limit is an option; below it nothing changes
+    assert _run(ctx, "torch", src, "pycde-accel-narrow-mul-to-adds", "{max-bits=3}").count(
+        "arith.muli") == 2
