@@ -15,7 +15,8 @@ Usage: python bench/kernels.py [--n 256] [--latency 1] [--kernels a,b] [--routes
                                [--no-synth] [--work DIR]
 The last stdout line is one JSON object: ``min_elements_per_cycle`` (the slowest kernel under
 the default route) and ``kernels``: kernel -> route -> {elements_per_cycle, cycles_per_element,
-lut, ff[, fmax_mhz]} or {error}.
+lut, ff[, fmax_mhz]} (``synth_error`` in place of the sizes when a tool failed) or
+{error}.
 """
 
 from __future__ import annotations
@@ -74,8 +75,12 @@ def measure(name: str, route: str, n: int, latency: int, work: Path, synth: bool
            "cycles_per_element": round(1 / eps, 3) if eps else None}
     if synth:
         from pycde_accel.fpga.synth import synthesize
-        rep = synthesize([lowered.sv], k.name, "ecp5-85f", out / "synth",
-                         place=route in PLACED)
+        try:
+            rep = synthesize([lowered.sv], k.name, "ecp5-85f", out / "synth",
+                             place=route in PLACED)
+        except UserError as e:  # a tool that fails on one kernel must not end the run
+            fig["synth_error"] = str(e).splitlines()[0]
+            return fig
         fig.update(lut=rep.lut, ff=rep.ff, dsp=rep.dsp, carry=rep.carry)
         if rep.placed:
             fig["fmax_mhz"] = round(min(c["achieved_mhz"] for c in rep.clocks.values()), 1)
@@ -124,6 +129,8 @@ def main(argv=None) -> int:
                     print(f"{name:16s} {route:14s} no SV: {fig['error']}")
                 else:
                     size = f"  LUT4 {fig['lut']:6d}  FF {fig['ff']:6d}" if "lut" in fig else ""
+                    if "synth_error" in fig:
+                        size = f"  synthesis failed: {fig['synth_error']}"
                     if "fmax_mhz" in fig:
                         size += f"  Fmax {fig['fmax_mhz']:6.1f} MHz"
                     print(f"{name:16s} {route:14s} {fig['elements_per_cycle']:.4f} elements/cycle "
