@@ -93,10 +93,8 @@ _SV = Stage(
     "sv", "circt", "pycde-accel-lowering-options,lower-seq-to-sv,hw.module(lower-hw-to-sv),export-verilog",
     "sv dialect; SystemVerilog that Verilator and Yosys accept", sv=True)
 
-_SCF_WHILE = Stage("scf_while", "torch", "scf-for-to-while,pycde-accel-narrow-mul-to-adds",
-                   "scf.for as scf.while (calyx.repeat is not FSM-compilable in this CIRCT); "
-                   "products of two values of at most 8 bits as shifts and adds (no multiplier "
-                   "state)")
+_SCF_WHILE = Stage("scf_while", "torch", "scf-for-to-while",
+                   "scf.for as scf.while (calyx.repeat is not FSM-compilable in this CIRCT)")
 _CALYX = Stage("calyx", "circt",
                "lower-scf-to-calyx,canonicalize,pycde-accel-calyx-drop-ref-wrapper",
                "CIRCT calyx from scf; the kernel's component is the top (no by-reference wrapper)")
@@ -173,9 +171,7 @@ STATIC_LIMIT = """\
 The calyx route (calyx, static-calyx) reaches SV through project passes where this CIRCT
 build lacks the upstream ones (no calyx Python bindings: the calyx passes rewrite the custom
 form with a small parser, lowering/passes/_calyx_text.py):
-* 04_scf_while: scf-for-to-while, then pycde-accel-narrow-mul-to-adds (a product of two values
-  of at most 8 bits as shifts and adds: calyx has no combinational multiplier, and chained
-  multiplies would cost a state each);
+* 04_scf_while: scf-for-to-while;
 * 05_calyx: lower-scf-to-calyx, then pycde-accel-calyx-drop-ref-wrapper (the @main component
   that passes memories by reference goes; lower-calyx-to-hw lowers no calyx.instance);
 * 06_calyx_opt: pycde-accel-calyx-inline-comb-groups (for calyx-remove-comb-groups: the while
@@ -192,8 +188,13 @@ form with a small parser, lowering/passes/_calyx_text.py):
 Limits: lower-calyx-to-fsm handles seq/enable/if/while only (no par, no repeat: scf-for-to-while
 first); every FSM state costs a cycle, so an element takes 3 cycles (1/3 per cycle) without a
 multiply (while header, the merged reads, the write with the loop increment folded in) and 4
-(0.25) with one (a one-cycle std_mult_pipe state; independent multiplies share it, products of
-8-bit values need none); the FSM stays in its exit state after done, so the streaming wrapper
+(0.25) with one (a one-cycle std_mult_pipe state; independent multiplies share it), 5 (0.2)
+with two chained ones (mul_requantize: x * s, then the product times m0).
+pycde-accel-narrow-mul-to-adds (x * s of int8 values as shifts and adds, no multiplier state)
+brings mul_requantize to 4 cycles, but its adds then feed the 64-bit multiply in one cycle and
+the kernel places at 28.8 MHz instead of 52.7 (bench/kernels.py): slower per second, so the
+route does not run it; registering the narrowed product inside the multiply state is the next
+step. The FSM stays in its exit state after done, so the streaming wrapper
 resets the kernel between runs. The static schedule at II=1 goes through CIRCT's pipeline
 dialect instead (route static, project pass pycde-accel-scf-to-pipeline)."""
 
