@@ -51,6 +51,7 @@ def _rowred(m: Model, n, bpr, length, op, m0, shift, dst, s):
                     "to_x": 0, "rowred": 1, "s": [_to_int(r) for r in s]})
 
 
+@pytest.mark.slow
 def test_rowred_random_backpressure(block_sim, tmp_path):
     sim = _sim(block_sim)
     rng = np.random.default_rng(15)
