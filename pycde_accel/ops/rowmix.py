@@ -152,9 +152,19 @@ class RowMix(Linear):
                                    m0=np.full(length, m0, np.int64),
                                    shift=np.full(length, shift, np.int64))
 
+    def macs(self, graph) -> int:
+        """0 for a row sum or mean (ROWRED adds, it multiplies nothing: no array work), else
+        those of the GEMM."""
+        return 0 if self.on_rowred else super().macs(graph)
+
+    @property
+    def on_rowred(self) -> bool:
+        """Whether the back end runs this node as ROWRED (:meth:`lower`, when its rows suit)."""
+        return self.mode in ("sum", "mean") and self.scale > 0
+
     def lower(self, cx) -> None:
         from .. import contract
-        if self.mode in ("sum", "mean") and self.scale > 0:
+        if self.on_rowred:
             lq = cx.qm.layers[self.name]
             if emit_rowred(cx, self, contract.ROW_SUM, int(lq.m0[0]), int(lq.shift[0])):
                 return
