@@ -47,6 +47,12 @@ with its sign bit flipped = code + 128), and the result beats queue in an 8-entr
 output register, which takes a whole beat per cycle. The S stream is the input so that the next
 chunk's LOAD is not held behind the VEC (a LOAD X waits for every earlier VEC).
 
+Row reduction (flag ROWRED, only in an engine built with ``row_reduce``, the
+``rtl_lib.row_reduce`` unit): S beats take the table path's issue (one per cycle, X not read)
+into the unit, which holds its own credits (``room``); its broadcast result beats go into the
+output register whole, as LUT results do. ``x_off`` is the beats per row, ``mb`` the row length
+(bits 0-15) and the operation (bits 16-17), ``ma``/``shift`` the requantization.
+
 Registers on the way (for the clock, see below): S beats enter through a register slice; the X
 buffer's block-RAM read data is registered before anything else (with the S beat beside it)
 and then pushed into the pair FIFO; each kernel input (``a``/``t0`` bytes of X, ``b``/``t1``
