@@ -128,7 +128,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_seq_") as tmp:
         work = Path(args.work or tmp)
         t0 = time.time()
-        sim = build_accelerator(cfg, work)
+        sim = build_accelerator(cfg, work, rowred=True)   # softmax / LayerNorm: ROWRED
         print(f"{cfg.array} array, {cfg.axi_data_width}-bit AXI (Verilator build "
               f"{time.time() - t0:.0f} s)")
         for name, spec, kind in CASES:

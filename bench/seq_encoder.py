@@ -101,7 +101,7 @@ def main(argv=None) -> int:
         sim = None
         if not args.no_verilator:
             from pycde_accel.simulate import build_accelerator
-            sim = build_accelerator(cfg, tmp / "build")
+            sim = build_accelerator(cfg, tmp / "build", rowred=True)  # softmax/LayerNorm
         for name, spec in CASES.items():
             if args.cases not in name:
                 continue

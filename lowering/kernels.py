@@ -23,6 +23,13 @@ tests' reference implement the same):
   activations into the output scale.
 * ``lut``: y = table[x + 128] elementwise on int8, the 256-entry table fixed at build time
   (a chain of compare/selects, one per step of the table: a model's per-layer function).
+* ``row_lanes``: the lane tree of a row reduction, one element = one whole AXI beat: ``ab``
+  int8 lanes ``x0..x{ab-1}``, the number of lanes that belong to the row ``cnt`` (0..ab; the
+  rest are row padding and do not count) and the operation ``op`` (``ROW_SUM`` 0: the sum of
+  the counted lanes, ``ROW_MAX`` 1: their maximum, -128 if none, ``ROW_SUMSQ`` 2: the sum of
+  their squares), int32 out. Balanced trees (log2(ab) adder / compare levels), so the static
+  route pipelines it at one beat per cycle; the loop-carried part of the reduction (a row's
+  beats combined) is the engine's accumulator (``rtl_lib/row_reduce.py``).
 
 The arithmetic is written with cmpi+select (no maxsi/minsi) so that the same linalg also
 passes lower-scf-to-calyx (docs/toolchain.md, "Calyx in this CIRCT build").
@@ -244,6 +251,53 @@ def lut(n: int = 64, table=None, name: str = "lut") -> Kernel:
     return _kernel(name, n, [("x", "i8")], [], "i8", build, table=tuple(table))
 
 
+#: ``row_lanes`` operations (its ``op`` input)
+ROW_SUM, ROW_MAX, ROW_SUMSQ = 0, 1, 2
+
+
+def row_lanes(n: int = 64, ab: int = 8, sumsq: bool = True, name: str = "row_lanes") -> Kernel:
+    """The lane tree of a row reduction over one beat (see the module docstring); ``sumsq=False``
+    leaves the squares out (``op`` 2 then gives the sum)."""
+    if ab < 1 or ab > 64:
+        raise ValueError("row_lanes: 1..64 lanes")
+
+    def tree(b: Body, vals: list[V], f) -> V:
+        while len(vals) > 1:
+            nxt = [f(vals[i], vals[i + 1]) for i in range(0, len(vals) - 1, 2)]
+            vals = nxt + ([vals[-1]] if len(vals) % 2 else [])
+        return vals[0]
+
+    def build(b: Body, *args: V) -> V:
+        xs, cnt, op = list(args[:ab]), args[ab], args[ab + 1]
+        lo8, zero = b.const(-128, "i8"), b.const(0, "i32")
+        valid = [b.cmp("sgt", cnt, b.const(i, "i8")) for i in range(ab)]
+        mx = tree(b, [b.select(v, x, lo8) for v, x in zip(valid, xs)], b.max)
+        x32 = [b.cast("extsi", x, "i32") for x in xs]
+        sm = tree(b, [b.select(v, x, zero) for v, x in zip(valid, x32)],
+                  lambda p, q: b.bin("addi", p, q))
+        y = sm
+        if sumsq:
+            x16 = [b.cast("extsi", x, "i16") for x in xs]     # (-128)^2 fits i16
+            sq = [b.cast("extsi", b.bin("muli", x, x), "i32") for x in x16]
+            ss = tree(b, [b.select(v, x, zero) for v, x in zip(valid, sq)],
+                      lambda p, q: b.bin("addi", p, q))
+            y = b.select(b.cmp("eq", op, b.const(ROW_SUMSQ, "i8")), ss, y)
+        return b.select(b.cmp("eq", op, b.const(ROW_MAX, "i8")), b.cast("extsi", mx, "i32"), y)
+
+    inputs = [(f"x{i}", "i8") for i in range(ab)] + [("cnt", "i8"), ("op", "i8")]
+    return _kernel(name, n, inputs, [], "i32", build, ab=ab, sumsq=sumsq)
+
+
+def row_lanes_ref(lanes, cnt, op) -> int:
+    """``row_lanes`` of one beat in Python (the kernel's definition)."""
+    xs = [int(v) for v in lanes[:max(0, min(int(cnt), len(lanes)))]]
+    if op == ROW_MAX:
+        return max(xs, default=-128)
+    if op == ROW_SUMSQ:
+        return sum(x * x for x in xs)
+    return sum(xs)
+
+
 #: The post-op kernels by name, each with the default build parameters.
 KERNELS = {
     "requantize": requantize,
@@ -254,4 +308,5 @@ KERNELS = {
     "clamp": lambda n=64: clamp(n, lo=0, hi=100),
     "lut": lut,
     "mul_requantize": mul_requantize,
+    "row_lanes": row_lanes,
 }

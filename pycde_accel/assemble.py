@@ -79,25 +79,52 @@ def vector_kernels(config: AccelConfig, max_run: int = MAX_RUN):
             kernels.mul_requantize(ab, name="vec_mul_requantize"))
 
 
-def accel_kernels(config: AccelConfig, route: str = KERNEL_ROUTE) -> dict:
+def row_reduce_kernels(config: AccelConfig, max_run: int = MAX_RUN):
+    """The two kernels of the vector engine's row-reduction unit (``rtl_lib.row_reduce``):
+    ``(row_lanes, requantize)``: the lane tree of one AXI beat (``kernels.row_lanes``, AB lanes,
+    max / sum / sum of squares, run length ``max_run``) and the requantize of a row's total
+    (``m0``/``shift`` element inputs next to it, so that runs span rows and commands: no
+    restart per row), named ``vec_row_lanes`` / ``vec_row_requantize``."""
+    from .lowering import kernels
+
+    ab = config.axi_data_width // 8
+    return (kernels.row_lanes(max_run, ab, name="vec_row_lanes"),
+            kernels.requantize(max_run, per_channel=True, name="vec_row_requantize"))
+
+
+def accel_kernels(config: AccelConfig, route: str = KERNEL_ROUTE, rowred: bool = False) -> dict:
     """The post-op kernels the accelerator instantiates, by role: ``requant`` (per-channel
     requantize of one C tile, n = rows*cols), ``add`` and ``max`` (the vector engine's); for
-    the static route with their wide multiplies split (same names, ports and function)."""
+    the static route with their wide multiplies split (same names, ports and function).
+    ``rowred``: also ``row_lanes`` and ``row_rq``, the row-reduction unit's."""
     add, mx, mul = vector_kernels(config)
     ks = {"requant": requant_kernel(config), "add": add, "max": mx, "mul": mul}
+    if rowred:
+        ks["row_lanes"], ks["row_rq"] = row_reduce_kernels(config)
     return {role: kernel_for_route(k, route) for role, k in ks.items()}
+
+
+def make_row_reduce_unit(config: AccelConfig, mods: dict):
+    """The ``rtl_lib.row_reduce`` module class on the imported kernels ``mods`` (by role), or
+    None when they hold no row-reduction kernels."""
+    if "row_lanes" not in mods:
+        return None
+    from .rtl_lib.row_reduce import make_row_reduce
+    return make_row_reduce(config, mods["row_lanes"], mods["row_rq"])
 
 
 # ---- the whole accelerator --------------------------------------------------------------------
 
 def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None = None,
-                     route: str | None = None) -> EmittedSV:
+                     route: str | None = None, rowred: bool = False) -> EmittedSV:
     """Emit the whole accelerator (``rtl_lib.accel``) for ``config`` into ``sv_dir``.
 
     The post-op kernels are lowered through CIRCT first (``lowering.build_kernel`` by ``route``,
     default :data:`KERNEL_ROUTE`; stage dumps go to ``kernel_dir/<kernel>/ir`` if given, else to
     a temporary folder) and imported into the same PyCDE system as streaming modules
-    (``lowering.stream.stream_module``, the same ports for either route)."""
+    (``lowering.stream.stream_module``, the same ports for either route). ``rowred``: with the
+    vector engine's row-reduction unit (VEC ROWRED; a program that uses it needs it, others
+    get the accelerator without it, unchanged)."""
     from . import lowering
     from .lowering.stream import stream_module
     from .rtl_lib import lutram
@@ -108,7 +135,7 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
     if route not in ACCEL_SCHEDULES:
         raise UserError(f"schedule {route!r}: the accelerator's post-op kernels are built by "
                         f"the {' or '.join(ACCEL_SCHEDULES)} route")
-    ks = accel_kernels(config, route)
+    ks = accel_kernels(config, route, rowred)
     models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
     with tempfile.TemporaryDirectory(prefix="pycde_accel_kernels_") as tmp:
         base = Path(kernel_dir) if kernel_dir is not None else Path(tmp)
@@ -118,7 +145,7 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
         def prepare(system):
             mods = {role: stream_module(system, ks[role], lowered[role]) for role in ks}
             return make_accelerator(config, mods["requant"], mods["add"], mods["max"],
-                                    mods["mul"])
+                                    mods["mul"], make_row_reduce_unit(config, mods))
 
         return emit_module(None, Path(sv_dir), sim_models=models, sources=[lutram.SOURCE],
                            prepare=prepare)
@@ -154,30 +181,35 @@ def emit_store_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None =
     return emit_module(None, sv_dir, prepare=store_engine_prepare(config, lowered, k))
 
 
-def vector_engine_prepare(config: AccelConfig, lowered, max_run: int = MAX_RUN, kernels=None):
+def vector_engine_prepare(config: AccelConfig, lowered, max_run: int = MAX_RUN, kernels=None,
+                          rowred: bool = False):
     """``emit_module``'s ``prepare`` hook: import the two lowered kernels (``lowered``: what
     ``build_kernel`` returned for each of ``kernels``, default :func:`vector_kernels`
-    ``(config, max_run)``, in that order) and build the vector engine on them. A bigger design
-    calls ``stream_module`` the same way."""
+    ``(config, max_run)``, in that order; ``rowred``: then :func:`row_reduce_kernels` too) and
+    build the vector engine on them. A bigger design calls ``stream_module`` the same way."""
     from .lowering.stream import stream_module
     from .rtl_lib.vector_engine import make_vector_engine
 
     def prepare(system):
-        ks = kernels or vector_kernels(config, max_run)
-        add_cls, max_cls, mul_cls = (stream_module(system, k, lo) for k, lo in zip(ks, lowered))
-        return make_vector_engine(config, add_cls, max_cls, mul_cls)
+        ks = kernels or (vector_kernels(config, max_run) +
+                         (row_reduce_kernels(config, max_run) if rowred else ()))
+        mods = [stream_module(system, k, lo) for k, lo in zip(ks, lowered)]
+        rr = make_row_reduce_unit(config, {"row_lanes": mods[3], "row_rq": mods[4]}) \
+            if len(mods) > 3 else None
+        return make_vector_engine(config, *mods[:3], rr)
 
     return prepare
 
 
 def emit_vector_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None = None,
-                       max_run: int = MAX_RUN, route: str | None = None) -> EmittedSV:
+                       max_run: int = MAX_RUN, route: str | None = None,
+                       rowred: bool = False) -> EmittedSV:
     """Lower the two kernels as the accelerator does (:func:`lower_accel_kernel`, ``route``
     default :data:`KERNEL_ROUTE`; stage dumps under ``work_dir/<kernel name>``, default
     ``sv_dir/../vec_kernels``) and emit ``vector_engine_w{W}`` with them into ``sv_dir``."""
     sv_dir = Path(sv_dir)
     work_dir = Path(work_dir) if work_dir is not None else sv_dir.parent / "vec_kernels"
-    pairs = [lower_accel_kernel(k, work_dir / k.name, route or KERNEL_ROUTE)
-             for k in vector_kernels(config, max_run)]
+    ks = vector_kernels(config, max_run) + (row_reduce_kernels(config, max_run) if rowred else ())
+    pairs = [lower_accel_kernel(k, work_dir / k.name, route or KERNEL_ROUTE) for k in ks]
     return emit_module(None, sv_dir, prepare=vector_engine_prepare(
         config, [lo for _, lo in pairs], max_run, [k for k, _ in pairs]))

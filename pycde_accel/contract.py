@@ -163,6 +163,10 @@ VEC = CommandSpec(4, "vec", (
                     "last LUT_SET)"),
     Flag("mul", 32, "element-wise sat8(RDBPOT(SRDHM(x * s, ma), shift)); X beat "
                     "x_off + (i mod mb) for mb > 0 (a vector re-read per pixel)"),
+    Flag("rowred", 64, "row reduction of n beats of S (X unused) in rows of x_off beats of "
+                       "mb & 0xFFFF elements: per row R = its max (mb >> 16 = 1), sum (0) or "
+                       "sum of squares (2), result sat8(RDBPOT(SRDHM(R, ma), shift)) in every "
+                       "byte of the row's beats"),
 ), doc="n beats of X (from x_off) with n beats of S, element-wise, int8")
 
 COMMANDS = (LOAD, EXEC, STORE, VEC)
@@ -174,6 +178,9 @@ EXEC_CHAIN = EXEC.flag("chain")
 STORE_RELU, STORE_PER_TENSOR = STORE.flag("relu"), STORE.flag("per_tensor")
 VEC_MAX, VEC_RELU, VEC_TO_X = (VEC.flag(n) for n in ("max", "relu", "to_x"))
 VEC_LUT_SET, VEC_LUT, VEC_MUL = VEC.flag("lut_set"), VEC.flag("lut"), VEC.flag("mul")
+VEC_ROWRED = VEC.flag("rowred")
+#: ROWRED operations (bits 16-17 of mb)
+ROW_SUM, ROW_MAX, ROW_SUMSQ = 0, 1, 2
 #: entries of the vector engine's function table (LUT_SET / LUT): one per int8 code
 LUT_ENTRIES = 256
 

@@ -78,7 +78,8 @@ def write_gen(fe, folder: Path, config: AccelConfig, *, progress: Progress = _qu
     from .rtl_lib.axil_csr import default_csr_map
     progress(f"emitting the accelerator ({config.array} array, post-op kernels through CIRCT, "
              f"{config.schedule} schedule)")
-    emitted = emit.emit_accelerator(config, folder / "sv", kernel_dir=folder / "ir" / "kernels")
+    emitted = emit.emit_accelerator(config, folder / "sv", kernel_dir=folder / "ir" / "kernels",
+                                    rowred=compiled.uses_rowred)
     csr = default_csr_map(config.axi_addr_width, config.axil_data_width)
     hostgen.write(folder / "host", config, compiled, fe.quantized.scales, csr, fe.model.spec)
     design = {"config": config.to_dict(), "top": emitted.top, **front,

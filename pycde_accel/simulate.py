@@ -61,12 +61,15 @@ class SimResult:
 
 
 def build_accelerator(config: AccelConfig, work: Path, *, cache_root: Path | None = None,
-                      waves: bool = False, progress: Progress = _quiet, defer: bool = False):
+                      waves: bool = False, progress: Progress = _quiet, defer: bool = False,
+                      rowred: bool = False):
     """Emit the accelerator for ``config`` into ``work/sv`` (kernel IR in ``work/kernels``) and
     build it with Verilator (cached under ``cache_root``, default
     ``sim.runner.default_cache_root()``, by a hash of the SV); return the
     :class:`~pycde_accel.sim.runner.SimBuild`. ``defer``: do not compile it yet (the fast
-    engines build their own wrapper of it; the AxiRam engine compiles it on first use)."""
+    engines build their own wrapper of it; the AxiRam engine compiles it on first use).
+    ``rowred``: with the vector engine's row-reduction unit (a program whose
+    ``uses_rowred`` is true needs it; it is idle for any other)."""
     from .assemble import emit_accelerator
     from .sim import runner
 
@@ -76,7 +79,7 @@ def build_accelerator(config: AccelConfig, work: Path, *, cache_root: Path | Non
     progress(f"emitting the accelerator ({config.array} array, {config.axi_data_width}-bit AXI)")
     if sv_dir.exists():
         shutil.rmtree(sv_dir)
-    emitted = emit_accelerator(config, sv_dir, kernel_dir=work / "kernels")
+    emitted = emit_accelerator(config, sv_dir, kernel_dir=work / "kernels", rowred=rowred)
     progress("building the Verilator model (cached after the first build)")
     return runner.build(emitted.sim_filelist, emitted.top,
                         cache_root=cache_root or runner.default_cache_root(), waves=waves,
@@ -191,7 +194,8 @@ def run_image(config: AccelConfig, compiled, image: bytes, work: Path, *, axi_pa
     if sim is None:
         eng = pick_engine(engine, axi_pause=axi_pause, waves=waves, image_len=len(image))
         sim = build_accelerator(config, work, cache_root=cache_root, waves=waves,
-                                progress=progress, defer=eng != "axiram")
+                                progress=progress, defer=eng != "axiram",
+                                rowred=getattr(compiled, "uses_rowred", False))
     return run_layers(config, sim, compiled.layers, image, work / "run", axi_pause=axi_pause,
                       seed=seed, waves=waves, stall_cycles=stall_cycles, progress=progress,
                       engine=engine, layer_timeout_cycles=layer_timeout_cycles)

@@ -113,8 +113,9 @@ def _bus_out(p, cls, inst, prefix: str) -> None:
 
 
 def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
-                     mul_kernel=None) -> type[Module]:
-    """The accelerator top module class for ``config`` (ConfigError for a bad config)."""
+                     mul_kernel=None, row_reduce=None) -> type[Module]:
+    """The accelerator top module class for ``config`` (ConfigError for a bad config).
+    ``row_reduce``: the vector engine's ROWRED unit (``rtl_lib.row_reduce``), or None."""
     from .matmul_unit import make_matmul_unit
     from .store_engine import make_store_engine
     from .vector_engine import make_vector_engine
@@ -129,7 +130,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
     Dma = make_axi_dma(W, AW, MAX_BURST, MAX_OUTSTANDING, 16, 16)
     Mm = make_matmul_unit(config)
     St = make_store_engine(config, requant)
-    Vec = make_vector_engine(config, add_kernel, max_kernel, mul_kernel)
+    Vec = make_vector_engine(config, add_kernel, max_kernel, mul_kernel, row_reduce)
     CmdPack = make_width_adapter(W, CMD_BITS)
     ParamSplit = make_width_adapter(W, 32)
     # the DMA's command ports (valid and payload; its ready is an output)
@@ -219,6 +220,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                     v_shift=cmd_word(vh, 6),
                     v_max=vh[8], v_relu=vh[9], v_to_x=vh[10], v_valid=~vecq.empty,
                     v_lut_set=vh[11], v_lut=vh[12], v_mul=vh[13],
+                    **({"v_rowred": vh[14]} if row_reduce is not None else {}),
                     **arb.ports("vec"))
         rt.ready[DST_X].assign(vec.x_wr_ready)
         rt.ready[DST_S].assign(vec.s_ready)

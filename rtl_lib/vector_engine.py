@@ -47,6 +47,12 @@ with its sign bit flipped = code + 128), and the result beats queue in an 8-entr
 output register, which takes a whole beat per cycle. The S stream is the input so that the next
 chunk's LOAD is not held behind the VEC (a LOAD X waits for every earlier VEC).
 
+Row reduction (flag ROWRED, only in an engine built with ``row_reduce``, the
+``rtl_lib.row_reduce`` unit): S beats take the table path's issue (one per cycle, X not read)
+into the unit, which holds its own credits (``room``); its broadcast result beats go into the
+output register whole, as LUT results do. ``x_off`` is the beats per row, ``mb`` the row length
+(bits 0-15) and the operation (bits 16-17), ``ma``/``shift`` the requantization.
+
 Registers on the way (for the clock, see below): S beats enter through a register slice; the X
 buffer's block-RAM read data is registered before anything else (with the S beat beside it)
 and then pushed into the pair FIFO; each kernel input (``a``/``t0`` bytes of X, ``b``/``t1``
@@ -143,8 +149,10 @@ def _check_kernel(cls, ins, scalars, what):
 
 
 def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
-                       mul_kernel=None) -> type[Module]:
-    """The vector engine module class (see the module docstring)."""
+                       mul_kernel=None, row_reduce=None) -> type[Module]:
+    """The vector engine module class (see the module docstring). ``row_reduce``: the
+    ``rtl_lib.row_reduce`` module class for the ROWRED path (port ``v_rowred``), or None
+    (no such path, the engine exactly as without it)."""
     config.validate()
     W, AW = config.axi_data_width, config.axi_addr_width
     AB = W // 8
@@ -161,13 +169,15 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
     if mul_kernel is None:
         raise ConfigError("vector engine: no mul kernel (assemble.vector_kernels gives it)")
     _check_kernel(mul_kernel, ("a", "b"), ("m0", "s"), "mul")
+    rr = row_reduce is not None
     SW = add_kernel._builder.inputs[[p.name for p in add_kernel._builder.inputs].index("s")] \
         .type.width
 
     io = {"clk": Clock(), "rst": Reset(),
           **Stream(valid=1, index=XA, data=W, ready=1).sink("x_wr"), **Stream(data=W).sink("s"),
           **Stream(n=16, x_off=16, dst=AW, ma=32, mb=32, shift=SW, max=1, relu=1,
-                   to_x=1, lut_set=1, lut=1, mul=1).sink("v"),
+                   to_x=1, lut_set=1, lut=1, mul=1,
+                   **({"rowred": 1} if row_reduce is not None else {})).sink("v"),
           **write_ports(AW, W), "busy": Output(Bits(1))}
 
     def build(p):
@@ -180,13 +190,16 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         cmd = {}
         for nm, w in (("n", 16), ("x_off", 16), ("dst", AW), ("ma", 32), ("mb", 32),
                       ("shift", SW), ("max", 1), ("relu", 1), ("to_x", 1), ("lut_set", 1),
-                      ("lut", 1), ("mul", 1)):
+                      ("lut", 1), ("mul", 1)) + ((("rowred", 1),) if rr else ()):
             r = NamedReg(w, clk, None, None, ce=accept, name=f"cmd_{nm}")
             r.next(getattr(p, f"v_{nm}"))
             cmd[nm] = r.q
         n, is_max, to_x = cmd["n"], cmd["max"], cmd["to_x"]
         lut_set = cmd["lut_set"]
         is_lut = cmd["lut_set"] | cmd["lut"]     # the table path: S beats only, no kernel
+        if rr:      # ROWRED: S beats only too, into the row-reduction unit
+            is_rr = cmd["rowred"]
+            is_lut = is_lut | is_rr
 
         def counter(name, fire):
             """Beats/tokens of this command: cleared on accept, +1 per fire."""
@@ -227,6 +240,9 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         hazard = hz.q | (to_x & rd_v.q)
         lut_occ = NamedReg(LW, clk, rst, 0, name="lut_occupancy")
         lut_room = lut_occ.q != Bits(LW)(LUT_FIFO_DEPTH)
+        if rr:
+            rr_room_w = Wire(Bits(1), "rr_room")
+            lut_room = Mux(is_rr, lut_room, rr_room_w)
         can_issue = busy.q & (r != n) & Mux(
             is_lut, (occ.q != Bits(OW)(PAIR_FIFO_DEPTH)) & ~hazard, lut_room)
         # S comes in through a register slice: s_ready is a register, so the issue
@@ -386,6 +402,18 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         lut_out = NamedReg(W, clk, None, None, ce=lut_take, name="lut_out")
         lut_out.next(lut_fifo.output)
         out_beat = Mux(is_lut, BitsSignal.concat(list(reversed(lanes))), lut_out.q)
+        if rr:
+            unit = row_reduce(clk=clk, rst=rst, start=accept, bpr=cmd["x_off"],
+                              length=cmd["mb"][0:16], op=cmd["mb"][16:18], m0=cmd["ma"],
+                              shift=cmd["shift"], issue=issue & is_rr,
+                              in_valid=rd_v2.q & is_rr, in_data=s_q2.q,
+                              out_ready=y_ready_w & is_rr, instance_name="row_reduce")
+            rr_room_w.assign(unit.room)
+            rr_take = unit.out_valid & is_rr & y_ready_w
+            rr_out = NamedReg(W, clk, None, None, ce=rr_take, name="rr_out")
+            rr_out.next(unit.out_data)
+            out_beat = Mux(is_rr, out_beat, rr_out.q)
+            lut_take = lut_take | rr_take
         out_beat_w.assign(out_beat)
         wd_valid = out_valid.q & ~to_x & ~wc_pend.q
         out_take = eng_wr | (wd_valid & p.wd_ready)

@@ -169,9 +169,11 @@ def build_accel(tmp_path_factory):
     from pycde_accel.simulate import build_accelerator
     builds = {}
 
-    def build(cfg):
-        if cfg not in builds:
+    def build(cfg, rowred=False):
+        """``rowred``: with the row-reduction unit (models with softmax or LayerNorm)."""
+        if (cfg, rowred) not in builds:
             work = tmp_path_factory.mktemp(f"accel{cfg.rows}x{cfg.cols}")
-            builds[cfg] = build_accelerator(cfg, work, cache_root=pytest_cache_root(tmp_path_factory))
-        return builds[cfg]
+            builds[cfg, rowred] = build_accelerator(
+                cfg, work, cache_root=pytest_cache_root(tmp_path_factory), rowred=rowred)
+        return builds[cfg, rowred]
     return build

@@ -116,7 +116,7 @@ SIMULATED = ("post_relu", "pre_gelu", "encoder_2_layers", "mha", "tokens")
 def test_verilator_bit_exact_and_perf_model(name, build_accel, tmp_path):
     from pycde_accel.simulate import simulate
     d = _design(name)
-    r = simulate(d.frontend, CFG, tmp_path, sim=build_accel(CFG), compiled=d.compiled)
+    r = simulate(d.frontend, CFG, tmp_path, sim=build_accel(CFG, rowred=True), compiled=d.compiled)
     assert r.bit_exact, r.mismatches
     for layer in r.layers:
         assert abs(layer["predicted_cycles"] - layer["cycles"]) <= 0.05 * layer["cycles"], layer

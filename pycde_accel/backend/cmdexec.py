@@ -261,6 +261,8 @@ class Machine:
     def vec(self, k: C_.Vec, c: LayerCounters) -> None:
         if k.flags & (C_.V_LUT_SET | C_.V_LUT):
             return self._vec_lut(k, c)
+        if k.flags & C_.V_ROWRED:
+            return self._vec_rowred(k, c)
         n = k.n
         period = k.mb if k.flags & C_.V_MUL and k.mb > 0 else n
         if n < 1 or k.x_off + min(n, period) > len(self.X):
@@ -293,6 +295,25 @@ class Machine:
             self.X_seq[k.dst:k.dst + n] = -1
         else:
             self.dma_write(k.dst, y.reshape(1, -1), 1, 0, c)
+
+    def _vec_rowred(self, k: C_.Vec, c: LayerCounters) -> None:
+        """ROWRED: n S beats in rows of x_off beats (X unused); per row R (max / sum / sum of
+        squares of its first mb & 0xFFFF bytes, op mb >> 16), sat8(RDBPOT(SRDHM(R, ma),
+        shift)) in every byte of the row's beats, to DRAM at dst."""
+        from .executor import row_reduce
+        n, bpr, length, op = k.n, k.x_off, k.mb & 0xFFFF, k.mb >> 16 & 3
+        if k.flags & ~C_.V_ROWRED:
+            raise CommandError(f"VEC with flags {k.flags}: ROWRED takes no other flag")
+        if bpr < 1 or n % bpr or not 1 <= length <= bpr * self.AB:
+            raise CommandError(f"VEC ROWRED n={n} in rows of {bpr} beats of {length} elements")
+        if len(self.S) < n:
+            raise CommandError(f"VEC needs {n} S beats, {len(self.S)} were loaded before it (deadlock)")
+        beats = [self.S.popleft() for _ in range(n)]
+        s = np.array([b for b, _ in beats]).view(np.int8).astype(np.int64)
+        rows = s.reshape(n // bpr, bpr * self.AB)
+        y = q.requantize(row_reduce(rows[:, :length], op), k.ma, k.shift)
+        out = np.repeat(y[:, None], bpr * self.AB, axis=1)
+        self.dma_write(k.dst, out.reshape(1, -1), 1, 0, c)
 
     def _vec_lut(self, k: C_.Vec, c: LayerCounters) -> None:
         """LUT_SET: the n S beats are the table (exactly 256 bytes); LUT: table[s + 128] of

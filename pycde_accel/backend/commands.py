@@ -78,7 +78,7 @@ from . import program as P
 # the encoding (re-exported: the command values are used under these names throughout)
 from .encoding import (CMD_BYTES, CMD_WORDS, COMMANDS, COMMIT, DST_A, DST_B,  # noqa: F401
                        DST_NAMES, DST_P, DST_S, DST_X, LANES, OP_EXEC, OP_LOAD, OP_STORE,
-                       OP_VEC, REL_A, REL_B, CHAIN, S_PER_TENSOR, S_RELU, V_LUT, V_LUT_SET, V_MAX,
+                       OP_VEC, REL_A, REL_B, CHAIN, S_PER_TENSOR, S_RELU, V_LUT, V_LUT_SET, V_MAX, V_ROWRED,
                        V_MUL, V_RELU, V_TO_X, ZERO,
                        _FLAG_NAMES, Command, Exec, Load, Store, Vec, decode, decode_bytes,
                        encode_list)
@@ -849,6 +849,27 @@ def _lut(d: P.Lut, x: _Ctx) -> list:
     return cmds
 
 
+def _rowred(d: P.RowRed, x: _Ctx) -> list:
+    """ROWRED: per chunk of whole rows (at most LUT_CHUNK beats) one 2-D LOAD S of the rows
+    (``pitch / AB`` beats of each, from its start: lanes past ``length`` are ignored) and one
+    VEC ROWRED of them to the output rows (``x_off`` = beats per row, ``mb`` = length | reduce << 16,
+    ``ma``/``shift`` the requantization)."""
+    AB = x.AB
+    _check_aligned(d, x, in_base=d.in_base, out_base=d.out_base, in_stride=d.in_stride,
+                   pitch=d.pitch)
+    bpr = d.pitch // AB
+    if not 1 <= d.length <= d.pitch or bpr > LUT_CHUNK:
+        raise _refuse(d, f"ROWRED rows of {d.length} elements in a pitch of {d.pitch} bytes")
+    per = max(1, LUT_CHUNK // bpr)
+    cmds = []
+    for r0 in range(0, d.rows, per):
+        k = min(per, d.rows - r0)
+        cmds += [Load(DST_S, d.in_base + r0 * d.in_stride, bpr, k, d.in_stride, 0, 0, 0),
+                 Vec(k * bpr, bpr, d.out_base + r0 * d.pitch, d.m0, d.length | d.reduce << 16,
+                     d.shift, V_ROWRED)]
+    return cmds
+
+
 def _mul(d: P.Mul, x: _Ctx) -> list:
     if not d.has(P.BCAST):
         return _eltwise(d, x, d.a_base, d.b_base, d.out_base, d.a_strides, d.b_strides,
@@ -1144,6 +1165,7 @@ SCHEDULERS = {
     "gather": lambda d, x: (_gather(d, x), 0),
     "lut": lambda d, x: (_lut(d, x), 0),
     "mul": lambda d, x: (_mul(d, x), 0),
+    "rowred": lambda d, x: (_rowred(d, x), 0),
     "wgemm": lambda d, x: (_wgemm(d, x), _wgemm_macs(d)),
 }
 

@@ -66,6 +66,13 @@ class CompiledProgram:
     layers: list = field(default_factory=list)        # LayerEntry.to_json() dict per layer
     commands: list = field(default_factory=list)      # list of commands per layer
 
+    @property
+    def uses_rowred(self) -> bool:
+        """Whether a layer runs on the vector engine's row-reduction unit (VEC ROWRED): the
+        accelerator for this program is then built with it (``assemble.emit_accelerator``)."""
+        return any(c.OP == CMD.OP_VEC and c.flags & CMD.V_ROWRED
+                   for cmds in self.commands for c in cmds)
+
     # ---- host side -------------------------------------------------------------------------
     def pack_input(self, i: int, x) -> bytes:
         return self.input_placements[i].pack_input(x)

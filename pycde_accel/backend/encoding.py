@@ -33,6 +33,7 @@ REL_A, REL_B, CHAIN = CT.EXEC_REL_A, CT.EXEC_REL_B, CT.EXEC_CHAIN
 S_RELU, S_PER_TENSOR = CT.STORE_RELU, CT.STORE_PER_TENSOR
 V_MAX, V_RELU, V_TO_X = CT.VEC_MAX, CT.VEC_RELU, CT.VEC_TO_X
 V_LUT_SET, V_LUT, V_MUL = CT.VEC_LUT_SET, CT.VEC_LUT, CT.VEC_MUL
+V_ROWRED = CT.VEC_ROWRED
 
 #: flag names per opcode: {op: {mask: name}}
 _FLAG_NAMES = {c.op: {f.value: f.name for f in c.flags} for c in CT.COMMANDS}

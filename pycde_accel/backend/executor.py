@@ -74,6 +74,20 @@ class LayerCounters:
     dram_beats_written: int = 0    # (partial beats on writes need byte strobes)
 
 
+def row_reduce(rows, op: int) -> np.ndarray:
+    """ROWRED's R of each row of ``rows`` (int8 codes, rows x length): the max
+    (contract.ROW_MAX), the sum (ROW_SUM) or the sum of squares (ROW_SUMSQ), int64."""
+    from .. import contract
+    rows = np.asarray(rows, np.int64)
+    if op == contract.ROW_MAX:
+        return rows.max(axis=1)
+    if op == contract.ROW_SUMSQ:
+        return (rows * rows).sum(axis=1)
+    if op != contract.ROW_SUM:
+        raise ExecutionError(f"ROWRED op {op}")
+    return rows.sum(axis=1)
+
+
 class _Machine:
     def __init__(self, image: bytearray, config: AccelConfig | None, axi_bytes: int,
                  rows: int = 0, cols: int = 0):
@@ -208,6 +222,13 @@ class _Machine:
         table = self.read(d.table_base + np.arange(256), c)
         x = self.read(d.in_base + _loop_offsets(d.dims, d.in_strides), c)
         self.write(d.out_base + _loop_offsets(d.dims, d.out_strides), table[x + 128], c)
+
+    def rowred(self, d: P.RowRed, c: LayerCounters) -> None:
+        r = np.arange(d.rows, dtype=np.int64)[:, None]
+        j = np.arange(d.length, dtype=np.int64)[None, :]
+        x = self.read(d.in_base + r * d.in_stride + j, c)
+        y = q.requantize(row_reduce(x, d.reduce), d.m0, d.shift)
+        self.write(d.out_base + r * d.pitch + j, np.broadcast_to(y[:, None], x.shape), c)
 
     def mul(self, d: P.Mul, c: LayerCounters) -> None:
         a = self.read(d.a_base + _loop_offsets(d.dims, d.a_strides), c)

@@ -90,6 +90,7 @@ entries have count 1 and stride 0):
 * ``WGEMM`` (10): a windowed GEMM per channel slice (grouped and depthwise convolution, average
   pooling); :class:`WinGemm` gives its fields and semantics.
 * ``MAXPOOLD`` (11): MAXPOOL with a ``dilation`` field (:class:`MaxPoolDilated`).
+* ``ROWRED`` (12): a row reduction broadcast over the row (:class:`RowRed`).
 
 ``word_map(Gemm)`` (etc.) gives each field's word index, for the controller's decoder.
 
@@ -612,8 +613,32 @@ class MaxPoolDilated(Descriptor):
     KIND: ClassVar[str] = "maxpoold"
 
 
+@dataclass(frozen=True)
+class RowRed(Descriptor):
+    """``ROWRED`` (12): per row r < rows of ``length`` int8 elements at ``in_base + r *
+    in_stride`` (beat aligned), R = the row's max (``reduce`` = contract.ROW_MAX), sum (ROW_SUM)
+    or sum of squares (ROW_SUMSQ), ``y = sat8(RDBPOT(SRDHM(R, m0), shift))`` in elements
+    ``0 .. length-1`` of output row r at ``out_base + r * pitch`` (``pitch`` a whole number of
+    beats; the VEC ROWRED that runs it writes y into the row's padding too)."""
+    index: int = 0
+    flags: int = 0
+    in_base: int = 0
+    out_base: int = 0
+    rows: int = 1
+    length: int = 1
+    in_stride: int = 0
+    pitch: int = 0
+    reduce: int = 0
+    m0: int = 0
+    shift: int = 0
+    name: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)
+    OP: ClassVar[int] = 12
+    KIND: ClassVar[str] = "rowred"
+
+
 OPS = {c.OP: c for c in (Gemm, Add, Relu, MaxPool, Copy, VMax, Gather, Lut, Mul, WinGemm,
-                             MaxPoolDilated)}
+                             MaxPoolDilated, RowRed)}
 OPS_BY_KIND = {c.KIND: c for c in OPS.values()}
 
 

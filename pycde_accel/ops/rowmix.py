@@ -20,8 +20,13 @@ are captured as chains of rowmix, mul and lut nodes.
   keeps the scale and requantizes by the identity (``m0 = 2^31 - 1``, shift 0: exact). The only
   rounding is the final requantization: ``|y_q * s_out - alpha * (q_x @ M) * s_in| <= s_out / 2``
   (inside the int8 range).
-* reference, back end, kernel: those of ``linear`` (one GEMM, per-channel records that are all
-  equal, ``requantize_pc``).
+* reference, kernel: those of ``linear`` (per-channel records that are all equal,
+  ``requantize_pc``).
+* back end: ``sum`` and ``mean`` with ``a > 0`` are one ROWRED (``backend/program.py``: the
+  vector engine's row-reduction unit, VEC ROWRED, streaming a beat per cycle): the row sum
+  requantized by the same ``m0``/``shift``, broadcast over the row -- the same integers as
+  the GEMM with ``J``, without the L x L weights; ``center``, ``rotate`` and a negative ``a``
+  stay one GEMM (those of ``linear``).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..backend import program as P
 from ..frontend import quantize as q
 from .base import register
 from .linear import Linear
@@ -48,6 +54,46 @@ def matrix(mode: str, length: int, offset: int = 0) -> np.ndarray:
         return w
     j = np.ones((length, length), np.int64)
     return length * np.eye(length, dtype=np.int64) - j if mode == "center" else j
+
+
+def row_views(cx, node):
+    """The rows of ``node``'s input as ROWRED reads them: ``(buffer, first byte, row stride,
+    rows)`` when they are equal runs of the last dim's elements, each starting on a beat, at a
+    constant beat-aligned stride (after one re-layout if need be), else None."""
+    length = int(node.shape[-1])
+    for attempt in range(2):
+        x = cx.tensor(node.inputs[0])
+        offs = x.offs.reshape(-1, length)
+        rows = offs.shape[0]
+        starts = offs[:, 0]
+        stride = int(starts[1] - starts[0]) if rows > 1 else 0
+        ok = (np.array_equal(offs - starts[:, None], np.broadcast_to(np.arange(length),
+                                                                     offs.shape))
+              and np.array_equal(starts, starts[0] + stride * np.arange(rows))
+              and starts[0] % cx.axi == 0 and stride % cx.axi == 0 and stride >= 0)
+        if ok:
+            return x.buffer, int(starts[0]), stride, rows
+        if attempt or cx.relayout(node.inputs[0], node, force=True) is None:
+            return None
+    return None
+
+
+def emit_rowred(cx, node, op: int, m0: int, shift: int) -> bool:
+    """One ROWRED layer for ``node`` (output: the padded layout of its shape), its row R
+    (``op``: contract.ROW_*) requantized by ``m0``/``shift``; False (nothing emitted) when its
+    input rows do not suit it (:func:`row_views`)."""
+    rv = row_views(cx, node)
+    if rv is None:
+        return False
+    buf, first, stride, rows = rv
+    length = int(node.shape[-1])
+    out = cx.padded(node.name, node.shape, node.name)
+    cx.put(node.name, out)
+    pitch = int(out.strides[-2]) if len(out.shape) > 1 else -(-length // cx.C) * cx.C
+    cx.emit(lambda Lo, i: P.RowRed(i, 0, Lo.addr(buf) + first, cx.base(out), rows, length,
+                                   stride, pitch, int(op), int(m0), int(shift),
+                                   name=node.name, module=node.module), {"kind": node.kind})
+    return True
 
 
 def alpha_of(mode: str, length: int, scale: float) -> float:
@@ -105,6 +151,24 @@ class RowMix(Linear):
                                    weight_scales=np.full(length, abs(alpha)),
                                    m0=np.full(length, m0, np.int64),
                                    shift=np.full(length, shift, np.int64))
+
+    def macs(self, graph) -> int:
+        """0 for a row sum or mean (ROWRED adds, it multiplies nothing: no array work), else
+        those of the GEMM."""
+        return 0 if self.on_rowred else super().macs(graph)
+
+    @property
+    def on_rowred(self) -> bool:
+        """Whether the back end runs this node as ROWRED (:meth:`lower`, when its rows suit)."""
+        return self.mode in ("sum", "mean") and self.scale > 0
+
+    def lower(self, cx) -> None:
+        from .. import contract
+        if self.on_rowred:
+            lq = cx.qm.layers[self.name]
+            if emit_rowred(cx, self, contract.ROW_SUM, int(lq.m0[0]), int(lq.shift[0])):
+                return
+        super().lower(cx)
 
     @classmethod
     def from_json(cls, common_, attrs, quant, arrays):

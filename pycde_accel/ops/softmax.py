@@ -5,14 +5,14 @@ causal, no dropout; ``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer``
 Softmax is captured as the integer-only chain that computes it, no node of its own (as
 ``einsum`` is); every step is a node with its own per-tensor scale:
 
-1. ``m = max(x)`` broadcast over the row: ``ceil(log2 L)`` steps of ``m = maximum(m,
-   rowmix rotate(m, 2^i))`` (a cyclic rotation of the row by a permutation GEMM, exact, then
-   the vector engine's element-wise max, exact): after step i every element holds the maximum
-   of 2^(i+1) cyclically consecutive elements;
+1. ``m = max(x)`` broadcast over the row: ``rowmax`` (exact; one ROWRED, the vector engine's
+   row-reduction unit at a beat per cycle -- before it, ``ceil(log2 L)`` steps of a rotation by
+   a permutation GEMM and an element-wise max, the same integers);
 2. ``t = x - m`` (``sub``, <= 0);
 3. ``e = exp(a * t)``: ``lut`` ``exp_scaled`` (``a`` is 1, or the attention's ``1/sqrt(d)``);
    every row has an element with ``t = 0``, ``e = 1``, so ``e`` uses the whole int8 range;
-4. ``s = sum(e)`` broadcast over the row: ``rowmix`` sum (exact integer row sum, requantized);
+4. ``s = sum(e)`` broadcast over the row: ``rowmix`` sum (exact integer row sum, requantized;
+   one ROWRED);
 5. ``r = 1 / s``: ``lut`` ``reciprocal``;
 6. ``y = e * r``: ``mul``.
 
@@ -47,13 +47,7 @@ def chain(cx, n, x: str, scale: float = 1.0, prefix: str | None = None) -> str:
         return node.name
 
     named = _Named(n, base)
-    length = int(shape[-1])
-    m, step, k = x, 1, 0
-    while step < length:
-        k += 1
-        rot = rowmix.emit(cx, named, m, "rotate", suffix=f"_rot{k}", offset=step)
-        m = add("maximum", f"_max{k}", (m, rot))
-        step *= 2
+    m = add("rowmax", "_max", (x,))
     t = add("sub", "_shift", (x, m))
     e = add("lut", "_exp", (t,), fn="exp_scaled", params=(float(scale),))
     s = rowmix.emit(cx, named, e, "sum", suffix="_sum")

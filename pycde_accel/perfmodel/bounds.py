@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..config import AccelConfig
 from ..contract import (CMD_BITS, DST_P, EXEC_CHAIN, OP_EXEC, OP_LOAD, OP_STORE, OP_VEC, VEC_LUT,
-                        VEC_LUT_SET, VEC_MAX, VEC_TO_X)
+                        VEC_LUT_SET, VEC_MAX, VEC_ROWRED, VEC_TO_X)
 from .timing import timing
 
 
@@ -29,7 +29,7 @@ def bounds(commands, config: AccelConfig) -> dict:
             store += config.rows * config.cols
             wr += c.valid_rows * (config.cols // ab)
         elif op == OP_VEC:
-            if c.flags & (VEC_LUT | VEC_LUT_SET):       # one beat per cycle
+            if c.flags & (VEC_LUT | VEC_LUT_SET | VEC_ROWRED):       # one beat per cycle
                 vec += c.n + 1
             else:
                 vec += c.n * (ab if c.flags & VEC_MAX else ab + tm["add_bubble"]) + tm["vec_startup"]

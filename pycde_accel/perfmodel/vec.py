@@ -5,13 +5,16 @@ route's bubble (ADD), 3 cycles after its S beat left the slice at the earliest; 
 go to the write DMA (one burst command per VEC) or back into X (TO_X) after the kernel's drain.
 LUT_SET / LUT (the function table, engine logic, no kernel) take one S beat per cycle, up to
 ``LUT_CREDITS`` beats in flight, a LUT result beat ``LUT_LATENCY`` cycles after its S beat
-left the slice; LUT_SET writes no result."""
+left the slice; LUT_SET writes no result. ROWRED (the row-reduction unit) is paced like LUT,
+one S beat per cycle, with ``ROWRED_CREDITS`` beats in flight and its lane tree, accumulator,
+requantize and broadcast as a fixed drain (``ROWRED_DRAIN``) per command."""
 
 from __future__ import annotations
 
 from collections import deque
 
-from ..contract import VEC_LUT, VEC_LUT_SET, VEC_MAX, VEC_MUL, VEC_PAIR_FIFO_DEPTH, VEC_TO_X
+from ..contract import (VEC_LUT, VEC_LUT_SET, VEC_MAX, VEC_MUL, VEC_PAIR_FIFO_DEPTH, VEC_ROWRED,
+                        VEC_TO_X)
 from .dma import bursts
 from .timing import SLICE, VEC_S_TO_START
 
@@ -24,6 +27,11 @@ LUT_LATENCY = 4
 #: the mul_requantize kernel's drain beyond residual_add's (its SRDHM: a 32x32 product in
 #: 16x16 limbs and the rounding stages; fitted against tests/ops/test_mul.py's model)
 MUL_EXTRA_DRAIN = 16
+#: rtl_lib.row_reduce: its input FIFO (credits) and the cycles from a row's last S beat to its
+#: first result beat (the row_lanes and requantize pipelines, the accumulator, the broadcast;
+#: fitted against tests/rtl_lib/test_row_reduce.py's rate test)
+ROWRED_CREDITS = 8
+ROWRED_DRAIN = 44
 
 
 class _Active:
@@ -67,7 +75,10 @@ class VecEngine:
             mx = bool(c.flags & VEC_MAX)
             per = self.ab if mx else self.ab + self.add_bubble
             lut = bool(c.flags & (VEC_LUT | VEC_LUT_SET))
-            if lut:     # one beat per cycle, no kernel
+            if c.flags & VEC_ROWRED:    # one beat per cycle, a fixed drain
+                self.active = _Active(c.n, t + 1, 1, ROWRED_DRAIN, False)
+                self.active.lut = True
+            elif lut:     # one beat per cycle, no kernel
                 self.active = _Active(c.n, t + 1, 1, LUT_LATENCY - VEC_S_TO_START - 1,
                                       bool(c.flags & (VEC_TO_X | VEC_LUT_SET)))
                 self.active.lut = True

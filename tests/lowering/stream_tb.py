@@ -60,6 +60,8 @@ async def stream_run(dut):
     got = await sink.receive(cfg["n"])
     for _ in range(2):
         await RisingEdge(dut.clk)
-    out = [b.fields["y"] - 256 if b.fields["y"] >= 128 else b.fields["y"] for b in got]
+    yw = len(dut.y)             # two's complement of the kernel's output width
+    out = [b.fields["y"] - (1 << yw) if b.fields["y"] >= 1 << (yw - 1) else b.fields["y"]
+           for b in got]
     json.dump({"out": out, "done": len(done_edges), "edges": [b.edge for b in got]},
               open(os.environ["STREAM_TB_RESULT"], "w"))

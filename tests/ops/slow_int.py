@@ -58,7 +58,7 @@ def lut(x, table):
 
 
 def chain(qm, x):
-    """Run ``qm``'s graph (input, rowmix, mul, lut, linear-diagonal nodes only) with the slow
+    """Run ``qm``'s graph (input, rowmix, rowmax, mul, lut, linear-diagonal nodes only) with the slow
     definitions above; returns {node name: codes}."""
     vals = {qm.graph.inputs[0]: np.asarray(x, np.int64)}
     for node in qm.graph.nodes:
@@ -70,6 +70,10 @@ def chain(qm, x):
             sign = -1 if lq.weight[0, 0] < 0 else 1
             mode = node.mode if node.mode in ("center", "rotate") else "sum"
             vals[node.name] = rowmix(ins[0], mode, lq.m0, lq.shift, sign, node.offset)
+        elif node.kind == "rowmax":           # the row's maximum in every element
+            rows = ins[0].reshape(-1, ins[0].shape[-1]).tolist()
+            vals[node.name] = np.array([[max(r)] * len(r) for r in rows],
+                                       np.int64).reshape(ins[0].shape)
         elif node.kind == "maximum":          # equal scales: no rescale
             assert lq.ma == 0
             a, b = (v.ravel().tolist() for v in ins)

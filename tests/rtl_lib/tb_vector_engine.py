@@ -30,15 +30,17 @@ from pycde_accel.sim import tb
 from pycde_accel.sim.stream import RandomGate, StreamDriver, StreamSink, edge_index
 
 PERIOD_NS = tb.PERIOD_NS
-V_FIELDS = ("n", "x_off", "dst", "ma", "mb", "shift", "max", "relu", "to_x", "lut_set", "lut", "mul")
+V_FIELDS = ("n", "x_off", "dst", "ma", "mb", "shift", "max", "relu", "to_x", "lut_set", "lut", "mul",
+            "rowred")
 
 
 @cocotb.test()
 async def run(dut):
     spec = json.loads(os.environ["TB_VEC_SPEC"])
     seed = spec.get("seed", 0)
+    fields = [f for f in V_FIELDS if hasattr(dut, f"v_{f}")]   # v_rowred: with the unit only
     inputs = ["x_wr_valid", "x_wr_index", "x_wr_data", "s_data", "s_valid", "v_valid",
-              "wc_ready", "wd_ready"] + [f"v_{f}" for f in V_FIELDS]
+              "wc_ready", "wd_ready"] + [f"v_{f}" for f in fields]
     await tb.start(dut, idle=inputs)
     steps = spec["steps"]
     vecs = [s for s in steps if s["op"] == "vec"]
@@ -88,7 +90,7 @@ async def run(dut):
                             break
                 dut.x_wr_valid.value = 0
             else:
-                for f in V_FIELDS:
+                for f in fields:
                     getattr(dut, f"v_{f}").value = st.get(f, 0) & ((1 << len(getattr(dut, f"v_{f}"))) - 1)
                 dut.v_valid.value = 1
                 while True:
