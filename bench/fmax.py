@@ -1,19 +1,28 @@
-"""Fmax and resources of the 8x8 int8 systolic array (and the whole accelerator) on ECP5-85F.
+"""Fmax and resources on ECP5-85F: the 8x8 int8 array, the default accelerator, the largest one.
 
-    python bench/fmax.py [--work DIR] [--seed N]
+    python bench/fmax.py [--work DIR] [--seeds N] [--seed S] [--skip-array] [--skip-large]
 
-Synthesizes with Yosys (synth_ecp5) and places with nextpnr-ecp5 out of context, fixed seed,
-placing towards the target clock. The accelerator is ``assemble.emit_accelerator`` for the
-8x8 config (the whole top: DMA, fetch/dispatch, router, matmul unit, store and vector engines
-with their CIRCT-lowered kernels, CSRs). Prints what it measured against the targets (array >=
-150 MHz, accelerator >= 100 MHz, exactly 1 DSP per PE), where the array's critical path runs
-and whether it stays inside one PE, the accelerator's resources and its critical path (with the
-top-level blocks it crosses), and ends with one JSON line:
-``array_fmax_mhz``, ``accel_fmax_mhz``, ``dsp_per_pe``, ``array_lut``, ``array_ff``
-(null where a design could not be measured, with the reason printed above it).
+Synthesizes each design once with Yosys (synth_ecp5) and places it with nextpnr-ecp5 out of
+context for ``--seeds`` seeds (default 3: S, S+1, ...; ``--seed`` S defaults to 1), towards the
+target clock; a design's Fmax is the **minimum** over its seeds (each seed's figure is printed).
+The accelerators are ``assemble.emit_accelerator`` (the whole top: DMA, fetch/dispatch, router,
+matmul unit, store and vector engines with their CIRCT-lowered kernels, CSRs): the default
+config (8x8, 64-bit AXI) and the largest array that fits the device's multipliers next to the
+kernels' own (the default's MULT18X18D count minus its PEs; ``cols`` a multiple of the AXI beat,
+as the contract requires; the most PEs, then the squarer shape), checked against the placed
+DSP count. Prints what it measured against the targets (array >= 150 MHz, default accelerator
+>= 150 MHz, large accelerator >= 140 MHz with >= 128 PEs, exactly 1 DSP per PE), where the
+array's critical path runs and whether it stays inside one PE, each accelerator's resources and
+the critical path of its slowest seed (with the top-level blocks it crosses), and ends with
+one JSON line: ``array_fmax_mhz``, ``accel_fmax_mhz``, ``large_fmax_mhz``, ``large_array``
+("RxC"), ``large_pes``, ``large_dsp``, ``seeds``, ``accel_fmax_by_seed``,
+``large_fmax_by_seed``, ``dsp_per_pe``, ``array_lut``, ``array_ff`` (null where a design could
+not be measured, with the reason printed above it).
 
-Takes about 12 minutes on one core (array ~4, accelerator ~8). The work folders (logs, netlists, report.json/md) are kept
-under --work (default: a temporary folder, removed at the end).
+One placement of the default accelerator takes about 8 minutes on an idle core (Yosys about 3
+more, once per design), the large one about 1.5 times that, the array about 4: about an hour
+and a half for three seeds. The work folders (logs, netlists, report.json/md, one per design
+and seed) are kept under --work (default: a temporary folder, removed at the end).
 """
 
 from __future__ import annotations
@@ -21,17 +30,21 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import UserError
-from pycde_accel.fpga import synthesize
+from pycde_accel.fpga import nextpnr, synthesize
+from pycde_accel.fpga.devices import DEVICES
 
 TARGET = "ecp5-85f"
 ARRAY_MHZ = 150.0
-ACCEL_MHZ = 100.0
+ACCEL_MHZ = 150.0
+LARGE_MHZ = 140.0
+LARGE_PES = 128
 ROWS = COLS = 8
 
 
@@ -63,7 +76,36 @@ def locality(cp) -> str:
             f"{', '.join(pes) or 'no PE'}" + (f"; cells outside the PEs: {shown}" if outside else ""))
 
 
-def measure_array(work: Path, seed: int) -> dict:
+def place_seeds(files, top, work: Path, seeds: list[int], freq: float, tag: str):
+    """Yosys once, nextpnr once per seed (the first seed's run in ``work``, the others in
+    ``work-seedN`` from the same netlist): ``(report of the first seed, {seed: Fmax},
+    critical path of the slowest seed)``."""
+    rep = synthesize(files, top, TARGET, work, seed=seeds[0], freq_mhz=freq,
+                     progress=lambda m: log(f"{tag}: {m}"))
+    by_seed = {seeds[0]: rep.fmax_mhz}
+    worst = rep.critical_path
+    device = DEVICES[TARGET]
+    for sd in seeds[1:]:
+        w = work.parent / f"{work.name}-seed{sd}"
+        w.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(work / nextpnr.NETLIST, w / nextpnr.NETLIST)
+        log(f"{tag}: nextpnr-ecp5: place and route, seed {sd}, towards {freq:g} MHz")
+        pnr = nextpnr.run_nextpnr(device, w, sd, freq, lambda m: log(f"{tag}: seed {sd}: {m}"))
+        fmax = min((c["achieved_mhz"] for c in pnr.clocks.values()), default=None)
+        log(f"{tag}: seed {sd}: Fmax {fmax} MHz")
+        by_seed[sd] = fmax
+        known = [v for v in by_seed.values() if v is not None]
+        if fmax is not None and fmax <= min(known) and pnr.critical_paths:
+            worst = pnr.critical_paths[0]
+    return rep, by_seed, worst
+
+
+def min_fmax(by_seed: dict):
+    vals = [v for v in by_seed.values() if v is not None]
+    return min(vals) if vals else None
+
+
+def measure_array(work: Path, seeds: list[int]) -> dict:
     try:
         from pycde_accel.rtl_lib.emit import emit_core
     except ImportError as e:
@@ -72,13 +114,14 @@ def measure_array(work: Path, seed: int) -> dict:
     cfg = AccelConfig(rows=ROWS, cols=COLS)
     log(f"array: emitting the {cfg.array} int{cfg.data_width} systolic core")
     emitted = emit_core(cfg, work / "array_sv")
-    rep = synthesize(emitted.files, emitted.top, TARGET, work / "array", seed=seed,
-                     freq_mhz=ARRAY_MHZ, progress=lambda m: log(f"array: {m}"))
+    rep, by_seed, cp = place_seeds(emitted.files, emitted.top, work / "array", seeds, ARRAY_MHZ,
+                                   "array")
     pes = ROWS * COLS
-    out = {"fmax": rep.fmax_mhz, "dsp_per_pe": rep.dsp / pes, "lut": rep.lut, "ff": rep.ff}
+    out = {"fmax": min_fmax(by_seed), "by_seed": by_seed, "dsp_per_pe": rep.dsp / pes,
+           "lut": rep.lut, "ff": rep.ff}
     log(f"array: {emitted.top} on {rep.target}: LUT4 {rep.lut}, FF {rep.ff}, carry {rep.carry} "
-        f"(CCU2C), DSP {rep.dsp} MULT18X18D for {pes} PEs, BRAM {rep.bram}")
-    cp = rep.critical_path
+        f"(CCU2C), DSP {rep.dsp} MULT18X18D for {pes} PEs, BRAM {rep.bram}, Fmax by seed "
+        f"{by_seed}")
     if cp is not None:
         log(f"array: critical path {cp.delay_ns:.3f} ns (logic {cp.logic_ns:.3f}, routing "
             f"{cp.routing_ns:.3f}): {locality(cp)}")
@@ -95,33 +138,49 @@ def measure_array(work: Path, seed: int) -> dict:
     return out
 
 
-def measure_accel(work: Path, seed: int) -> dict:
+def measure_accel(cfg: AccelConfig, work: Path, seeds: list[int], freq: float,
+                  tag: str) -> dict:
     from pycde_accel.assemble import KERNEL_ROUTE, emit_accelerator
 
-    log("accelerator: emitting the whole accelerator (post-op kernels lowered by the "
-        f"{KERNEL_ROUTE} route)")
-    emitted = emit_accelerator(AccelConfig(rows=ROWS, cols=COLS), work / "accel_sv",
-                               kernel_dir=work / "accel_kernels")
-    rep = synthesize(emitted.files, emitted.top, TARGET, work / "accel", seed=seed,
-                     freq_mhz=ACCEL_MHZ, progress=lambda m: log(f"accelerator: {m}"))
-    log(f"accelerator: {emitted.top} on {rep.target}: LUT4 {rep.lut}, FF {rep.ff}, carry "
+    log(f"{tag}: emitting the whole {cfg.array} accelerator ({cfg.axi_data_width}-bit AXI; "
+        f"post-op kernels lowered by the {KERNEL_ROUTE} route)")
+    emitted = emit_accelerator(cfg, work / f"{tag}_sv", kernel_dir=work / f"{tag}_kernels")
+    rep, by_seed, cp = place_seeds(emitted.files, emitted.top, work / tag, seeds, freq, tag)
+    log(f"{tag}: {emitted.top} on {rep.target}: LUT4 {rep.lut}, FF {rep.ff}, carry "
         f"{rep.carry} (CCU2C), DSP {rep.dsp} MULT18X18D, BRAM {rep.bram} DP16KD, "
-        f"Fmax {rep.fmax_mhz} MHz")
-    cp = rep.critical_path
+        f"Fmax by seed {by_seed}")
     if cp is not None:
         blocks = []
         for c in cp.cells:
             b = c.split(".")[0] if "." in c else "(top)"
             if not blocks or blocks[-1] != b:
                 blocks.append(b)
-        log(f"accelerator: critical path {cp.delay_ns:.3f} ns (logic {cp.logic_ns:.3f}, routing "
-            f"{cp.routing_ns:.3f}) from {cp.start_cell} to {cp.end_cell}, through "
-            f"{' -> '.join(blocks)}")
+        log(f"{tag}: critical path of the slowest seed {cp.delay_ns:.3f} ns (logic "
+            f"{cp.logic_ns:.3f}, routing {cp.routing_ns:.3f}) from {cp.start_cell} to "
+            f"{cp.end_cell}, through {' -> '.join(blocks)}")
         for st in cp.steps:
             if st.delay_ns >= 0.05:
-                log(f"accelerator:   {st.type:<9} {st.delay_ns:6.3f} ns  {st.src} -> {st.dst}")
-    log(f"accelerator: report in {work / 'accel' / 'report.md'}")
-    return {"fmax": rep.fmax_mhz}
+                log(f"{tag}:   {st.type:<9} {st.delay_ns:6.3f} ns  {st.src} -> {st.dst}")
+    log(f"{tag}: report in {work / tag / 'report.md'}")
+    return {"fmax": min_fmax(by_seed), "by_seed": by_seed, "dsp": rep.dsp}
+
+
+def largest_array(kernel_dsp: int, device_dsp: int, beat: int) -> tuple[int, int] | None:
+    """The array shape with the most PEs whose multipliers (one per PE) fit next to the kernels'
+    ``kernel_dsp``: cols a multiple of the AXI beat (``beat`` bytes), rows and cols at most
+    the contract's limit; among equals the squarer one."""
+    from pycde_accel.contract import MAX_ARRAY_DIM
+
+    room = device_dsp - kernel_dsp
+    best = None
+    for cols in range(beat, MAX_ARRAY_DIM + 1, beat):
+        rows = min(room // cols, MAX_ARRAY_DIM)
+        if rows < 1:
+            continue
+        key = (rows * cols, -abs(rows - cols))
+        if best is None or key > best[0]:
+            best = (key, (rows, cols))
+    return best[1] if best else None
 
 
 def verdict(name: str, value, target: str, ok: bool | None) -> str:
@@ -132,8 +191,17 @@ def verdict(name: str, value, target: str, ok: bool | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", default=None, help="keep the work folders here (default: temporary)")
-    ap.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")
+    ap.add_argument("--seeds", type=int, default=3,
+                    help="nextpnr seeds per design; the figure is their minimum (default 3)")
+    ap.add_argument("--seed", type=int, default=1, help="the first seed (default 1)")
+    ap.add_argument("--skip-array", action="store_true", help="do not place the array alone")
+    ap.add_argument("--skip-large", action="store_true",
+                    help="do not place the largest accelerator")
     args = ap.parse_args(argv)
+    if args.seeds < 1:
+        print("error: --seeds must be at least 1", file=sys.stderr)
+        return 2
+    seeds = list(range(args.seed, args.seed + args.seeds))
     tmp = None
     if args.work:
         work = Path(args.work)
@@ -141,9 +209,24 @@ def main(argv: list[str] | None = None) -> int:
     else:
         tmp = tempfile.TemporaryDirectory(prefix="pycde_accel_fmax_")
         work = Path(tmp.name)
+    base = AccelConfig(rows=ROWS, cols=COLS)
+    large_shape = None
     try:
-        arr = measure_array(work, args.seed)
-        acc = measure_accel(work, args.seed)
+        arr = {} if args.skip_array else measure_array(work, seeds)
+        acc = measure_accel(base, work, seeds, ACCEL_MHZ, "accel")
+        lrg = {}
+        if not args.skip_large:
+            device_dsp = DEVICES[TARGET].dsp
+            kernel_dsp = acc["dsp"] - ROWS * COLS
+            large_shape = largest_array(kernel_dsp, device_dsp, base.axi_data_width // 8)
+            log(f"large: the kernels use {kernel_dsp} MULT18X18D next to the 8x8 array's "
+                f"{ROWS * COLS}; {device_dsp} on the device leave room for "
+                f"{device_dsp - kernel_dsp} PEs: the largest array is "
+                f"{large_shape[0]}x{large_shape[1]}")
+            lcfg = AccelConfig(rows=large_shape[0], cols=large_shape[1])
+            lrg = measure_accel(lcfg, work, seeds, LARGE_MHZ, "large")
+            if lrg.get("dsp") is not None and lrg["dsp"] > device_dsp:
+                log(f"large: MISSES the device: {lrg['dsp']} MULT18X18D > {device_dsp}")
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -153,14 +236,24 @@ def main(argv: list[str] | None = None) -> int:
     fig = {
         "array_fmax_mhz": arr.get("fmax"),
         "accel_fmax_mhz": acc.get("fmax"),
+        "accel_fmax_by_seed": {str(k): v for k, v in acc.get("by_seed", {}).items()},
+        "large_fmax_mhz": lrg.get("fmax"),
+        "large_fmax_by_seed": {str(k): v for k, v in lrg.get("by_seed", {}).items()},
+        "large_array": f"{large_shape[0]}x{large_shape[1]}" if large_shape else None,
+        "large_pes": large_shape[0] * large_shape[1] if large_shape else None,
+        "large_dsp": lrg.get("dsp"),
+        "seeds": seeds,
         "dsp_per_pe": arr.get("dsp_per_pe"),
         "array_lut": arr.get("lut"),
         "array_ff": arr.get("ff"),
     }
-    log(f"measured on {TARGET}, seed {args.seed}, out of context:")
+    log(f"measured on {TARGET}, seeds {seeds} (the minimum over them), out of context:")
     a, c, d = fig["array_fmax_mhz"], fig["accel_fmax_mhz"], fig["dsp_per_pe"]
+    lg, lp = fig["large_fmax_mhz"], fig["large_pes"]
     log(verdict("array Fmax MHz", a, f">= {ARRAY_MHZ:g}", None if a is None else a >= ARRAY_MHZ))
     log(verdict("accel Fmax MHz", c, f">= {ACCEL_MHZ:g}", None if c is None else c >= ACCEL_MHZ))
+    log(verdict(f"large PEs", lp, f">= {LARGE_PES}", None if lp is None else lp >= LARGE_PES))
+    log(verdict(f"large Fmax MHz", lg, f">= {LARGE_MHZ:g}", None if lg is None else lg >= LARGE_MHZ))
     log(verdict("DSP per PE", d, "== 1", None if d is None else d == 1))
     print(json.dumps(fig, sort_keys=True))
     return 0
