@@ -336,7 +336,7 @@ def _memory_lines(data: dict) -> list[str]:
                      f"{m['need_bytes_per_cycle']:g} bytes/cycle ({m['need_gb_s']:g} GB/s at "
                      f"{m['clock_mhz']:g} MHz; {m['average_need_bytes_per_cycle']} bytes/cycle "
                      f"averaged over the model); {m['memory_bound_layers']} of "
-                     f"{len(m['layers'])} layers are memory-bound ("
+                     f"{len(m['layers'])} layers are bound by the memory or the AXI bus ("
                      f"{m['memory_bound_share']:.0%} of the bound time): bottleneck "
                      f"{m['bottleneck']}.")
     if m.get("at_fmax"):
