@@ -3,8 +3,9 @@ bandwidth each model would need to run compute-bound.
 
 ``python bench/memory.py [--models mlp,lenet5,resblock] [--configs NAME,...] [--sim]``
 
-For each built-in model on each config (:data:`CONFIGS`: the default 8x8 / 64-bit AXI at
-100 MHz and at 150 MHz, a 16x16 array on a 128-bit bus at 150 MHz, the Arty A7-100T preset)
+For each built-in model on each config (:func:`configs`: the default 8x8 / 64-bit AXI at
+100 MHz and at 150 MHz, 16x8 on a 64-bit bus and 16x16 on a 128-bit bus at 150 MHz, the Arty
+A7-100T preset)
 it prints the perf model's cycles with the ideal memory (one AXI beat per cycle each way) and
 with the board's (``config.memory = "board"``: the target preset's DRAM at the config's clock,
 ``pycde_accel.perfmodel.memory``), the slowdown, what the board gives per cycle and what the
@@ -36,6 +37,7 @@ def configs():
     return {
         "8x8-64b-100MHz": base,
         "8x8-64b-150MHz": base.replace(clock_mhz=150.0),
+        "16x8-64b-150MHz": base.replace(rows=16, cols=8, clock_mhz=150.0),
         "16x16-128b-150MHz": base.replace(rows=16, cols=16, axi_data_width=128, clock_mhz=150.0),
         "xc7a100t-8x8-64b-100MHz": base.replace(target="xc7a100t"),
     }

@@ -127,7 +127,7 @@ def test_builtin_throttled_within_5pct(accel, fe_cache, tmp_path, model):
 
 
 def test_memory_summary_and_report_fields(fe_cache):
-    fe = fe_cache("lenet5")
+    fe = fe_cache("resblock")
     compiled = compile_program(fe, SLOW)
     s = memory.summary(compiled, SLOW)
     assert s["board"]["kind"] == "16-bit DDR3 at 800 MT/s" and s["board"]["peak_gb_s"] == 1.6
@@ -144,7 +144,7 @@ def test_memory_summary_and_report_fields(fe_cache):
     # with the ideal memory at 100 MHz the bus is the limit: 2 x 8 bytes a cycle
     ideal = memory.summary(compiled, CFG.replace(memory="ideal"))
     assert ideal["charged_bytes_per_cycle"] == 16.0 and not ideal["throttled"]
-    sim = {"model": "lenet5", "config": SLOW.to_dict(), "bit_exact": True, "mismatches": [],
+    sim = {"model": "resblock", "config": SLOW.to_dict(), "bit_exact": True, "mismatches": [],
            "layers": [{"name": "conv", "op": "gemm", "cycles": 1000, "core_busy": 100, "stall": 0,
                        "macs": 6400, "pe_utilization": 0.1, "dma_rd_bytes": 1000,
                        "dma_wr_bytes": 64, "cmds": 9}],
