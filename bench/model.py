@@ -1,12 +1,15 @@
 """The cycle model against Verilator: predicted vs simulated cycles per layer of the built-ins.
 
-``python bench/model.py [--array 8x8] [--axi 64] [--models mlp,lenet5,resblock] [--gemm 64x64x64]``
+``python bench/model.py [--array 8x8] [--axi 64] [--clock 100] [--memory board|ideal]
+[--models mlp,lenet5,resblock] [--gemm 64x64x64]``
 
 Every built-in model is compiled by the back end and run on the whole accelerator in Verilator
 (``simulate.simulate``: one Verilator build for the config, bit-exact check); next to each layer's
 measured cycles it prints the cycles ``pycde_accel.perfmodel`` predicts from the same command
 list, and the error. ``--gemm MxNxK`` adds single GEMM layers (``gemm_bench.gemm_program``, as
-bench/layer.py runs them). Bound: every layer within 5%.
+bench/layer.py runs them). ``--clock`` / ``--memory``: the config's clock and memory model (the
+board memory's bandwidth is charged at the clock, ``pycde_accel.perfmodel.memory``; a high
+clock gives fewer bytes per cycle). Bound: every layer within 5%.
 
 The last stdout line is JSON: ``max_model_error_pct`` (over every layer), ``max_total_error_pct``
 (over the models' totals), the per-model totals, the bound and the config.
@@ -38,16 +41,20 @@ def main(argv=None) -> int:
     ap.add_argument("--axi", type=int, default=64, help="AXI data width in bits")
     ap.add_argument("--models", default="mlp,lenet5,resblock")
     ap.add_argument("--gemm", default="", help="comma-separated MxNxK GEMM layers to add")
+    ap.add_argument("--clock", type=float, default=100.0, help="clock in MHz (default 100)")
+    ap.add_argument("--memory", default="board", choices=("board", "ideal"))
     ap.add_argument("--work", default=None, help="work folder (default: a temporary one)")
     args = ap.parse_args(argv)
     rows, cols = parse_array(args.array)
-    cfg = AccelConfig(rows=rows, cols=cols, axi_data_width=args.axi).validate()
+    cfg = AccelConfig(rows=rows, cols=cols, axi_data_width=args.axi, clock_mhz=args.clock,
+                      memory=args.memory).validate()
     worst, worst_total, totals, ok = 0.0, 0.0, {}, True
     with tempfile.TemporaryDirectory(prefix="bench_model_") as tmp:
         work = Path(args.work or tmp)
         t0 = time.time()
         sim = build_accelerator(cfg, work)
-        print(f"{cfg.array} array, {cfg.axi_data_width}-bit AXI (Verilator build "
+        print(f"{cfg.array} array, {cfg.axi_data_width}-bit AXI, {cfg.memory} memory at "
+              f"{cfg.clock_mhz:g} MHz (Verilator build "
               f"{time.time() - t0:.0f} s)")
         print(f"  {'model':10} {'layer':14} {'op':8} {'simulated':>10} {'predicted':>10} "
               f"{'error':>8}")
@@ -84,6 +91,7 @@ def main(argv=None) -> int:
                       "max_total_error_pct": round(worst_total, 3), "bound_pct": BOUND_PCT,
                       "within_bound": worst <= BOUND_PCT, "bit_exact": ok,
                       "array": cfg.array, "axi_data_width": cfg.axi_data_width,
+                      "clock_mhz": cfg.clock_mhz, "memory": cfg.memory,
                       "models": totals}))
     return 0 if worst <= BOUND_PCT and ok else 1
 

@@ -137,7 +137,8 @@ class Design:
             rep = getattr(synth, "report", synth)
             synth_d = rep.to_dict() if rep is not None else None
         r = report.build(sim_d, self.config, synth=synth_d,
-                         predicted=report.predicted_cycles(self.compiled, self.config))
+                         predicted=report.predicted_cycles(self.compiled, self.config),
+                         compiled=self.compiled)
         r.write(Path(out))
         return r
 

@@ -1,7 +1,8 @@
 """Command line: ``python -m pycde_accel {gen,sim,synth,ir,report} [MODEL] [--out DIR] ...``.
 
 Every subcommand takes ``--array RxC``, ``--target NAME``, ``--schedule dynamic|static`` (the
-post-op kernels' lowering route, ``config.schedule``), ``--seed`` and ``--debug``; ``sim`` and
+post-op kernels' lowering route, ``config.schedule``), ``--memory board|ideal`` (the DRAM
+bandwidth the simulators and the perf model charge, ``config.memory``), ``--seed`` and ``--debug``; ``sim`` and
 ``report`` take ``--waves`` (VCD). Bad input (a model file that is missing, lacks the function,
 returns the wrong types or uses an unsupported op; ``--array 0x8``; an unknown target; an
 unwritable ``--out``) is one ``error:`` line on stderr, exit code 2, and no output folder.
@@ -29,7 +30,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from .config import SCHEDULES, AccelConfig, parse_array
+from .config import MEMORIES, SCHEDULES, AccelConfig, parse_array
 from .errors import UserError
 
 EPILOG = """examples:
@@ -119,6 +120,10 @@ def _add_hw(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schedule", default=None, choices=SCHEDULES,
                    help="lowering route of the post-op kernels: dynamic (CIRCT handshake) or static "
                         "(CIRCT pipeline); default: the config's")
+    p.add_argument("--memory", default=None, choices=MEMORIES,
+                   help="DRAM bandwidth the simulator and the perf model charge: board (the "
+                        "target board's memory at the config's clock, the default) or ideal "
+                        "(one AXI beat per cycle each way, whatever the board has)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -273,6 +278,8 @@ def config_from_args(args: argparse.Namespace) -> AccelConfig:
         cfg = cfg.replace(target=get_device(args.target).name)
     if getattr(args, "schedule", None) and args.command != "ir":
         cfg = cfg.replace(schedule=args.schedule)
+    if getattr(args, "memory", None):
+        cfg = cfg.replace(memory=args.memory)
     return cfg.validate()
 
 
@@ -363,7 +370,8 @@ def _cmd_sim_partition(args: argparse.Namespace, cfg: AccelConfig, out: Path) ->
     from . import partition
     from .outdir import staged_output
     plan = partition.read_plan(args.partition)
-    if not (args.array or args.target or args.schedule) and isinstance(plan.get("config"), dict):
+    if not (args.array or args.target or args.schedule or args.memory) \
+            and isinstance(plan.get("config"), dict):
         cfg = AccelConfig.from_dict(plan["config"]).validate()     # the config it was planned for
     with staged_output(out, model=args.model, update=True, drop=("partition_sim",)) as stage:
         res = partition.run_plan(args.model, cfg, plan, stage / "partition_sim", seed=args.seed,
@@ -420,6 +428,14 @@ def _held_model(out: Path) -> str | None:
                     f"{split_spec(spec)[0]} --out {out})")
 
 
+def _hw(config) -> dict | None:
+    """A config dict without ``memory`` (the memory model changes no hardware: a synthesis
+    report holds for either)."""
+    if not isinstance(config, dict):
+        return None
+    return {k: v for k, v in config.items() if k != "memory"}
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from . import report
     from .outdir import staged_output
@@ -430,9 +446,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
         args.model = _held_model(out)
     synth = _read_json(out / "synth" / "report.json")
     if synth and not args.target and isinstance(synth.get("config"), dict) \
-            and synth["config"] == cfg.replace(target=synth["config"].get("target")).to_dict():
+            and _hw(synth["config"]) == _hw(cfg.replace(target=synth["config"].get("target")).to_dict()):
         cfg = cfg.replace(target=synth["config"]["target"])      # the target 'synth' ran for
-    if synth and synth.get("config") != cfg.to_dict():
+    if synth and _hw(synth.get("config")) != _hw(cfg.to_dict()):
         synth = None                                              # another config: estimate
     fe, compiled = _model_first(args, cfg)
     sim = None
@@ -453,7 +469,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             predicted = None
             if not all(l.get("predicted_cycles") is not None for l in sim["layers"]):
                 predicted = report.predicted_cycles(compiled, cfg)
-            rep = report.build(sim, cfg, predicted=predicted, synth=synth)
+            rep = report.build(sim, cfg, predicted=predicted, synth=synth, compiled=compiled)
             written = [out / p.relative_to(stage) for p in rep.write(stage)]
     if failed:
         raise _retarget(failed, stage, out)

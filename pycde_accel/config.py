@@ -19,6 +19,10 @@ from .errors import ConfigError
 DATAFLOWS = ("output_stationary",)
 #: How the post-op kernels are scheduled (``--schedule``): the CIRCT lowering route they take.
 SCHEDULES = ("dynamic", "static", "calyx")
+#: The DRAM the simulators and the perf model charge (``--memory``): ``board``, the target
+#: preset's board memory (``fpga.devices.BoardMemory``) at ``clock_mhz``; ``ideal``, one AXI
+#: beat per cycle on each of the read and write channels, whatever the board has.
+MEMORIES = ("board", "ideal")
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,10 @@ class AccelConfig:
     schedule:        lowering route of the post-op kernels (``--schedule``): ``static`` (CIRCT
                      pipeline, the default: ``assemble.KERNEL_ROUTE``), ``dynamic``
                      (CIRCT handshake) or ``calyx`` (CIRCT calyx with the project's passes).
+    memory:          the DRAM bandwidth the simulators and the perf model charge (``--memory``):
+                     ``board`` (the default: the target's board memory, bytes per cycle =
+                     its peak bytes/s / ``clock_mhz``; ``pycde_accel.perfmodel.memory``) or
+                     ``ideal`` (no limit beyond one AXI beat per cycle per channel).
     """
 
     rows: int = 8
@@ -60,6 +68,7 @@ class AccelConfig:
     target: str = "ecp5-85f"
     clock_mhz: float = 100.0
     schedule: str = "static"
+    memory: str = "board"
 
     # ---- derived -------------------------------------------------------------------------
     @property
@@ -100,6 +109,10 @@ class AccelConfig:
             raise ConfigError(f"config: axi_data_width must be 32, 64, 128, 256 or 512, got {self.axi_data_width!r}")
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"config: schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if self.memory not in MEMORIES:
+            raise ConfigError(f"config: memory must be one of {', '.join(MEMORIES)}, got {self.memory!r}")
+        if not isinstance(self.clock_mhz, (int, float)) or not self.clock_mhz > 0:
+            raise ConfigError(f"config: clock_mhz must be a positive number, got {self.clock_mhz!r}")
         if self.axil_data_width not in (32, 64):
             raise ConfigError(f"config: axil_data_width must be 32 or 64, got {self.axil_data_width!r}")
         return self

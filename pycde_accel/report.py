@@ -9,10 +9,15 @@ Contents:
   utilization (model MACs / (PEs x cycles)), DMA bytes, operational intensity; predicted cycles next to them when
   ``pycde_accel.perfmodel`` exists (``perfmodel.predict(compiled, config)``);
 * a per-layer cycle breakdown chart (stacked bars);
-* a roofline chart: compute bound ``rows * cols`` MACs/cycle, bandwidth bound ``AXI bytes per
-  cycle * intensity`` (one AXI beat per cycle, read and write channels shared in the count:
-  intensity = MACs / (DMA bytes read + written)), and one measured point per layer with MACs
+* a roofline chart: compute bound ``rows * cols`` MACs/cycle, bandwidth bound ``bytes per
+  cycle * intensity`` (one AXI beat per cycle, read and write channels shared in the count, or
+  the board memory's bytes per cycle when that is less: intensity = MACs / (DMA bytes read +
+  written)), and one measured point per layer with MACs
   (vector layers, which do no MACs, are listed but not plotted);
+* the memory (``memory``, :func:`pycde_accel.perfmodel.memory.summary`): the board memory the
+  target assumes, the bytes per cycle it gives at the config's clock (and at the placed Fmax
+  when a synthesis report is there), what the layers demand to run compute-bound and the
+  bottleneck;
 * a resource table against the target device's capacity: from a synthesis report
   (``DIR/synth/report.json`` written by ``synth``) when one exists for the same config, else the
   fit estimate of :mod:`pycde_accel.fpga.fit`.
@@ -106,13 +111,43 @@ def resources(config: AccelConfig, synth: dict | None) -> dict:
             "fmax_mhz": None, "placed": False}
 
 
+def memory_section(config: AccelConfig, compiled=None, fmax_mhz: float | None = None) -> dict:
+    """report.json's ``memory``: :func:`pycde_accel.perfmodel.memory.summary` of ``compiled``
+    (without it, only the board and what it gives), plus ``at_fmax`` when a placed Fmax is
+    known: the board's bytes per cycle at that clock (the cycles above are charged at
+    ``clock_mhz``; set it to the Fmax to simulate at the placed clock)."""
+    from .perfmodel import memory
+    if compiled is not None:
+        m = memory.summary(compiled, config)
+    else:
+        mem = memory.board_memory(config)
+        bpc = memory.bytes_per_cycle(config)
+        m = {"model": config.memory, "board": mem.to_dict() if mem else None,
+             "clock_mhz": float(config.clock_mhz), "axi_bytes_per_beat": config.axi_data_width // 8,
+             "board_bytes_per_cycle": None if bpc is None else round(float(bpc), 4),
+             "charged_bytes_per_cycle": round(float(memory.charged_bytes_per_cycle(config)), 4),
+             "throttled": memory.rate(config) is not None}
+    if fmax_mhz and config.memory == "board" and m.get("board"):
+        at = config.replace(clock_mhz=float(fmax_mhz))
+        m["at_fmax"] = {"fmax_mhz": round(float(fmax_mhz), 2),
+                        "board_bytes_per_cycle": round(float(memory.bytes_per_cycle(at)), 4),
+                        "throttled": memory.rate(at) is not None}
+    return m
+
+
 def build(sim: dict, config: AccelConfig, *, predicted: list[int] | None = None,
-          synth: dict | None = None) -> Report:
+          synth: dict | None = None, compiled=None) -> Report:
     """The report of simulation result ``sim`` (``SimResult.to_dict()``) on ``config``;
     ``predicted``: per-layer predicted cycles, used when the sim's layers carry no
-    ``predicted_cycles`` of their own (``simulate()`` predicts for the engine it ran)."""
+    ``predicted_cycles`` of their own (``simulate()`` predicts for the engine it ran);
+    ``compiled``: the program, for what the layers demand of the memory (``memory``)."""
+    from .perfmodel.memory import charged_bytes_per_cycle
     pe = config.rows * config.cols
+    # one beat per cycle (both channels counted together), or the board's bytes if fewer
     bpc = config.axi_data_width // 8
+    board = float(charged_bytes_per_cycle(config))
+    if board < bpc:
+        bpc = round(board, 4)
     if sim["layers"] and all(l.get("predicted_cycles") is not None for l in sim["layers"]):
         # simulate() predicted each layer for the simulation engine and memory model it ran
         predicted = [int(l["predicted_cycles"]) for l in sim["layers"]]
@@ -148,6 +183,7 @@ def build(sim: dict, config: AccelConfig, *, predicted: list[int] | None = None,
     }
     if predicted is not None:
         data["predicted_total_cycles"] = int(sum(predicted[:len(layers)]))
+    data["memory"] = memory_section(config, compiled, data["resources"].get("fmax_mhz"))
     fmax = data["resources"].get("fmax_mhz") or config.clock_mhz
     data["clock_mhz"] = round(float(fmax), 2)
     data["latency_us"] = round(data["total_cycles"] / float(fmax), 3)
@@ -283,6 +319,34 @@ def _summary_lines(data: dict) -> list[str]:
     ]
 
 
+def _memory_lines(data: dict) -> list[str]:
+    m = data.get("memory") or {}
+    b = m.get("board")
+    if not b:
+        return ["No board memory figure for this target: the AXI bus alone limits the DRAM."]
+    lines = [f"Board memory: {b['kind']} ({b['board']}), {b['peak_gb_s']:g} GB/s peak "
+             f"(source: {b['source']}).",
+             f"At {m['clock_mhz']:g} MHz that is {m['board_bytes_per_cycle']:g} bytes/cycle; the "
+             f"AXI bus moves {m['axi_bytes_per_beat']} bytes a beat each way; the simulation and "
+             f"the prediction charge {m['charged_bytes_per_cycle']:g} bytes/cycle "
+             f"(memory {m['model']!r}" + (", throttled" if m.get("throttled") else
+                                          ", not throttled at this clock") + ")."]
+    if "need_bytes_per_cycle" in m:
+        lines.append(f"To run every layer compute-bound the memory would need "
+                     f"{m['need_bytes_per_cycle']:g} bytes/cycle ({m['need_gb_s']:g} GB/s at "
+                     f"{m['clock_mhz']:g} MHz; {m['average_need_bytes_per_cycle']} bytes/cycle "
+                     f"averaged over the model); {m['memory_bound_layers']} of "
+                     f"{len(m['layers'])} layers are bound by the memory or the AXI bus ("
+                     f"{m['memory_bound_share']:.0%} of the bound time): bottleneck "
+                     f"{m['bottleneck']}.")
+    if m.get("at_fmax"):
+        a = m["at_fmax"]
+        lines.append(f"At the placed Fmax {a['fmax_mhz']:g} MHz the board gives "
+                     f"{a['board_bytes_per_cycle']:g} bytes/cycle (cycles above are charged at "
+                     f"{m['clock_mhz']:g} MHz).")
+    return lines
+
+
 def markdown(data: dict) -> str:
     L = [f"# pycde-accel report: {data['model']} on {data['array']}", ""]
     L += [s + "  " for s in _summary_lines(data)]
@@ -295,6 +359,7 @@ def markdown(data: dict) -> str:
           f"Compute bound {rf['peak_macs_per_cycle']} MACs/cycle; bandwidth bound "
           f"{rf['dram_bytes_per_cycle']} bytes/cycle x intensity; ridge at "
           f"{rf['ridge_intensity']:g} MACs/byte. Layers without MACs (vector ops) are not plotted."]
+    L += ["", "## Memory", ""] + [s + "  " for s in _memory_lines(data)]
     L += ["", f"## Resources ({data['resources']['source']}, {data['resources']['device']})", "",
           "| resource | used | device has | utilization |", "|---|---:|---:|---:|"]
     L += ["| " + " | ".join(r) + " |" for r in _resource_rows(data)]
@@ -328,6 +393,7 @@ def html_page(data: dict, charts: dict) -> str:
         f"<p>Compute bound {rf['peak_macs_per_cycle']} MACs/cycle; bandwidth bound "
         f"{rf['dram_bytes_per_cycle']} bytes/cycle &times; intensity; ridge at "
         f"{rf['ridge_intensity']:g} MACs/byte. Layers without MACs (vector ops) are not plotted.</p>",
+        "<h2>Memory</h2>", *[f"<p>{html.escape(s)}</p>" for s in _memory_lines(data)],
         f"<h2>Resources ({data['resources']['source']}, {html.escape(data['resources']['device'])})</h2>",
         _html_table(["resource", "used", "device has", "utilization"], _resource_rows(data)),
         "<h2>Config</h2>", f"<pre>{html.escape(json.dumps(data['config'], indent=2, sort_keys=True))}</pre>",

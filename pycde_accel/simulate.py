@@ -8,6 +8,9 @@ stream watchdog, :mod:`pycde_accel.sim.fast`); ``engine="cocotb"`` the same RTL 
 ``engine="axiram"`` (forced by AXI pauses or waves) ``sim/tb_accel.py``: the host driver
 (:mod:`pycde_accel.host`) runs every layer through the CSRs against cocotbext-axi's ``AxiRam``. The output read back
 from the simulated DRAM is compared bit for bit with the frontend's integer reference, and (dequantized) with float PyTorch.
+The fast engines' memory charges the board memory's bandwidth at the config's clock
+(``config.memory``, :func:`memory_rate`); the axiram engine's AxiRam does not (its random
+pauses are the back-pressure it tests), and its prediction is the ideal memory's.
 
 Result: :class:`SimResult` (per-layer cycles, PE utilization and DMA bytes; totals; the
 comparison). Nothing is printed here; ``report_lines`` formats it for the CLI.
@@ -116,6 +119,21 @@ def pick_engine(engine: str, *, axi_pause: float = 0.0, waves: bool = False,
     return engine
 
 
+def memory_rate(config: AccelConfig, engine: str) -> tuple[int, int] | None:
+    """The board memory's bytes per cycle ``(num, den)`` the engine's AXI memory charges
+    (:func:`pycde_accel.perfmodel.memory.rate`; None: no limit). The fast engines' RTL memory
+    (``sim/axi_mem.sv``) charges it; the ``axiram`` engine (cocotbext-axi's AxiRam, random
+    pauses) does not: its prediction is the ideal memory's (:func:`prediction_config`)."""
+    from .perfmodel import memory
+    return None if engine == "axiram" else memory.rate(config)
+
+
+def prediction_config(config: AccelConfig, engine: str) -> AccelConfig:
+    """The config the perf model predicts ``engine``'s run with: the axiram engine has no
+    bandwidth throttle, so its memory is the ideal one."""
+    return config.replace(memory="ideal") if engine == "axiram" else config
+
+
 def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_dir: Path, *,
                axi_pause: float = 0.0, seed: int = 0, waves: bool = False,
                stall_cycles: int = 20000, progress: Progress = _quiet,
@@ -148,6 +166,9 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
             "layer_timeout_cycles": int(layer_timeout_cycles),
             "result": "result.json", "dram_out": "dram_out.bin",
             "engine": engine}
+    rate = memory_rate(config, engine)
+    if rate:
+        plan["memory_rate"] = list(rate)
     (run_dir / "plan.json").write_text(json.dumps(plan, indent=1))
     result = run_dir / "result.json"
     result.unlink(missing_ok=True)
@@ -169,7 +190,8 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
             runner.run(fsim, "pycde_accel.sim.tb_accel_fast", run_dir, waves=waves,
                        extra_env={"TB_ACCEL_PLAN": str(here / "plan.json")},
                        plusargs=[f"+DRAM_IN={here / 'dram_in.mem'}",
-                                 f"+DRAM_OUT={here / plan['dram_out']}"])
+                                 f"+DRAM_OUT={here / plan['dram_out']}"]
+                       + fast.memory_plusargs(plan))
         else:
             sim = runner.ensure_built(sim)
             progress(f"simulating {len(plan['layers'])} layers in Verilator (cocotb, AxiRam)")
@@ -219,7 +241,8 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
     xq = reference.quantize_inputs(qm, xs)
     image = compiled.load_inputs(xq)
     picked = pick_engine(engine, axi_pause=axi_pause, waves=waves, image_len=len(image))
-    prediction = _predict(compiled, config, "axiram" if picked == "axiram" else "rtl")
+    prediction = _predict(compiled, prediction_config(config, picked),
+                          "axiram" if picked == "axiram" else "rtl")
     # a layer that runs long by design (vgg11's 25088 x 4096 classifier reads 100 MB) is not
     # a hang: its time limit follows its prediction (the watchdog still ends a stalled stream)
     timeout = max([LAYER_TIMEOUT_CYCLES] + [4 * l.cycles for l in prediction.layers]

@@ -19,6 +19,16 @@
 //   cycle while rready, and the next queued burst starts on the edge that takes a burst's last
 //   beat (back to back). W beats are taken (wready) while an accepted AW has beats left; the B
 //   response of a burst is offered from the cycle after its last W beat, one per cycle.
+// * Board bandwidth (plusargs +MEM_BW_NUM=<num> +MEM_BW_DEN=<den>: the board memory's bytes per
+//   cycle as num/den, pycde_accel.perfmodel.memory.rate; without them no limit): R and W beats
+//   draw on one credit counter in units of 1/den byte (DRAM has one data bus for both
+//   directions). It starts full at CAP = 2 * NEED (NEED = DW/8 * den, one beat); every edge
+//   credit <= min(credit - NEED * beats moved + num, CAP). R goes first, but W is not starved:
+//   - rvalid = a beat is due & (it was offered last cycle and not taken | credit >= NEED, or
+//     >= 2 * NEED when W wanted a beat last cycle and did not get it); an offered beat stays
+//     offered until it is taken (AXI), and W leaves credit for it:
+//   - wready = the W conditions above & credit - (rvalid ? NEED : 0) >= NEED.
+//   No output depends on a master input combinationally. perfmodel.memory.Budget is the same.
 module sim_axi_mem #(
   parameter int DW = 64,
   parameter int AW = 32,
@@ -84,6 +94,35 @@ module sim_axi_mem #(
     end
   end
 
+  // ------------------------------------------------------------------ bandwidth
+  longint bw_num, bw_den, bw_need, bw_cap;
+  logic   bw_on;
+  initial begin
+    bw_on = 1'b0;
+    bw_num = 0;
+    bw_den = 1;
+    if ($value$plusargs("MEM_BW_NUM=%d", bw_num) && $value$plusargs("MEM_BW_DEN=%d", bw_den))
+      bw_on = bw_num < 2 * AB * bw_den;
+    bw_need = AB * bw_den;
+    bw_cap = 2 * bw_need;
+  end
+  longint credit, bw_left;
+  logic   r_fire, w_fire, w_want, r_shown, w_starved;
+  wire    r_credit = ~bw_on | r_shown | (credit >= (w_starved ? bw_cap : bw_need));
+  wire    w_credit = ~bw_on | (credit - (s_axi_rvalid ? bw_need : 0) >= bw_need);
+  assign bw_left = credit - (r_fire ? bw_need : 0) - (w_fire ? bw_need : 0) + bw_num;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      credit <= bw_cap;
+      r_shown <= 1'b0;
+      w_starved <= 1'b0;
+    end else if (bw_on) begin
+      credit <= bw_left > bw_cap ? bw_cap : bw_left;
+      r_shown <= s_axi_rvalid & ~s_axi_rready;
+      w_starved <= w_want & ~w_fire;
+    end
+  end
+
   // ------------------------------------------------------------------ reads
   logic [WL-1:0]  arq_addr [0:QDEPTH-1];
   logic [7:0]     arq_len  [0:QDEPTH-1];
@@ -96,12 +135,12 @@ module sim_axi_mem #(
 
   wire arq_empty = arq_wp == arq_rp;
   assign s_axi_arready = (arq_wp - arq_rp) != QDEPTH[QL:0];
-  assign s_axi_rvalid = r_active;
+  assign s_axi_rvalid = r_active & r_credit;
   assign s_axi_rdata = mem[r_addr];
   assign s_axi_rlast = r_left == 8'd0;
   assign s_axi_rid = r_id;
   assign s_axi_rresp = 2'b00;
-  wire r_fire = r_active & s_axi_rready;
+  assign r_fire = r_active & r_credit & s_axi_rready;
   wire r_next = ~r_active | (r_fire & (r_left == 8'd0));
 
   always_ff @(posedge clk) begin
@@ -143,12 +182,14 @@ module sim_axi_mem #(
   wire awq_empty = awq_wp == awq_rp;
   // a W beat is taken only for an accepted AW and while the B queue has room for its response
   assign s_axi_awready = (awq_wp - awq_rp) != QDEPTH[QL:0];
-  assign s_axi_wready = ~awq_empty & ((bq_wp - bq_rp) != QDEPTH[QL:0]);
+  wire w_room = ~awq_empty & ((bq_wp - bq_rp) != QDEPTH[QL:0]);
+  assign s_axi_wready = w_room & w_credit;
+  assign w_want = s_axi_wvalid & w_room;
   assign s_axi_bvalid = bq_wp != bq_rp;
   assign s_axi_bid = bq_id[bq_rp[QL-1:0]];
   assign s_axi_bresp = 2'b00;
   wire [WL-1:0] w_cur = w_started ? w_addr : awq_addr[awq_rp[QL-1:0]];
-  wire w_fire = s_axi_wvalid & s_axi_wready;
+  assign w_fire = s_axi_wvalid & s_axi_wready;
 
   always_ff @(posedge clk) begin
     if (rst) begin

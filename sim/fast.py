@@ -7,7 +7,10 @@ accelerator top is wrapped in a generated SV top, ``accel_sim_top`` (:func:`wrap
 * ``sim/axi_mem.sv`` (``sim_axi_mem``): an AXI4 slave RAM on the accelerator's ``m_axi_*``
   port, loaded with ``$fread`` from a binary file (plusarg ``+DRAM_IN=``, :func:`image_to_mem`)
   and read back as the image's bytes with ``$fwrite`` (``mem_dump`` high on an edge, words
-  ``mem_dump_lo..mem_dump_hi``, plusarg ``+DRAM_OUT=``): no DPI, no Python per beat;
+  ``mem_dump_lo..mem_dump_hi``, plusarg ``+DRAM_OUT=``): no DPI, no Python per beat; it
+  charges the board memory's bandwidth when the plan has a ``memory_rate``
+  (:func:`memory_plusargs`: ``+MEM_BW_NUM`` / ``+MEM_BW_DEN``, a run-time setting, so one
+  build serves every rate);
 * ``sim/sim_watchdog.sv`` (``sim_watchdog``): the RTL twin of the Python watchdog on the same
   streams (:data:`STREAMS`: the five AXI channels and the engines' command/data streams), with
   ``wd_stall_limit`` / ``wd_idle_limit`` inputs and a sticky ``wd_trip`` plus what tripped
@@ -231,6 +234,19 @@ def image_to_mem(image: bytes, axi_bytes: int) -> bytes:
     pad = (-len(image)) % axi_bytes
     a = np.frombuffer(bytes(image) + bytes(pad), np.uint8).reshape(-1, axi_bytes)[:, ::-1]
     return a.tobytes()
+
+
+def memory_plusargs(plan: dict) -> list[str]:
+    """The plusargs of the board memory's bandwidth (``plan["memory_rate"]``: ``[num, den]``
+    bytes per cycle, :func:`pycde_accel.perfmodel.memory.rate`) for ``sim_axi_mem``; none
+    (no limit) when the plan has no rate."""
+    r = plan.get("memory_rate")
+    if not r:
+        return []
+    num, den = (int(v) for v in r)
+    if num < 1 or den < 1:
+        raise UserError(f"the plan's memory rate {r} is not a positive fraction")
+    return [f"+MEM_BW_NUM={num}", f"+MEM_BW_DEN={den}"]
 
 
 def dump_range(reads: list[dict], axi_bytes: int) -> tuple[int, int]:
@@ -461,8 +477,8 @@ def run_native(exe: NativeBuild | Path, plan_path: os.PathLike | str) -> dict:
     script.write_text(native_script(plan))
     log = run_dir / "native.log"
     with open(log, "w") as fh:
-        p = proc.run([str(exe), str(script), f"+DRAM_IN={mem_in}", f"+DRAM_OUT={mem_out}"],
-                     stdout=fh, stderr=subprocess.STDOUT, cwd=run_dir)
+        p = proc.run([str(exe), str(script), f"+DRAM_IN={mem_in}", f"+DRAM_OUT={mem_out}"]
+                     + memory_plusargs(plan), stdout=fh, stderr=subprocess.STDOUT, cwd=run_dir)
     text = log.read_text()
     events, info = _parse_log(text)
     hw = plan["hw"]

@@ -26,6 +26,8 @@ One module per part of the accelerator, each stating what it models:
 * :mod:`.fetch`: command fetch (credits, chunks) and dispatch (slice, engine FIFOs, hazards);
 * :mod:`.load`: the read command port (fetch first, then the load engine) and the router;
 * :mod:`.dma`: the burst splitter, the read and the write DMA;
+* :mod:`.memory`: the board memory's bandwidth at the config's clock (the budget both DMA
+  directions draw on, as ``sim/axi_mem.sv`` charges it) and what the layers need of it;
 * :mod:`.exec`: the operand scratchpads, EXEC and the core's admission and results;
 * :mod:`.store`: the store engine; :mod:`.vec`: the vector engine;
 * :mod:`.layer`: the cycle loop over them; :mod:`.bounds`: the closed-form bounds;
@@ -34,8 +36,11 @@ One module per part of the accelerator, each stating what it models:
 The structural parameters (FIFO depths, credits, burst rules) are the contract's
 (:mod:`pycde_accel.contract`), so the model follows the RTL. The latencies (:data:`MEMORIES`,
 :data:`SCHEDULE_TIMING`) were fitted against Verilator runs of the built-in models and GEMM
-layers (``bench/model.py`` reports the error; ``tests/test_perfmodel.py`` bounds it at 5%). Not
-modelled: AXI back-pressure from the memory (``--axi-pause``), which only adds cycles.
+layers (``bench/model.py`` reports the error; ``tests/test_perfmodel.py`` and
+``tests/sim/test_board_memory.py``, under the board's throttle, bound it at 5%). The DRAM's
+bandwidth is the config's (``config.memory``: the target board's at ``clock_mhz``, or
+``ideal``; :mod:`.memory`). Not modelled: random AXI back-pressure (``--axi-pause``, the
+axiram engine, whose memory is not throttled), which only adds cycles.
 """
 
 from __future__ import annotations

@@ -9,7 +9,10 @@ from .timing import timing
 
 
 def bounds(commands, config: AccelConfig) -> dict:
-    """Cycles of the read DMA, write DMA, core, store engine and vector engine, each alone."""
+    """Cycles of the read DMA, write DMA, core, store engine and vector engine, each alone, and
+    of the memory: the bytes of both channels at what the board gives per cycle
+    (:func:`~.memory.charged_bytes_per_cycle`)."""
+    from .memory import charged_bytes_per_cycle
     ab = config.axi_data_width // 8
     tm = timing(config)
     cmd_beats = CMD_BITS // config.axi_data_width
@@ -35,4 +38,6 @@ def bounds(commands, config: AccelConfig) -> dict:
                 vec += c.n * (ab if c.flags & VEC_MAX else ab + tm["add_bubble"]) + tm["vec_startup"]
             if not c.flags & (VEC_TO_X | VEC_LUT_SET):
                 wr += c.n
-    return {"read": rd, "write": wr, "core": exec_, "store": store, "vector": vec}
+    mem = -(-(rd + wr) * ab // charged_bytes_per_cycle(config))
+    return {"read": rd, "write": wr, "core": exec_, "store": store, "vector": vec,
+            "memory": int(mem)}

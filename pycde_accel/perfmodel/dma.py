@@ -9,6 +9,10 @@ order) and the write side (AW, W beats, B responses), as ``rtl_lib.axi_dma`` run
   beats (:mod:`.load`).
 * :class:`WriteDma`: one AW per cycle (``MAX_OUTSTANDING`` bursts until their B response), one
   W beat per cycle as the engines offer them, B ``write_latency`` after a burst's last beat.
+
+Both draw their R and W beats on one :class:`~.memory.Budget` (the board's bytes per cycle;
+an R beat before a W beat of the same cycle, as ``sim/axi_mem.sv``); without one, or with the
+``ideal`` memory, a beat per cycle each way.
 """
 
 from __future__ import annotations
@@ -16,7 +20,21 @@ from __future__ import annotations
 from collections import deque
 
 from ..contract import BURST_BOUNDARY, MAX_BURST, MAX_OUTSTANDING
+from .memory import Budget
 from .timing import INF
+
+_NO_LIMIT = None
+
+
+def _budget(mem):
+    """``mem`` or, if None, a Budget that never throttles (the ideal memory)."""
+    global _NO_LIMIT
+    if mem is not None:
+        return mem
+    if _NO_LIMIT is None:
+        from ..config import AccelConfig
+        _NO_LIMIT = Budget(AccelConfig(memory="ideal"))
+    return _NO_LIMIT
 
 
 def bursts(addr: int, beats: int, rows: int, stride: int, ab: int) -> list[int]:
@@ -36,10 +54,11 @@ def bursts(addr: int, beats: int, rows: int, stride: int, ab: int) -> list[int]:
 
 
 class ReadDma:
-    __slots__ = ("rl", "split_q", "split_free", "inflight", "rq")
+    __slots__ = ("rl", "split_q", "split_free", "inflight", "rq", "mem")
 
-    def __init__(self, read_latency: int):
+    def __init__(self, read_latency: int, mem: Budget | None = None):
         self.rl = read_latency
+        self.mem = _budget(mem)
         self.split_q = deque()    # bursts still to issue for the active command: lengths
         self.split_free = 0       # time the splitter can take a new command
         self.inflight = 0
@@ -64,10 +83,18 @@ class ReadDma:
             return True
         return False
 
-    def beat_ready(self, t) -> bool:
+    def due(self, t) -> bool:
+        """An R beat is due from the memory (its burst's latency has passed)."""
         return bool(self.rq) and self.rq[0][0] <= t
 
-    def take_beat(self) -> None:
+    def beat_ready(self, t) -> bool:
+        if self.mem.on:
+            return self.mem.r_valid
+        return bool(self.rq) and self.rq[0][0] <= t
+
+    def take_beat(self, t) -> None:
+        if self.mem.on:
+            self.mem.take_r()
         head = self.rq[0]
         head[1] -= 1
         if head[1] == 0:
@@ -84,10 +111,12 @@ class ReadDma:
 
 
 class WriteDma:
-    __slots__ = ("wl", "beats", "aw", "inflight", "b", "lens")
+    __slots__ = ("wl", "beats", "aw", "inflight", "b", "lens", "mem", "want")
 
-    def __init__(self, write_latency: int):
+    def __init__(self, write_latency: int, mem: Budget | None = None):
         self.wl = write_latency
+        self.mem = _budget(mem)
+        self.want = False         # a W beat was offered this cycle (for the memory's flags)
         self.beats = deque()      # W beats offered by the engines: ready times
         self.aw = deque()         # bursts waiting for AW: lengths
         self.inflight = 0
@@ -110,7 +139,10 @@ class WriteDma:
             self.inflight += 1
             self.lens.append(self.aw.popleft())
             moved = True
-        if self.beats and self.beats[0] <= t and self.lens:
+        self.want = want = bool(self.beats) and self.beats[0] <= t and bool(self.lens)
+        if want and (not self.mem.on or self.mem.w_ok):
+            if self.mem.on:
+                self.mem.take_w()
             self.beats.popleft()
             self.lens[0] -= 1
             moved = True

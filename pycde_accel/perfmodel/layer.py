@@ -3,7 +3,8 @@
 Each cycle runs the engines in the order the RTL's signals flow within a cycle: the scratchpad
 banks' commits/releases and the write responses due, the router, the read burst splitter, the
 read command port (fetch, load engine), dispatch, EXEC and the core, the store engine, the
-vector engine, the write DMA; then ``done`` when everything is idle. A cycle in which nothing
+vector engine, the write DMA (R and W beats share the board memory's
+:class:`~.memory.Budget`); then ``done`` when everything is idle. A cycle in which nothing
 moved jumps to the next time at which anything timed can happen.
 """
 
@@ -15,6 +16,7 @@ from .dma import ReadDma, WriteDma
 from .exec import MatmulUnit
 from .fetch import Dispatch, Fetch
 from .load import LoadEngine
+from .memory import Budget
 from .store import StoreEngine
 from .timing import DONE_LATENCY, INF, START_LATENCY, timing
 from .vec import VecEngine
@@ -32,7 +34,8 @@ class LayerSim:
         self.fetch = Fetch(len(cmds), CMD_BITS // W, ab)
         self.dispatch = Dispatch(cmds, self.fetch)
         engq = self.dispatch.engq
-        self.rdma, self.wdma = ReadDma(rl), WriteDma(wl)
+        self.mem = Budget(config)
+        self.rdma, self.wdma = ReadDma(rl, self.mem), WriteDma(wl, self.mem)
         self.mm = MatmulUnit(cmds, R, C, engq[1])
         self.store = StoreEngine(cmds, R, C, ab, tm["store_latency"], tm["store_bubble"], engq[2],
                                  self.mm, self.wdma)
@@ -49,12 +52,17 @@ class LayerSim:
         disp, ex, core, st, vc, wr = (dispatch.step, mm.exec_step, mm.core_step, store.step,
                                       vec.step, wdma.step)
         tick, n = mm.tick, len(self.cmds)
+        mem = self.mem if self.mem.on else None
         t = START_LATENCY
         for _ in range(MAX_STEPS):
             tick(t)
+            if mem is not None:
+                mem.begin(t, rdma.due(t))
             # every step runs (| does not short-circuit): all engines move in the same cycle
             moved = (retire(t) | route(t) | split(t) | port(t) | disp(t) | ex(t) | core(t)
                      | st(t) | vc(t) | wr(t))
+            if mem is not None:
+                moved |= mem.end(wdma.want)
             if (dispatch.dispatched == n and dispatch.idle() and fetch.idle() and load.idle()
                     and rdma.idle() and mm.idle() and store.idle(t) and vec.idle(t)
                     and wdma.idle()):
@@ -73,5 +81,9 @@ class LayerSim:
         self.store.wakes(cands)
         self.wdma.wakes(cands)
         self.vec.wakes(cands)
+        if self.mem.on:
+            w = self.mem.wake(t)                # the board's credit for the next beats
+            if w is not None:
+                cands.append(w)
         nxt = min((c for c in cands if c > t), default=t + 1)
         return int(nxt) if nxt != INF else t + 1

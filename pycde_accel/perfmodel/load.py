@@ -56,7 +56,7 @@ class LoadEngine:
         elif dst == DST_CMD:
             self.fetch.beat(t)
         if not zero:
-            self.dma.take_beat()
+            self.dma.take_beat(t)
         e[1] -= 1
         if e[1] == 0:
             route.popleft()

@@ -13,7 +13,8 @@ from ..config import AccelConfig
 
 #: memory models of the simulation engines: (read latency: AR accepted -> first R beat,
 #: write latency: last W beat -> B response taken). ``rtl``: sim/axi_mem.sv (the native and
-#: cocotb engines); ``axiram``: cocotbext-axi's AxiRam (the axiram engine).
+#: cocotb engines); ``axiram``: cocotbext-axi's AxiRam (the axiram engine). The bandwidth is
+#: not a latency: :mod:`.memory` charges it.
 MEMORIES = {"rtl": (3, 2), "axiram": (3, 2)}
 READ_LATENCY, WRITE_LATENCY = MEMORIES["rtl"]
 #: per kernel route (config.schedule): store engine latency (a row taken -> its last beat out,

@@ -6,6 +6,8 @@
 // time (contract.harness_header; fast.build_native puts it on the include path).
 //
 // usage: accel_native SCRIPT +DRAM_IN=<file> +DRAM_OUT=<file>   (sim/axi_mem.sv: binary)
+//        [+MEM_BW_NUM=<num> +MEM_BW_DEN=<den>]   the board memory's bytes per cycle, num/den
+//        (sim/axi_mem.sv's throttle; Verilated::commandArgs hands every plusarg to the RTL)
 // SCRIPT (written by fast.native_script), one command a line:
 //   limits <stall_cycles> <idle_cycles> <layer_timeout_cycles>
 //   hw <rows> <cols> <axi_bytes>        read hw_info; stop when it differs
