@@ -3,25 +3,33 @@
 ``python -m pycde_accel dse [MODEL] --target NAME [--top N] [--confirm N] [--synth]``
 
 1. *Space* (:func:`space`): array shape rows x cols (cols a multiple of the AXI beat in bytes,
-   docs/accelerator-contract.md), AXI data width (32/64/128), operand scratchpad depth (A and B) and
-   the C-side depth (``spad_c_depth``: parameter records, X buffer). Each point is a full
-   :class:`~pycde_accel.config.AccelConfig` with ``target`` set to the device.
-2. *Budget*: ``fpga.fit.check_fit`` (DSP, block RAM, LUT of the device preset); a config that
-   does not fit is refused with its reason and never compiled.
-3. *Predict* (:func:`evaluate`): the back end compiles the model for the config (a config the
-   compiler refuses, e.g. K longer than the scratchpad, is dropped with its reason) and
-   :func:`pycde_accel.perfmodel.predict` gives its cycles. Candidates run in parallel on the
+   docs/accelerator-contract.md), AXI data width (32/64/128), operand scratchpad depth (A and B,
+   or B on its own), the C-side depth (``spad_c_depth``: parameter records, X buffer) and
+   ``max_k`` with the narrowest accumulator that proves it (``acc_width``). Each point is a
+   full :class:`~pycde_accel.config.AccelConfig` with ``target`` set to the device.
+2. *Budget*: ``fpga.fit.overruns`` (DSP, block RAM, LUT of the device preset); a config that
+   does not fit is never ranked.
+3. *Predict* (:func:`evaluate`): the back end compiles the model for the config and
+   :func:`pycde_accel.perfmodel.predict` gives its cycles; the Fmax model
+   (``fpga.fit.predict_fmax``, fitted to placed accelerators) gives its clock. A refused
+   config lists every reason (``Candidate.reasons``): each resource it lacks, and each limit
+   the compiler refuses (:func:`refusals`: the compiler stops at the first; that limit is
+   raised and the model compiled again, so a too-short ``max_k`` does not hide a too-small
+   ``spad_c_depth``). Configs over the budget are compiled too, for their reasons. Candidates run in parallel on the
    local cores (``jobs`` workers of :mod:`pycde_accel.workers`, see *Workers* below), or with
    ``ray`` as Ray tasks on a cluster (:mod:`pycde_accel.rayjobs`; the same candidates, the
    same ranking).
-4. *Rank* by predicted latency (cycles; ties: fewer DSP, BRAM, LUT), and the *Pareto front*
-   (:func:`pareto`) of latency against resources: a candidate is on the front when no other is
-   at least as good in predicted cycles, DSP, BRAM and LUT and better in one. ``util`` (the
-   largest share of the device's DSP, BRAM and LUT a config takes) is reported beside.
+4. *Rank* by predicted latency (cycles / modelled Fmax; ties: fewer DSP, BRAM, LUT), and the
+   *Pareto front* (:func:`pareto`) of latency against resources: a candidate is on the front
+   when no other is at least as good in predicted latency, DSP, BRAM and LUT and better in one.
+   Beside: ``util`` (the largest share of the device's DSP, BRAM and LUT a config takes),
+   GMAC/s of the model's MACs (no channel padding) and the fraction of the device's peak
+   (its DSP count x the Fmax: model MACs / (cycles x DSP count)).
 5. *Confirm* (:func:`confirm`): the best N are simulated in Verilator (``simulate.simulate``:
    bit-exact check, measured cycles next to the prediction), in parallel (the Verilator builds
-   dominate); with ``synth`` also synthesized (``fpga.project.synth_model``: measured LUT, DSP,
-   BRAM and Fmax, for open-flow targets). Each candidate has a time limit
+   dominate); with ``synth`` also placed (``fpga.project.synth_model``: measured LUT, DSP,
+   BRAM and Fmax, for open-flow targets; the table shows the placed Fmax and the latency at
+   it beside the model's). Each candidate has a time limit
    (:func:`confirm_time_limit`: start-up, plus a Verilator build allowance that grows with the
    array, plus the predicted cycles at a slow simulation rate, plus synthesis); a candidate
    whose worker passes it or dies gets ``confirm_error`` (``"candidate KEY did not finish
