@@ -241,14 +241,17 @@ def main(argv=None) -> int:
     if args.array:
         r, c = parse_array(args.array)
         cfg = cfg.replace(rows=r, cols=c)
-    names = all_models()
-    if args.only:
-        bad = [n for n in args.only if n not in names]
+    only = args.only or []
+    # the examples are loaded (to see which are CNNs) only when a run needs them
+    names = ([n for n in (*BUILTINS, *CIFAR) if n in only]
+             if only and not any(n.endswith(".py") for n in only) else all_models())
+    if only:
+        bad = [n for n in only if n not in names]
         if bad:
-            print(f"error: unknown model(s) {', '.join(bad)}; known: {', '.join(names)}",
-                  file=sys.stderr)
+            print(f"error: unknown model(s) {', '.join(bad)}; known: {', '.join(BUILTINS + CIFAR)} "
+                  f"and the CNNs of examples/*.py", file=sys.stderr)
             return 2
-        names = [n for n in names if n in args.only]
+        names = [n for n in names if n in only]
     device = get_device(cfg.target)
     if args.reps < MIN_REPS:
         print(f"note: --reps {args.reps} < {MIN_REPS}: the CPU medians are not the benchmark's")

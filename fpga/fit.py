@@ -155,8 +155,9 @@ class FmaxPoint:
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
     FmaxPoint(8, 8, 32, 64, 1024, 256, 92.99,
-              "synth of the default accelerator at commit 07c1dc0 (synth cache entry "
-              "97b57eaeabaa3c2c649e268ccaebdd87: 77 MULT18X18D, 37 DP16KD, 20832 TRELLIS_COMB)"),
+              "synth of the default accelerator, RTL of main at 13:34 UTC on 2026-12-01 (before "
+              "07c1dc0; synth cache entry 97b57eaeabaa3c2c649e268ccaebdd87: 77 MULT18X18D, "
+              "37 DP16KD, 20832 TRELLIS_COMB)"),
 )
 #: The 8x8 int8 PE array alone (``bench/fmax.py``'s array, DSP-registered PEs: 173.1 MHz,
 #: docs of the toolchain facts): no whole accelerator is predicted faster than its array.

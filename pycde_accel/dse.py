@@ -150,6 +150,13 @@ class Candidate:
             return float(self.synth["fmax_mhz"])
         return None
 
+    @property
+    def fmax_model_error_pct(self) -> float | None:
+        """(model Fmax - placed Fmax) / placed Fmax in percent, once placed."""
+        if not self.placed_fmax_mhz or not self.fmax_mhz or self.fmax_source != "model":
+            return None
+        return 100.0 * (self.fmax_mhz - self.placed_fmax_mhz) / self.placed_fmax_mhz
+
     def placed_latency_us(self) -> float | None:
         """Cycles (simulated if confirmed, else predicted) at the placed Fmax."""
         cyc = self.simulated_cycles or self.predicted_cycles
@@ -201,6 +208,8 @@ class Candidate:
                                else round(self.peak_fraction(), 4)),
              "placed_us": (None if self.placed_latency_us() is None
                            else round(self.placed_latency_us(), 3)),
+             "fmax_model_error_pct": (None if self.fmax_model_error_pct is None
+                                      else round(self.fmax_model_error_pct, 2)),
              "simulated_cycles": self.simulated_cycles, "bit_exact": self.bit_exact,
              "model_error_pct": (None if self.model_error_pct is None
                                  else round(self.model_error_pct, 3)),

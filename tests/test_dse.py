@@ -95,6 +95,13 @@ def test_rank_is_by_time_not_cycles():
     assert dse.rank([slow_clock, fast_clock]) == [fast_clock, slow_clock]
     assert dse.pareto([slow_clock, fast_clock]) == [fast_clock]
     assert slow_clock.latency_us() == pytest.approx(200.0)
+    # once placed (--synth), the real Fmax and the latency at it stand beside the model's
+    fast_clock.synth = {"fmax_mhz": 75.0, "lut": 1, "ff": 1, "dsp": 64, "bram": 1}
+    assert fast_clock.placed_latency_us() == pytest.approx(200.0)
+    assert fast_clock.fmax_model_error_pct == pytest.approx(100 * (100 - 75) / 75)
+    row = dse._row(1, fast_clock)
+    assert "  75.0     200.0" in row and " 100.0     150.0" in row
+    assert fast_clock.to_dict()["placed_us"] == 200.0
 
 
 def test_fmax_model_fits_its_points_and_is_monotonic():
