@@ -738,6 +738,15 @@ def table_lines(res: DseResult, top: int = 10) -> list[str]:
     index = {id(c): i + 1 for i, c in enumerate(ranked)}
     for c in res.pareto:
         lines.append(_row(index[id(c)], c))
+    placed = sorted((c for c in ranked if c.placed_latency_us() is not None),
+                    key=Candidate.placed_latency_us)
+    if placed:
+        lines.append("placed (--synth), by latency at the placed Fmax:")
+        for c in placed:
+            err = c.fmax_model_error_pct
+            lines.append(f"  {c.key}: {c.placed_fmax_mhz:.2f} MHz placed (model {c.clock_mhz:.2f}"
+                         + ("" if err is None else f", {err:+.1f}%") + f"), "
+                         f"{c.placed_latency_us():.1f} us")
     refused = [c for c in res.candidates if not c.ok]
     if refused:
         lines.append(f"refused ({len(refused)}), every reason:")

@@ -102,6 +102,8 @@ def test_rank_is_by_time_not_cycles():
     row = dse._row(1, fast_clock)
     assert "  75.0     200.0" in row and " 100.0     150.0" in row
     assert fast_clock.to_dict()["placed_us"] == 200.0
+    text = "\n".join(dse.table_lines(dse.DseResult("m", "ecp5-85f", {}, [slow_clock, fast_clock])))
+    assert "75.00 MHz placed (model 100.00, +33.3%), 200.0 us" in text
 
 
 def test_fmax_model_fits_its_points_and_is_monotonic():
