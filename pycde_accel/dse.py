@@ -15,10 +15,10 @@
    config lists every reason (``Candidate.reasons``): each resource it lacks, and each limit
    the compiler refuses (:func:`refusals`: the compiler stops at the first; that limit is
    raised and the model compiled again, so a too-short ``max_k`` does not hide a too-small
-   ``spad_c_depth``). Configs over the budget are compiled too, for their reasons. Candidates run in parallel on the
-   local cores (``jobs`` workers of :mod:`pycde_accel.workers`, see *Workers* below), or with
-   ``ray`` as Ray tasks on a cluster (:mod:`pycde_accel.rayjobs`; the same candidates, the
-   same ranking).
+   ``spad_c_depth``). Configs over the budget are compiled too, for their reasons.
+   Candidates run in parallel on the local cores (``jobs`` workers of
+   :mod:`pycde_accel.workers`, see *Workers* below), or with ``ray`` as Ray tasks on a cluster
+   (:mod:`pycde_accel.rayjobs`; the same candidates, the same ranking).
 4. *Rank* by predicted latency (cycles / modelled Fmax; ties: fewer DSP, BRAM, LUT), and the
    *Pareto front* (:func:`pareto`) of latency against resources: a candidate is on the front
    when no other is at least as good in predicted latency, DSP, BRAM and LUT and better in one.
