@@ -16,6 +16,10 @@ that does not fit, with the numbers, and otherwise returns the estimate.
   R lanes for A and C for B, of ``2 * spad_*_depth / AB`` words of ``axi_data_width`` bits: both
   banks), the store engine's parameter memories (bias, m0, shift: ``spad_c_depth`` x 32 bits
   each) and the vector engine's X buffer (``spad_c_depth`` beats of ``axi_data_width`` bits).
+* Fmax (``predict_fmax``): a model fitted to placed whole accelerators (``FMAX_POINTS``, each
+  with where it came from): the clock period as a straight line in the array's accumulator
+  bits (rows x cols x acc_width), slope never negative, at most the PE array's own Fmax. The
+  DSE divides predicted cycles by it; ``dse --synth`` places the best candidates for real.
 * LUT: rough, in LUT4-equivalents: ``LUT_PER_PE_ACC_BIT`` LUTs per accumulator bit per PE
   (adder, clear/load select, drain mux) plus ``LUT_PERIPHERY`` for the rest (DMA, fetch and
   dispatch, router, engines, kernels, CSRs, FIFOs). Good to refuse a config several times too
