@@ -285,6 +285,11 @@ def main(argv=None) -> int:
     finally:
         if tmp is not None:
             tmp.cleanup()
+    slower = [n for n, m in results.items() if m["cpu_all_us"] > 1.5 * m["cpu_1t_us"]]
+    if slower:
+        print(f"note: with {all_threads()} threads the CPU was more than 1.5x slower than with 1 on "
+              f"{len(slower)} of {len(results)} models ({', '.join(slower)}): its cores were busy "
+              f"with other work, so the all-thread figures say little here")
     sp = [m["speedup_vs_cpu_1t"] for m in results.values()]
     geo = math.exp(sum(math.log(s) for s in sp) / len(sp))
     peak = None
