@@ -7,22 +7,30 @@ that does not fit, with the numbers, and otherwise returns the estimate.
 * DSP: one hard multiplier per PE (rows x cols) when ``data_width`` fits the device's multiplier
   (18x18 on ECP5, Artix-7 and Cyclone V; 16x16 SB_MAC16 on iCE40), else ceil(w/dsp_width)^2;
   plus the post-op kernels' ``KERNEL_DSP``: their wide multiplies are split into 16x16 limb
-  products (``lowering.split_mul``): 4 for requantize's 32x32 product, 3 for each of
-  residual_add's two 32-bit products.
+  products (``lowering.split_mul``), counted as the MULT18X18D cells Yosys leaves of them in the
+  placed accelerator (``KERNEL_DSP_BY_KERNEL``): 4 in requantize (store engine), 4 in
+  residual_add (two 32-bit products; Yosys narrows two limb products into fabric) and 5 in
+  mul_requantize (vector engine: one 16x16 product before the 32x32 requantize product).
 * BRAM: the accelerator's memories (``memories``), each the fewest blocks over the block's
   aspect ratios (``Device.bram_shapes``): the A and B operand scratchpads (one memory per lane,
   R lanes for A and C for B, of ``2 * spad_*_depth / AB`` words of ``axi_data_width`` bits: both
   banks), the store engine's parameter memories (bias, m0, shift: ``spad_c_depth`` x 32 bits
   each) and the vector engine's X buffer (``spad_c_depth`` beats of ``axi_data_width`` bits).
+* Fmax (``predict_fmax``): a model fitted to placed whole accelerators (``FMAX_POINTS``, each
+  with where it came from): the clock period as a straight line in the array's accumulator
+  bits (rows x cols x acc_width), slope never negative, at most the PE array's own Fmax. The
+  DSE divides predicted cycles by it; ``dse --synth`` places the best candidates for real.
 * LUT: rough, in LUT4-equivalents: ``LUT_PER_PE_ACC_BIT`` LUTs per accumulator bit per PE
   (adder, clear/load select, drain mux) plus ``LUT_PERIPHERY`` for the rest (DMA, fetch and
   dispatch, router, engines, kernels, CSRs, FIFOs). Good to refuse a config several times too
   large, not to promise a close fit.
 
 Calibration (8x8 int8, acc_width 32, axi_data_width 64, spad_a/b 1024, spad_c 256; Yosys
-synth_ecp5 + nextpnr on ECP5-85F): the estimate gives 74 DSP, 37 BRAM and 18192 LUTs; the
-placed accelerator has 73 MULT18X18D (Yosys folds one limb product), 37 DP16KD and 17973
-TRELLIS_COMB (LUT4 + carry + LUT RAM slots).
+synth_ecp5 + nextpnr on ECP5-85F): the estimate gives 77 DSP, 37 BRAM and 18192 LUTs; the
+placed accelerator has 77 MULT18X18D (64 in the PEs, 4 requantize_pc, 4 vec_residual_add, 5
+vec_mul_requantize: counted by cell in Yosys' netlist.json), 37 DP16KD and 20832 TRELLIS_COMB
+(LUT4 + carry + LUT RAM slots). The kernel count was 10 before the mul_requantize kernel
+joined the vector engine (an undercount of 3 against that netlist).
 """
 
 from __future__ import annotations
@@ -40,8 +48,10 @@ from .devices import Device
 LUT_PER_PE_ACC_BIT = 4
 # Everything but the PEs in the 8x8 accelerator (see the module docstring), in LUT4-equivalents.
 LUT_PERIPHERY = 10000
-#: hard multipliers of the post-op kernels (requantize 4, residual_add 2 x 3; maxpool none)
-KERNEL_DSP = 4 + 2 * 3
+#: hard multipliers of each post-op kernel as placed (MULT18X18D cells by source module in the
+#: Yosys netlist of the default 8x8 accelerator, static route; maxpool has none)
+KERNEL_DSP_BY_KERNEL = {"requantize": 4, "residual_add": 4, "mul_requantize": 5}
+KERNEL_DSP = sum(KERNEL_DSP_BY_KERNEL.values())
 
 
 @dataclass(frozen=True)
@@ -91,17 +101,128 @@ def estimate(config: AccelConfig, device: Device) -> FitEstimate:
 def check_fit(config: AccelConfig, device: Device) -> FitEstimate:
     """The estimate, or UserError listing each resource the config needs more of than exists."""
     est = estimate(config, device)
+    over = overruns(config, device)
+    if over:
+        raise UserError(f"config {config.array} does not fit {device.name} ({device.part}): "
+                        f"needs " + "; ".join(over))
+    return est
+
+
+def overruns(config: AccelConfig, device: Device) -> list[str]:
+    """Every resource ``config`` needs more of than ``device`` has, one phrase each (empty
+    when it fits)."""
+    est = estimate(config, device)
     over = []
     if est.dsp > device.dsp:
         over.append(f"{est.dsp} DSP multipliers ({config.rows}x{config.cols} PEs x "
-                     f"{dsp_per_mac(config.data_width, device)} + {KERNEL_DSP} in the post-op "
-                     f"kernels) but it has {device.dsp}")
+                    f"{dsp_per_mac(config.data_width, device)} + {KERNEL_DSP} in the post-op "
+                    f"kernels) but it has {device.dsp}")
     if est.bram > device.bram:
         over.append(f"{est.bram} block RAMs for {est.scratchpad_kbit:g} kbit of memories "
                     f"but it has {device.bram} ({device.bram * device.bram_kbit} kbit)")
     if est.lut > device.lut:
         over.append(f"about {est.lut} LUTs but it has {device.lut}")
-    if over:
-        raise UserError(f"config {config.array} does not fit {device.name} ({device.part}): "
-                        f"needs " + "; ".join(over))
-    return est
+    return over
+
+
+# ---- Fmax model -------------------------------------------------------------------------------
+# Cycles alone rank a large array that closes timing at a low clock too well: the DSE divides
+# them by a clock predicted from placed designs. The model is fitted to the whole accelerators
+# below (each placed by ``python -m pycde_accel synth``: Yosys synth_ecp5 + nextpnr-ecp5 out of
+# context on LFE5U-85F, nextpnr seed 1, --freq 100, static kernel route). Its one feature is the
+# accumulator bits of the array (rows x cols x acc_width, the fabric that grows with the
+# array: adders, drain chain, operand forwarding); the clock period is a straight line in it,
+# least squares over the points, with a slope that is never negative (a larger array is never
+# predicted faster). Add a point when a design is placed (the RTL of every point is the
+# commit named in its source); the fit follows.
+
+
+@dataclass(frozen=True)
+class FmaxPoint:
+    """One placed design: its config fields and the Fmax nextpnr reported."""
+
+    rows: int
+    cols: int
+    acc_width: int
+    axi_data_width: int
+    spad_a_depth: int
+    spad_c_depth: int
+    fmax_mhz: float
+    source: str
+
+    @property
+    def acc_bits(self) -> int:
+        return self.rows * self.cols * self.acc_width
+
+
+#: The family the placed points come from; other families get no model (their constraint clock).
+FMAX_FAMILY = "ecp5"
+FMAX_POINTS: tuple[FmaxPoint, ...] = (
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 81.91,
+              "python -m pycde_accel synth mlp --target ecp5-85f (default config), RTL of commit "
+              "07c1dc0: 77 MULT18X18D, 37 DP16KD, 20812 TRELLIS_COMB (synth cache entry "
+              "75f4e6939ae74eeb427878670266fa91)"),
+    FmaxPoint(16, 8, 32, 64, 1024, 256, 83.28,
+              "python -m pycde_accel synth mlp --array 16x8 --target ecp5-85f, RTL of commit "
+              "07c1dc0: 141 MULT18X18D, 61 DP16KD, 27687 TRELLIS_COMB (synth cache entry "
+              "c2078752d555a752dc833eb47bafd4de)"),
+)
+# At this RTL the 16x8 placed faster than the 8x8: the critical path is in the periphery, not
+# the array, so the least-squares slope is negative and is clamped to 0 (a flat model at the
+# points' mean period) until the periphery's paths are fixed and new points are placed.
+# On record but not fitted: the same default config at an earlier RTL (main at 13:34 UTC on
+# 2026-12-01, synth cache entry 97b57eaeabaa3c2c649e268ccaebdd87) placed at 92.99 MHz.
+#: The 8x8 int8 PE array alone (``bench/fmax.py``'s array, DSP-registered PEs: 173.1 MHz,
+#: docs of the toolchain facts): no whole accelerator is predicted faster than its array.
+ARRAY_CEILING_MHZ = 173.1
+
+
+@dataclass(frozen=True)
+class FmaxFit:
+    """period_ns = a_ns + b_ns_per_kbit * (rows x cols x acc_width / 1024), Fmax = 1000 / period,
+    capped at ``ARRAY_CEILING_MHZ``."""
+
+    a_ns: float
+    b_ns_per_kbit: float
+    points: tuple[FmaxPoint, ...]
+
+    def mhz_for_bits(self, acc_bits: int) -> float:
+        period = self.a_ns + self.b_ns_per_kbit * acc_bits / 1024
+        return min(ARRAY_CEILING_MHZ, 1000.0 / period)
+
+    def mhz(self, config: AccelConfig) -> float:
+        return self.mhz_for_bits(config.rows * config.cols * config.acc_width)
+
+    def residuals_pct(self) -> list[float]:
+        """(model - placed) / placed in percent, per point."""
+        return [100.0 * (self.mhz_for_bits(p.acc_bits) - p.fmax_mhz) / p.fmax_mhz
+                for p in self.points]
+
+
+def fit_fmax(points: tuple[FmaxPoint, ...] = FMAX_POINTS) -> FmaxFit:
+    """Least-squares line of the clock period over the points' accumulator bits (slope >= 0;
+    one point, or points of one size, give a flat line through their mean period)."""
+    if not points:
+        raise ValueError("fit_fmax: no placed points")
+    xs = [p.acc_bits / 1024 for p in points]
+    ys = [1000.0 / p.fmax_mhz for p in points]
+    n = len(points)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx > 0 else 0.0
+    b = max(0.0, b)
+    return FmaxFit(a_ns=my - b * mx, b_ns_per_kbit=b, points=tuple(points))
+
+
+_FIT: FmaxFit | None = None
+
+
+def predict_fmax(config: AccelConfig, device: Device) -> float | None:
+    """The model's Fmax in MHz for ``config`` on ``device``; None for a family without placed
+    points (the caller then uses ``config.clock_mhz`` and says so)."""
+    global _FIT
+    if device.family != FMAX_FAMILY:
+        return None
+    if _FIT is None:
+        _FIT = fit_fmax()
+    return _FIT.mhz(config)

@@ -207,11 +207,14 @@ def _add_partition(sub) -> None:
                    help=f"host-accelerator link (default {partition.DEFAULT_LINK})")
 
 
-DSE_EPILOG = """Sweeps array shape (cols a multiple of the AXI beat), AXI width and scratchpad depths, keeps
-the configs that fit the target's DSP/BRAM/LUT budget (fpga.fit) and that the back end can
-compile the model for, ranks them by the cycles pycde_accel.perfmodel predicts (in parallel on
-the local cores), simulates the best --confirm N in Verilator (and synthesizes them with
---synth) and prints the best --top N and the Pareto front of latency against utilization.
+DSE_EPILOG = """Sweeps array shape (cols a multiple of the AXI beat), AXI width, scratchpad depths and max_k
+(with the narrowest accumulator that proves it), keeps the configs that fit the target's
+DSP/BRAM/LUT budget (fpga.fit) and that the back end can compile the model for, ranks them by
+latency: the cycles pycde_accel.perfmodel predicts over the Fmax that fpga.fit's model (fitted
+to placed designs) predicts (in parallel on the local cores), simulates the best --confirm N
+in Verilator (and places them with --synth: their real Fmax and latency beside) and prints
+the best --top N with GMAC/s and the fraction of the device's peak (DSP count x Fmax), the
+Pareto front of latency against utilization, and every reason each refused config is refused.
 Writes DIR/dse.json.
 
 --ray [ADDRESS] runs the candidates (prediction, Verilator, synthesis) as Ray tasks on the
@@ -260,6 +263,11 @@ def _add_dse(sub) -> None:
                    help=f"A/B scratchpad depths (default {','.join(map(str, dse.DEFAULT_SPAD))})")
     d.add_argument("--spad-c", type=_int_list, default=dse.DEFAULT_SPAD_C, metavar="LIST",
                    help=f"spad_c_depth values (default {','.join(map(str, dse.DEFAULT_SPAD_C))})")
+    d.add_argument("--spad-b", type=_int_list, default=None, metavar="LIST",
+                   help="B scratchpad depths of their own (default: the same as --spad)")
+    d.add_argument("--max-k", type=_int_list, default=dse.DEFAULT_MAX_K, metavar="LIST",
+                   help="max_k values, each with the narrowest accumulator that proves it "
+                        f"(default {','.join(map(str, dse.DEFAULT_MAX_K))})")
     d.add_argument("--seed", type=int, default=0, help="seed for calibration and test inputs (default 0)")
     d.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
 
@@ -516,12 +524,13 @@ def _cmd_dse(args: argparse.Namespace) -> int:
     out = _check_out(args)
     if args.top < 1 or args.confirm < 0 or (args.jobs is not None and args.jobs < 1):
         raise UserError("dse: --top and --jobs must be >= 1, --confirm >= 0")
-    for name in ("rows", "cols", "spad", "spad_c", "axi"):
-        bad = [v for v in getattr(args, name) if v < 1]
+    for name in ("rows", "cols", "spad", "spad_c", "axi", "max_k", "spad_b"):
+        bad = [v for v in (getattr(args, name) or ()) if v < 1]
         if bad:
             raise UserError(f"dse: --{name.replace('_', '-')} {bad[0]}: every value must be >= 1")
     configs = dse.space(rows=args.rows, cols=args.cols, axi=args.axi, spad=args.spad,
-                        spad_c=args.spad_c, target=device.name)
+                        spad_c=args.spad_c, max_k=args.max_k, spad_b=args.spad_b,
+                        target=device.name)
     with staged_output(out, model=args.model) as stage:
         res = dse.run_dse(args.model, device.name, stage, configs=configs,
                           confirm_n=args.confirm, synth=args.synth, seed=args.seed,

@@ -3,25 +3,33 @@
 ``python -m pycde_accel dse [MODEL] --target NAME [--top N] [--confirm N] [--synth]``
 
 1. *Space* (:func:`space`): array shape rows x cols (cols a multiple of the AXI beat in bytes,
-   docs/accelerator-contract.md), AXI data width (32/64/128), operand scratchpad depth (A and B) and
-   the C-side depth (``spad_c_depth``: parameter records, X buffer). Each point is a full
-   :class:`~pycde_accel.config.AccelConfig` with ``target`` set to the device.
-2. *Budget*: ``fpga.fit.check_fit`` (DSP, block RAM, LUT of the device preset); a config that
-   does not fit is refused with its reason and never compiled.
-3. *Predict* (:func:`evaluate`): the back end compiles the model for the config (a config the
-   compiler refuses, e.g. K longer than the scratchpad, is dropped with its reason) and
-   :func:`pycde_accel.perfmodel.predict` gives its cycles. Candidates run in parallel on the
-   local cores (``jobs`` workers of :mod:`pycde_accel.workers`, see *Workers* below), or with
-   ``ray`` as Ray tasks on a cluster (:mod:`pycde_accel.rayjobs`; the same candidates, the
-   same ranking).
-4. *Rank* by predicted latency (cycles; ties: fewer DSP, BRAM, LUT), and the *Pareto front*
-   (:func:`pareto`) of latency against resources: a candidate is on the front when no other is
-   at least as good in predicted cycles, DSP, BRAM and LUT and better in one. ``util`` (the
-   largest share of the device's DSP, BRAM and LUT a config takes) is reported beside.
+   docs/accelerator-contract.md), AXI data width (32/64/128), operand scratchpad depth (A and B,
+   or B on its own), the C-side depth (``spad_c_depth``: parameter records, X buffer) and
+   ``max_k`` with the narrowest accumulator that proves it (``acc_width``). Each point is a
+   full :class:`~pycde_accel.config.AccelConfig` with ``target`` set to the device.
+2. *Budget*: ``fpga.fit.overruns`` (DSP, block RAM, LUT of the device preset); a config that
+   does not fit is never ranked.
+3. *Predict* (:func:`evaluate`): the back end compiles the model for the config and
+   :func:`pycde_accel.perfmodel.predict` gives its cycles; the Fmax model
+   (``fpga.fit.predict_fmax``, fitted to placed accelerators) gives its clock. A refused
+   config lists every reason (``Candidate.reasons``): each resource it lacks, and each limit
+   the compiler refuses (:func:`refusals`: the compiler stops at the first; that limit is
+   raised and the model compiled again, so a too-short ``max_k`` does not hide a too-small
+   ``spad_c_depth``). Configs over the budget are compiled too, for their reasons.
+   Candidates run in parallel on the local cores (``jobs`` workers of
+   :mod:`pycde_accel.workers`, see *Workers* below), or with ``ray`` as Ray tasks on a cluster
+   (:mod:`pycde_accel.rayjobs`; the same candidates, the same ranking).
+4. *Rank* by predicted latency (cycles / modelled Fmax; ties: fewer DSP, BRAM, LUT), and the
+   *Pareto front* (:func:`pareto`) of latency against resources: a candidate is on the front
+   when no other is at least as good in predicted latency, DSP, BRAM and LUT and better in one.
+   Beside: ``util`` (the largest share of the device's DSP, BRAM and LUT a config takes),
+   GMAC/s of the model's MACs (no channel padding) and the fraction of the device's peak
+   (its DSP count x the Fmax: model MACs / (cycles x DSP count)).
 5. *Confirm* (:func:`confirm`): the best N are simulated in Verilator (``simulate.simulate``:
    bit-exact check, measured cycles next to the prediction), in parallel (the Verilator builds
-   dominate); with ``synth`` also synthesized (``fpga.project.synth_model``: measured LUT, DSP,
-   BRAM and Fmax, for open-flow targets). Each candidate has a time limit
+   dominate); with ``synth`` also placed (``fpga.project.synth_model``: measured LUT, DSP,
+   BRAM and Fmax, for open-flow targets; the table shows the placed Fmax and the latency at
+   it beside the model's). Each candidate has a time limit
    (:func:`confirm_time_limit`: start-up, plus a Verilator build allowance that grows with the
    array, plus the predicted cycles at a slow simulation rate, plus synthesis); a candidate
    whose worker passes it or dies gets ``confirm_error`` (``"candidate KEY did not finish
@@ -72,6 +80,11 @@ DEFAULT_COLS = (4, 8, 16, 32)
 DEFAULT_AXI = (32, 64)
 DEFAULT_SPAD = (256, 512, 1024, 2048)
 DEFAULT_SPAD_C = (64, 256)
+#: max_k values the default sweep tries, each with the narrowest accumulator that proves it
+#: (``config.required_acc_width``): 131071 with 32 bits (the default), 4095 with 27 (enough
+#: for a 3x3 conv of 256 input channels: K = 2304). A narrower accumulator is less fabric per
+#: PE, so the Fmax model (``fpga.fit.predict_fmax``) predicts it a little faster.
+DEFAULT_MAX_K = (131071, 4095)
 
 
 def _quiet(_: str) -> None:
@@ -86,7 +99,11 @@ class Candidate:
     resources: dict = field(default_factory=dict)   # fit.estimate: dsp, bram, lut, ...
     util: float = 0.0                 # max fraction of the device's DSP / BRAM / LUT
     status: str = "ok"                # ok | no-fit | refused (by the compiler) | error
-    reason: str = ""
+    reasons: list = field(default_factory=list)   # every reason it is refused (budget, compiler)
+    fmax_mhz: float | None = None     # the Fmax model's clock (fpga.fit.predict_fmax)
+    fmax_source: str = ""             # "model" or "config clock" (no placed data for the family)
+    model_macs: int | None = None     # the model's MACs (Node.macs; channel padding not counted)
+    device_dsp: int = 0               # the device's hard multipliers (for the peak fraction)
     predicted_cycles: int | None = None
     predicted_layers: list = field(default_factory=list)
     simulated_cycles: int | None = None
@@ -98,17 +115,68 @@ class Candidate:
     @property
     def key(self) -> str:
         c = self.config
-        return (f"{c.rows}x{c.cols}/axi{c.axi_data_width}/spad{c.spad_a_depth}"
-                f"/c{c.spad_c_depth}")
+        key = (f"{c.rows}x{c.cols}/axi{c.axi_data_width}/spad{c.spad_a_depth}"
+               f"/c{c.spad_c_depth}")
+        if c.spad_b_depth != c.spad_a_depth:
+            key += f"/b{c.spad_b_depth}"
+        if c.max_k != AccelConfig.max_k:
+            key += f"/k{c.max_k}"
+        return key
+
+    @property
+    def reason(self) -> str:
+        """Every reason in one line."""
+        return "; ".join(self.reasons)
 
     @property
     def ok(self) -> bool:
         return self.status == "ok" and self.predicted_cycles is not None
 
+    @property
+    def clock_mhz(self) -> float:
+        """The clock the ranking assumes: the Fmax model's, else the config's clock."""
+        return self.fmax_mhz if self.fmax_mhz else self.config.clock_mhz
+
     def latency_us(self) -> float | None:
+        """Predicted latency: predicted cycles at the model's Fmax."""
         if self.predicted_cycles is None:
             return None
-        return self.predicted_cycles / self.config.clock_mhz
+        return self.predicted_cycles / self.clock_mhz
+
+    @property
+    def placed_fmax_mhz(self) -> float | None:
+        """The Fmax nextpnr reported for this config (``--synth``), else None."""
+        if self.synth and self.synth.get("fmax_mhz"):
+            return float(self.synth["fmax_mhz"])
+        return None
+
+    @property
+    def fmax_model_error_pct(self) -> float | None:
+        """(model Fmax - placed Fmax) / placed Fmax in percent, once placed."""
+        if not self.placed_fmax_mhz or not self.fmax_mhz or self.fmax_source != "model":
+            return None
+        return 100.0 * (self.fmax_mhz - self.placed_fmax_mhz) / self.placed_fmax_mhz
+
+    def placed_latency_us(self) -> float | None:
+        """Cycles (simulated if confirmed, else predicted) at the placed Fmax."""
+        cyc = self.simulated_cycles or self.predicted_cycles
+        if cyc is None or not self.placed_fmax_mhz:
+            return None
+        return cyc / self.placed_fmax_mhz
+
+    def gmacs(self) -> float | None:
+        """The model's MACs per second at the predicted latency, in GMAC/s."""
+        lat = self.latency_us()
+        if not lat or not self.model_macs:
+            return None
+        return self.model_macs / lat / 1e3
+
+    def peak_fraction(self) -> float | None:
+        """Achieved MAC/s over the device's peak (every hard multiplier busy at the same
+        clock): model MACs / (cycles x device DSP count); the clock cancels out."""
+        if not self.predicted_cycles or not self.model_macs or not self.device_dsp:
+            return None
+        return self.model_macs / (self.predicted_cycles * self.device_dsp)
 
     @property
     def model_error_pct(self) -> float | None:
@@ -118,17 +186,30 @@ class Candidate:
 
     def rank_key(self):
         r = self.resources
-        return (self.predicted_cycles, r.get("dsp", 0), r.get("bram", 0), r.get("lut", 0),
-                self.config.axi_data_width, self.config.spad_a_depth, self.config.spad_c_depth)
+        return (self.latency_us(), r.get("dsp", 0), r.get("bram", 0), r.get("lut", 0),
+                self.config.axi_data_width, self.config.spad_a_depth, self.config.spad_c_depth,
+                self.config.spad_b_depth, -self.config.max_k)
 
     def to_dict(self) -> dict:
         c = self.config
         d = {"key": self.key, "rows": c.rows, "cols": c.cols, "axi_data_width": c.axi_data_width,
              "spad_a_depth": c.spad_a_depth, "spad_b_depth": c.spad_b_depth,
-             "spad_c_depth": c.spad_c_depth, "status": self.status, "reason": self.reason,
+             "spad_c_depth": c.spad_c_depth, "max_k": c.max_k, "acc_width": c.acc_width,
+             "status": self.status, "reason": self.reason,
+             "reasons": list(self.reasons),
              "resources": dict(self.resources), "util": round(self.util, 4),
              "predicted_cycles": self.predicted_cycles,
+             "fmax_mhz": None if self.fmax_mhz is None else round(self.fmax_mhz, 2),
+             "fmax_source": self.fmax_source,
              "predicted_us": None if self.latency_us() is None else round(self.latency_us(), 3),
+             "model_macs": self.model_macs,
+             "gmacs": None if self.gmacs() is None else round(self.gmacs(), 4),
+             "peak_fraction": (None if self.peak_fraction() is None
+                               else round(self.peak_fraction(), 4)),
+             "placed_us": (None if self.placed_latency_us() is None
+                           else round(self.placed_latency_us(), 3)),
+             "fmax_model_error_pct": (None if self.fmax_model_error_pct is None
+                                      else round(self.fmax_model_error_pct, 2)),
              "simulated_cycles": self.simulated_cycles, "bit_exact": self.bit_exact,
              "model_error_pct": (None if self.model_error_pct is None
                                  else round(self.model_error_pct, 3)),
@@ -168,17 +249,25 @@ class DseResult:
 def space(base: AccelConfig | None = None, *, rows: Iterable[int] = DEFAULT_ROWS,
           cols: Iterable[int] = DEFAULT_COLS, axi: Iterable[int] = DEFAULT_AXI,
           spad: Iterable[int] = DEFAULT_SPAD, spad_c: Iterable[int] = DEFAULT_SPAD_C,
+          max_k: Iterable[int] | None = None, spad_b: Iterable[int] | None = None,
           target: str | None = None) -> list[AccelConfig]:
-    """Every buildable config of the cross product (cols a multiple of the AXI beat in bytes;
-    ``spad`` sets spad_a_depth and spad_b_depth alike)."""
+    """Every buildable config of the cross product (cols a multiple of the AXI beat in bytes).
+    ``spad`` sets spad_a_depth, and spad_b_depth alike unless ``spad_b`` lists its own values;
+    ``max_k`` (default: the base config's only) comes with the narrowest accumulator that
+    proves it (``config.required_acc_width``; the base's acc_width for the base's max_k)."""
+    from .config import required_acc_width
     from .contract import check_config
     from .errors import ConfigError
 
     base = base or AccelConfig()
+    ks = tuple(max_k) if max_k is not None else (base.max_k,)
     out = []
-    for r, c, w, s, sc in itertools.product(rows, cols, axi, spad, spad_c):
-        cfg = base.replace(rows=r, cols=c, axi_data_width=w, spad_a_depth=s, spad_b_depth=s,
-                           spad_c_depth=sc, **({"target": target} if target else {}))
+    for r, c, w, s, sc, k, sb in itertools.product(rows, cols, axi, spad, spad_c, ks,
+                                                  tuple(spad_b) if spad_b else (None,)):
+        acc = base.acc_width if k == base.max_k else required_acc_width(base.data_width, k)
+        cfg = base.replace(rows=r, cols=c, axi_data_width=w, spad_a_depth=s,
+                           spad_b_depth=s if sb is None else sb, spad_c_depth=sc, max_k=k,
+                           acc_width=acc, **({"target": target} if target else {}))
         try:
             cfg.validate()
             check_config(cfg)
@@ -236,10 +325,56 @@ def _utilization(res: dict, device) -> float:
     return max(fr)
 
 
-def evaluate(model: str | None, config: AccelConfig, *, seed: int = 0, fe=None) -> Candidate:
-    """Fit check, compile and predict one config (never raises for a bad candidate)."""
+#: Config limits a compiler refusal can name, and how :func:`_lift` raises each one so that
+#: the compile can go on to the next limit: (words in the message, fields set).
+_LIFTS = (
+    (("max_k",), {"max_k": AccelConfig.max_k, "acc_width": AccelConfig.acc_width}),
+    (("spad depths", "scratchpad"), {"spad_a_depth": 1 << 16, "spad_b_depth": 1 << 16}),
+    (("spad_c_depth", "X buffer"), {"spad_c_depth": 1 << 16}),
+    (("axi_addr_width",), {"axi_addr_width": 48}),
+)
+
+
+def _lift(config: AccelConfig, message: str) -> AccelConfig | None:
+    """``config`` with every limit ``message`` names raised past anything a model needs, or
+    None when it names no limit (or those are already raised)."""
+    changes = {}
+    for words, fields in _LIFTS:
+        if any(w in message for w in words):
+            for k, v in fields.items():
+                if getattr(config, k) < v:
+                    changes[k] = v
+    return config.replace(**changes) if changes else None
+
+
+def refusals(fe, config: AccelConfig):
+    """Compile and predict ``fe`` for ``config``: ``(prediction, reasons)``. The compiler stops
+    at the first limit a layer passes; each refusal's limit is raised (:func:`_lift`) and the
+    model compiled again, so ``reasons`` names every limit of ``config`` the model passes (the
+    prediction is None when there is one)."""
     from . import perfmodel
     from .backend import compile_program
+
+    reasons, cfg = [], config
+    for _ in range(len(_LIFTS) + 1):
+        try:
+            compiled = compile_program(fe, cfg)
+            pred = perfmodel.predict(compiled, cfg)
+        except UserError as e:
+            reasons.append(str(e))
+            cfg = _lift(cfg, str(e))
+            if cfg is None:
+                break
+            continue
+        return (pred if not reasons else None), reasons
+    return None, reasons
+
+
+def evaluate(model: str | None, config: AccelConfig, *, seed: int = 0, fe=None) -> Candidate:
+    """Fit check, compile and predict one config (never raises for a bad candidate). A
+    candidate over the device's budget is compiled all the same (it is not ranked) so that
+    its refusal lists every reason: each resource it lacks and each limit the compiler
+    refuses (:func:`refusals`)."""
     from .fpga import fit
     from .fpga.devices import get_device
 
@@ -248,20 +383,24 @@ def evaluate(model: str | None, config: AccelConfig, *, seed: int = 0, fe=None) 
     device = get_device(config.target)
     cand.resources = fit.estimate(config, device).to_dict()
     cand.util = _utilization(cand.resources, device)
-    try:
-        fit.check_fit(config, device)
-    except UserError as e:
-        cand.status, cand.reason = "no-fit", str(e)
-        return cand
+    cand.device_dsp = device.dsp
+    fmax = fit.predict_fmax(config, device)
+    cand.fmax_mhz, cand.fmax_source = ((fmax, "model") if fmax else
+                                       (config.clock_mhz, "config clock"))
+    over = fit.overruns(config, device)
+    cand.reasons = [f"config {config.array} does not fit {device.name} ({device.part}): "
+                    f"needs {o}" for o in over]
     try:
         fe = fe if fe is not None else _frontend(model, seed)
-        compiled = compile_program(fe, config)
-        pred = perfmodel.predict(compiled, config)
-    except UserError as e:
-        cand.status, cand.reason = "refused", str(e)
-        return cand
+        pred, refused = refusals(fe, config)
+        cand.model_macs = sum(n.macs(fe.quantized.graph) for n in fe.quantized.graph.nodes)
     except Exception as e:  # a bug for this config: keep sweeping, say what it was
-        cand.status, cand.reason = "error", f"{type(e).__name__}: {e}"
+        cand.status = "error"
+        cand.reasons.append(f"{type(e).__name__}: {e}")
+        return cand
+    cand.reasons += refused
+    if over or refused:
+        cand.status = "no-fit" if over else "refused"
         return cand
     cand.predicted_cycles = pred.total_cycles
     cand.predicted_layers = [l.cycles for l in pred.layers]
@@ -279,7 +418,7 @@ def _failed(config: AccelConfig, reason: str) -> Candidate:
     from .fpga.devices import get_device
 
     device = get_device(config.target)
-    cand = Candidate(config=config, status="error", reason=reason)
+    cand = Candidate(config=config, status="error", reasons=[reason])
     cand.resources = fit.estimate(config, device).to_dict()
     cand.util = _utilization(cand.resources, device)
     return cand
@@ -364,9 +503,10 @@ def rank(cands: list[Candidate]) -> list[Candidate]:
 
 
 def objectives(c: Candidate) -> tuple:
-    """What the Pareto front minimizes: predicted cycles, DSP, BRAM, LUT."""
+    """What the Pareto front minimizes: predicted latency (cycles / modelled Fmax), DSP, BRAM,
+    LUT."""
     r = c.resources
-    return (c.predicted_cycles, r.get("dsp", 0), r.get("bram", 0), r.get("lut", 0))
+    return (c.latency_us(), r.get("dsp", 0), r.get("bram", 0), r.get("lut", 0))
 
 
 def dominates(a: Candidate, b: Candidate) -> bool:
@@ -376,7 +516,7 @@ def dominates(a: Candidate, b: Candidate) -> bool:
 
 
 def pareto(cands: list[Candidate]) -> list[Candidate]:
-    """The candidates no other one dominates in (predicted cycles, DSP, BRAM, LUT), by cycles;
+    """The candidates no other one dominates in (predicted latency, DSP, BRAM, LUT), by latency;
     of candidates with equal objectives only the first in rank order is kept."""
     ok = sorted((c for c in cands if c.ok), key=Candidate.rank_key)
     front, seen = [], set()
@@ -518,8 +658,8 @@ def _run_dse(model, target: str, out: Path | None, *, base, configs, confirm_n: 
     if not ranked:
         reasons = sorted({c.status for c in cands})
         raise UserError(f"dse: no config of the sweep fits {device.name} and compiles "
-                        f"({len(cands)} tried: {', '.join(reasons)}; first reason: "
-                        f"{cands[0].reason})")
+                        f"({len(cands)} tried: {', '.join(reasons)}; {cands[0].key} is refused "
+                        f"for {len(cands[0].reasons)} reason(s): {cands[0].reason})")
     if confirm_n > 0:
         confirm(model, ranked[:confirm_n], Path(out) / "confirm", seed=seed, synth=synth,
                 jobs=jobs, progress=progress, ray=ray)
@@ -528,47 +668,91 @@ def _run_dse(model, target: str, out: Path | None, *, base, configs, confirm_n: 
 
 
 # ---- report ---------------------------------------------------------------------------------
+def _f(v, fmt: str) -> str:
+    return "" if v is None else format(v, fmt)
+
+
 def _row(i, c: Candidate, mark: str = "") -> str:
     r = c.resources
     sim = "" if c.simulated_cycles is None else str(c.simulated_cycles)
     err = "" if c.model_error_pct is None else f"{c.model_error_pct:+.1f}%"
     exact = "" if c.bit_exact is None else ("yes" if c.bit_exact else "NO")
-    fmax = ""
-    if c.synth and c.synth.get("fmax_mhz"):
-        fmax = f"{c.synth['fmax_mhz']:.1f}"
     if c.confirm_error:
         sim, mark = "error", f"{mark}  error: {c.confirm_error}"
     return (f"  {i:>3} {c.config.array:>6} {c.config.axi_data_width:>4} {c.config.spad_a_depth:>5} "
-            f"{c.config.spad_c_depth:>5} {c.predicted_cycles:>10} {c.latency_us():>9.1f} "
+            f"{c.config.spad_c_depth:>5} {c.config.max_k:>6} {c.predicted_cycles:>10} "
+            f"{c.clock_mhz:>6.1f} {c.latency_us():>9.1f} {_f(c.gmacs(), '.3f'):>7} "
+            f"{_f(c.peak_fraction(), '.1%'):>6} "
             f"{r.get('dsp', 0):>5} {r.get('bram', 0):>5} {r.get('lut', 0):>7} {c.util:>6.1%} "
-            f"{sim:>10} {err:>7} {exact:>5} {fmax:>6}{mark}")
+            f"{sim:>10} {err:>7} {exact:>5} {_f(c.placed_fmax_mhz, '.1f'):>6} "
+            f"{_f(c.placed_latency_us(), '.1f'):>9}{mark}")
 
 
-HEADER = (f"  {'#':>3} {'array':>6} {'axi':>4} {'spad':>5} {'spadC':>5} {'pred cyc':>10} "
-          f"{'pred us':>9} {'DSP':>5} {'BRAM':>5} {'LUT':>7} {'util':>6} {'sim cyc':>10} "
-          f"{'err':>7} {'exact':>5} {'Fmax':>6}")
+HEADER = (f"  {'#':>3} {'array':>6} {'axi':>4} {'spad':>5} {'spadC':>5} {'max_k':>6} "
+          f"{'pred cyc':>10} {'MHz':>6} {'pred us':>9} {'GMAC/s':>7} {'peak':>6} {'DSP':>5} "
+          f"{'BRAM':>5} {'LUT':>7} {'util':>6} {'sim cyc':>10} {'err':>7} {'exact':>5} "
+          f"{'Fmax':>6} {'placed us':>9}")
+
+
+def fmax_model_line() -> str:
+    """What the Fmax model is and how well it fits its placed points."""
+    from .fpga import fit
+    f = fit.fit_fmax()
+    res = ", ".join(f"{p.rows}x{p.cols}/acc{p.acc_width} {p.fmax_mhz:g} MHz ({r:+.1f}%)"
+                    for p, r in zip(f.points, f.residuals_pct()))
+    return (f"MHz = Fmax model (fpga.fit.fit_fmax, {fit.FMAX_FAMILY} only): period "
+            f"{f.a_ns:.3f} ns + {f.b_ns_per_kbit:.4f} ns per kbit of accumulators (rows x cols "
+            f"x acc_width), at most {fit.ARRAY_CEILING_MHZ:g} MHz; placed points (model error): "
+            f"{res}")
 
 
 def table_lines(res: DseResult, top: int = 10) -> list[str]:
-    """The CLI's report: the best ``top`` by predicted latency, then the Pareto front."""
+    """The CLI's report: the best ``top`` by predicted latency, then the Pareto front, then
+    why each refused candidate is refused."""
     ranked = res.ranked
     counts = res.to_dict()["counts"]
     dev = res.device
     lines = [f"DSE of {res.model} for {res.target} ({dev.get('part', '')}: {dev.get('dsp')} DSP, "
              f"{dev.get('bram')} BRAM, {dev.get('lut')} LUT): {len(res.candidates)} configs, "
              + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-             + f" ({res.seconds:.1f} s)",
-             f"latency = predicted cycles (pycde_accel.perfmodel) at "
-             f"{ranked[0].config.clock_mhz:g} MHz; util = max share of the device's DSP/BRAM/LUT"
-             if ranked else "no candidate fits and compiles"]
+             + f" ({res.seconds:.1f} s)"]
+    if ranked:
+        lines += [
+            "latency = predicted cycles (pycde_accel.perfmodel) / MHz; GMAC/s = the model's MACs "
+            "(no padding) / latency; peak = GMAC/s over the device's DSP count x MHz; util = "
+            "max share of the device's DSP/BRAM/LUT; Fmax / placed us: nextpnr's (--synth)",
+            fmax_model_line()]
+        other = sorted({c.fmax_source for c in ranked} - {"model"})
+        if other:
+            lines.append(f"no Fmax model for {res.target}'s family: latency at the config's "
+                         f"clock ({', '.join(other)})")
+    else:
+        lines.append("no candidate fits and compiles")
     front = {id(c) for c in res.pareto}
     lines.append(f"best {min(top, len(ranked))} by predicted latency (* = on the Pareto front):")
     lines.append(HEADER)
     for i, c in enumerate(ranked[:top]):
         lines.append(_row(i + 1, c, " *" if id(c) in front else ""))
-    lines.append("Pareto front (no other config has fewer or equal cycles, DSP, BRAM and LUT):")
+    lines.append("Pareto front (no other config has lower or equal latency, DSP, BRAM and LUT):")
     lines.append(HEADER)
     index = {id(c): i + 1 for i, c in enumerate(ranked)}
     for c in res.pareto:
         lines.append(_row(index[id(c)], c))
+    placed = sorted((c for c in ranked if c.placed_latency_us() is not None),
+                    key=Candidate.placed_latency_us)
+    if placed:
+        lines.append("placed (--synth), by latency at the placed Fmax:")
+        for c in placed:
+            err = c.fmax_model_error_pct
+            lines.append(f"  {c.key}: {c.placed_fmax_mhz:.2f} MHz placed (model {c.clock_mhz:.2f}"
+                         + ("" if err is None else f", {err:+.1f}%") + f"), "
+                         f"{c.placed_latency_us():.1f} us")
+    refused = [c for c in res.candidates if not c.ok]
+    if refused:
+        lines.append(f"refused ({len(refused)}), every reason:")
+        for c in refused[:top]:
+            lines.append(f"  {c.key} ({c.status}):")
+            lines += [f"    - {r}" for r in c.reasons]
+        if len(refused) > top:
+            lines.append(f"  ... and {len(refused) - top} more in dse.json")
     return lines

@@ -36,10 +36,10 @@ def test_ray_ranking_equals_the_local_pool(tmp_path):
     """One local Ray instance for the whole DSE (sweep), ranking and predictions equal the
     process pool's for the same seed; Ray's own outcomes: errors, time limits, init once."""
     cfgs = dse.space(rows=(2, 4), cols=(4, 8), axi=(32,), spad=(256,), spad_c=(64,),
-                     target="ecp5-25f")
-    local = dse.run_dse("mlp", "ecp5-25f", None, configs=cfgs, confirm_n=0, jobs=2, seed=3)
+                     target="ecp5-85f")
+    local = dse.run_dse("mlp", "ecp5-85f", None, configs=cfgs, confirm_n=0, jobs=2, seed=3)
     with rayjobs.session(None, 2):
-        on_ray = dse.run_dse("mlp", "ecp5-25f", None, configs=cfgs, confirm_n=0, jobs=2,
+        on_ray = dse.run_dse("mlp", "ecp5-85f", None, configs=cfgs, confirm_n=0, jobs=2,
                              seed=3, ray="")
         assert [(c.key, c.status, c.predicted_cycles, c.predicted_layers)
                 for c in on_ray.candidates] == \

@@ -1,0 +1,55 @@
+"""bench/vs_cpu.py runs on one tiny model (few CPU repetitions, the clock given): both CPU times
+and the accelerator's, bit-exact, the targets printed, the JSON line with its keys."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pycde_accel.sim.runner import pytest_cache_root
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(tmp_path_factory, *args):
+    env = {**os.environ, "PYCDE_ACCEL_CACHE": str(pytest_cache_root(tmp_path_factory))}
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "vs_cpu.py"), *args],
+                          capture_output=True, text=True, timeout=1800, cwd=ROOT, env=env)
+
+
+@pytest.mark.slow
+def test_vs_cpu_on_mlp(tmp_path_factory):
+    """About 20 CPU seconds with the 8x8 build cached (frontend, 16k simulated cycles)."""
+    r = _run(tmp_path_factory, "--only", "mlp", "--reps", "3", "--warmup", "1", "--fmax", "80")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    fig = json.loads(lines[-1])
+    m = fig["models"]["mlp"]
+    assert list(fig["models"]) == ["mlp"] and m["bit_exact"] is True
+    assert m["cpu_1t_us"] > 0 and m["cpu_all_us"] > 0 and m["cycles"] > 0
+    assert m["accel_us"] == round(m["cycles"] / 80, 2)
+    assert abs(m["speedup_vs_cpu_1t"] - m["cpu_1t_us"] / m["accel_us"]) < 1e-3 * m["speedup_vs_cpu_1t"]
+    assert m["model_macs"] == 109184
+    # one model: the geomean and the minimum are its speedup; no VGG run, no peak fraction
+    assert fig["min_speedup_vs_cpu_1t"] == fig["geomean_speedup_vs_cpu_1t"] == round(
+        m["speedup_vs_cpu_1t"], 4)
+    assert fig["device_peak_fraction"] is None
+    assert fig["fmax_mhz"] == 80 and "--fmax 80" in fig["fmax_source"]
+    assert fig["targets"] == {"device_peak_fraction": 0.5, "geomean_speedup_vs_cpu_1t": 1.0}
+    out = r.stdout
+    assert "--fmax 80 (given on the command line)" in out and "note: --reps 3 < 50" in out
+    assert "device_peak_fraction" in out and "not measured" in out
+    met = fig["geomean_speedup_vs_cpu_1t"] >= 1.0
+    assert ("geomean_speedup_vs_cpu_1t" in fig["targets_missed"]) == (not met)
+    assert ("MISSED by" in out) == (not met)
+
+
+def test_vs_cpu_refuses_an_unknown_model(tmp_path_factory):
+    r = _run(tmp_path_factory, "--only", "nope", "--fmax", "80")
+    assert r.returncode == 2 and r.stderr.startswith("error: unknown model(s) nope")
+    assert len(r.stderr.strip().splitlines()) == 1
