@@ -392,7 +392,8 @@ def evaluate(model: str | None, config: AccelConfig, *, seed: int = 0, fe=None) 
                     f"needs {o}" for o in over]
     try:
         fe = fe if fe is not None else _frontend(model, seed)
-        pred, refused = refusals(fe, config)
+        # the board's memory is charged at the clock the candidate is expected to run at
+        pred, refused = refusals(fe, config.replace(clock_mhz=round(cand.fmax_mhz, 3)))
         cand.model_macs = sum(n.macs(fe.quantized.graph) for n in fe.quantized.graph.nodes)
     except Exception as e:  # a bug for this config: keep sweeping, say what it was
         cand.status = "error"
