@@ -118,8 +118,9 @@ def _add_hw(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", default=None, metavar="NAME",
                    help="FPGA target (default: the config's, ecp5-85f); an unknown name lists the known ones")
     p.add_argument("--schedule", default=None, choices=SCHEDULES,
-                   help="lowering route of the post-op kernels: dynamic (CIRCT handshake) or static "
-                        "(CIRCT pipeline); default: the config's")
+                   help="lowering route of the post-op kernels: dynamic (CIRCT handshake), static "
+                        "(CIRCT pipeline) or calyx (CIRCT calyx, an FSM per kernel); default: "
+                        "the config's")
     p.add_argument("--memory", default=None, choices=MEMORIES,
                    help="DRAM bandwidth the simulator and the perf model charge: board (the "
                         "target board's memory at the config's clock, the default) or ideal "
