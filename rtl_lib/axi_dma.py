@@ -56,7 +56,7 @@ from pycde import Clock, Input, Module, Output, Reset
 from pycde.constructs import Mux, Wire
 from pycde.seq import FIFO
 from pycde.signals import BitsSignal
-from pycde.types import Bits
+from pycde.types import Bits, UInt
 
 from ..errors import ConfigError
 from .bits import add, log2, sub
@@ -141,7 +141,9 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
         in_page = addr.q[lsb:12].as_uint(BW)
         to_page = sub(Bits(BW)(page_beats), in_page.as_bits(BW), BW)
         left = row_left.q.as_uint(BW).as_bits(BW)
-        page_cap = in_page > page_beats - maxb        # == to_page < maxb: the page caps
+        # == to_page < maxb: the page caps (a typed constant: with 128-bit beats a page is exactly
+        # one 256-beat burst and page_beats - maxb is 0, which as an untyped constant is 0 bits)
+        page_cap = in_page > UInt(BW)(page_beats - maxb)
         cap = Mux(page_cap, Bits(BW)(maxb), to_page)  # min(to_page, maxb)
         fits_max = left.as_uint() <= maxb
         left_in = (left.as_uint(BW + 1) + in_page.as_uint(BW + 1)).as_bits(BW + 1)
