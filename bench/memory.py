@@ -46,7 +46,7 @@ def configs():
 def main(argv=None) -> int:
     from pycde_accel import frontend, perfmodel
     from pycde_accel.backend import compile_program
-    from pycde_accel.perfmodel import memory
+    from pycde_accel.perfmodel import demand
     from pycde_accel.simulate import build_accelerator, simulate
 
     all_cfgs = configs()
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
                 ideal = perfmodel.predict(compiled, ideal_cfg).total_cycles
                 pred = perfmodel.predict(compiled, cfg)
                 board = pred.total_cycles
-                s = memory.summary(compiled, cfg)
+                s = demand.summary(compiled, cfg)
                 slow = board / ideal
                 worst_slow = max(worst_slow, slow)
                 row = {"ideal_cycles": ideal, "board_cycles": board, "slowdown": round(slow, 4),

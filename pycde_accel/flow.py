@@ -82,7 +82,7 @@ def write_gen(fe, folder: Path, config: AccelConfig, *, progress: Progress = _qu
                                     rowred=compiled.uses_rowred)
     csr = default_csr_map(config.axi_addr_width, config.axil_data_width)
     hostgen.write(folder / "host", config, compiled, fe.quantized.scales, csr, fe.model.spec)
-    from .perfmodel.memory import summary as memory_summary
+    from .perfmodel.demand import summary as memory_summary
     design = {"config": config.to_dict(), "top": emitted.top, **front,
               "csr_map": csr.to_dict(), "program": compiled.to_json(),
               "memory": memory_summary(compiled, config)}

@@ -14,7 +14,7 @@ Contents:
   the board memory's bytes per cycle when that is less: intensity = MACs / (DMA bytes read +
   written)), and one measured point per layer with MACs
   (vector layers, which do no MACs, are listed but not plotted);
-* the memory (``memory``, :func:`pycde_accel.perfmodel.memory.summary`): the board memory the
+* the memory (``memory``, :func:`pycde_accel.perfmodel.demand.summary`): the board memory the
   target assumes, the bytes per cycle it gives at the config's clock (and at the placed Fmax
   when a synthesis report is there), what the layers demand to run compute-bound and the
   bottleneck;
@@ -112,13 +112,14 @@ def resources(config: AccelConfig, synth: dict | None) -> dict:
 
 
 def memory_section(config: AccelConfig, compiled=None, fmax_mhz: float | None = None) -> dict:
-    """report.json's ``memory``: :func:`pycde_accel.perfmodel.memory.summary` of ``compiled``
+    """report.json's ``memory``: :func:`pycde_accel.perfmodel.demand.summary` of ``compiled``
     (without it, only the board and what it gives), plus ``at_fmax`` when a placed Fmax is
     known: the board's bytes per cycle at that clock (the cycles above are charged at
     ``clock_mhz``; set it to the Fmax to simulate at the placed clock)."""
     from .perfmodel import memory
     if compiled is not None:
-        m = memory.summary(compiled, config)
+        from .perfmodel import demand
+        m = demand.summary(compiled, config)
     else:
         mem = memory.board_memory(config)
         bpc = memory.bytes_per_cycle(config)

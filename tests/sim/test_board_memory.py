@@ -18,7 +18,7 @@ from pycde_accel.backend import compile_program
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import ConfigError
 from pycde_accel.fpga import DEVICES
-from pycde_accel.perfmodel import memory
+from pycde_accel.perfmodel import demand, memory
 from pycde_accel.sim import fast
 from pycde_accel.simulate import run_layers, simulate
 
@@ -129,7 +129,7 @@ def test_builtin_throttled_within_5pct(accel, fe_cache, tmp_path, model):
 def test_memory_summary_and_report_fields(fe_cache):
     fe = fe_cache("resblock")
     compiled = compile_program(fe, SLOW)
-    s = memory.summary(compiled, SLOW)
+    s = demand.summary(compiled, SLOW)
     assert s["board"]["kind"] == "16-bit DDR3 at 800 MT/s" and s["board"]["peak_gb_s"] == 1.6
     assert s["board_bytes_per_cycle"] == s["charged_bytes_per_cycle"] == 2.0 and s["throttled"]
     assert len(s["layers"]) == len(compiled.layers)
@@ -142,7 +142,7 @@ def test_memory_summary_and_report_fields(fe_cache):
                                    "vector")
         assert l["memory_cycles"] >= l["bytes"] / 2
     # with the ideal memory at 100 MHz the bus is the limit: 2 x 8 bytes a cycle
-    ideal = memory.summary(compiled, CFG.replace(memory="ideal"))
+    ideal = demand.summary(compiled, CFG.replace(memory="ideal"))
     assert ideal["charged_bytes_per_cycle"] == 16.0 and not ideal["throttled"]
     sim = {"model": "resblock", "config": SLOW.to_dict(), "bit_exact": True, "mismatches": [],
            "layers": [{"name": "conv", "op": "gemm", "cycles": 1000, "core_busy": 100, "stall": 0,
@@ -161,5 +161,5 @@ def test_memory_summary_and_report_fields(fe_cache):
     assert "## Memory" in md and "16-bit DDR3 at 800 MT/s" in md
     assert "bottleneck board_memory" in md
     # at 100 MHz the board gives 16 bytes a cycle, but a 64-bit bus reads 8: the bus limits
-    default = memory.summary(compile_program(fe, CFG), CFG)
+    default = demand.summary(compile_program(fe, CFG), CFG)
     assert not default["throttled"] and default["bottleneck"] in ("axi_read", "core")
