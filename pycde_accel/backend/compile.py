@@ -174,7 +174,7 @@ class Compiler:
     tensors so far (:meth:`tensor`, :meth:`set_tensor`, :meth:`put`) and the layers emitted
     (:meth:`emit`, :meth:`gemm`)."""
 
-    def __init__(self, qm, config: AccelConfig):
+    def __init__(self, qm, config: AccelConfig, host_im2col: bool = True):
         self.qm = qm
         self.cfg = config
         self.R, self.C = config.rows, config.cols
@@ -182,8 +182,10 @@ class Compiler:
         self.layout = Layout(self.axi)
         self.tensors: dict[str, _T] = {}
         self.layers: list[tuple] = []     # (builder(layout, index) -> Descriptor, stats)
-        #: model inputs the host writes im2col'd for the conv that reads them (conv2d.host_im2col)
+        #: model inputs the host writes im2col'd for the conv that reads them (conv2d.host_im2col;
+        #: ``pack_host_inputs`` False keeps every input channels-last, the DMA doing the im2col)
         self.host_im2col: dict[str, dict] = {}
+        self.pack_host_inputs = host_im2col
 
     # ---- helpers ---------------------------------------------------------------------------
     def where(self, node) -> str:
@@ -445,12 +447,14 @@ class Compiler:
                          tuple(v.strides) if v else None)
 
 
-def compile_program(frontend_result, config: AccelConfig) -> CompiledProgram:
-    """Compile a :class:`~pycde_accel.frontend.FrontendResult` (or a QuantizedModel)."""
+def compile_program(frontend_result, config: AccelConfig, *, host_im2col: bool = True) -> CompiledProgram:
+    """Compile a :class:`~pycde_accel.frontend.FrontendResult` (or a QuantizedModel).
+    ``host_im2col`` False: no model input is written im2col'd by the host (a thin first conv
+    then pays channel padding, as before the host packed it; ``bench/thin.py`` compares)."""
     qm = getattr(frontend_result, "quantized", frontend_result)
     config.validate()
     check_config(config)
-    return Compiler(qm, config).run()
+    return Compiler(qm, config, host_im2col).run()
 
 
 def check_config(config: AccelConfig) -> None:

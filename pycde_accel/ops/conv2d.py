@@ -282,7 +282,7 @@ def host_im2col(cx, node) -> bool:
     not itself a model output."""
     graph = cx.qm.graph
     users = [u for u in graph.nodes if node.name in u.inputs]
-    if len(users) != 1 or node.name in graph.outputs:
+    if not cx.pack_host_inputs or len(users) != 1 or node.name in graph.outputs:
         return False
     conv = users[0]
     if conv.kind != "conv2d" or conv.groups != 1 or list(conv.inputs) != [node.name]:
