@@ -9,6 +9,12 @@ lowers them to one WGEMM (:class:`pycde_accel.backend.program.WinGemm`): per n-t
 output channels, the im2col of the input channel slice those channels read (for a depthwise conv
 ``cols`` channels, so K = KH*KW*cols instead of KH*KW*pitch), with the slice's weights packed as
 one panel. The plain case (groups 1, dilation 1, symmetric) keeps the GEMM with IM2COL below.
+A depthwise conv's array MACs are ``cols`` times its model MACs (each output channel's weights
+face one of the slice's ``cols`` channels; ``sim`` shows the waste, 87.5% on 8 columns): no
+packing removes it on this array, whose columns share each lane's A stream, so a column can
+use only the taps of its own channel while the lane carries every column's. A column reading
+byte j of each A beat (a depthwise mode of the core, K = KH*KW per output) is the next step;
+it is RTL (rtl_lib/systolic.py), not a layout.
 
 * capture: ``aten.conv2d.default`` and ``aten.convolution.default`` (not transposed) with
   integer padding; a BatchNorm right after folds into it.
