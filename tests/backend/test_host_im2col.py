@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from pycde_accel import frontend
-from pycde_accel.backend import cmdexec, compile_program, program as P
+from pycde_accel.backend import cmdexec, compile_program, executor, program as P
 from pycde_accel.frontend import reference
 from pycde_accel.frontend.loader import from_module
 from pycde_accel.hostgen import io_npz
@@ -25,6 +25,8 @@ def _run(model, x, config, host=True):
     outs, _ = cmdexec.run(cp, xq)                 # the input row tails and activations garbage
     want = reference.run(fe.quantized, xq).outputs
     assert all(np.array_equal(o, w) for o, w in zip(outs, want)), "differs from the reference"
+    outs2, _ = executor.run(cp, xq)               # the descriptor semantics agree too
+    assert all(np.array_equal(o, w) for o, w in zip(outs2, want))
     return cp
 
 
