@@ -56,7 +56,7 @@ class GemmBench:
         graph = self.quantized.graph
         return {"M": self.a.shape[0], "N": self.expected.shape[1], "K": self.a.shape[1],
                 "tiles": e["tiles"], "macs": graph.node("gemm").macs(graph),
-                "array_macs": e["macs"], "commands": e["cmd_count"],
+                "array_macs": e["array_macs"], "commands": e["cmd_count"],
                 "cmd_beats": ceil_div(CMD.CMD_BYTES * e["cmd_count"], self.compiled.config.axi_data_width // 8),
                 "compute_cycles": self.compute_cycles, "read_beats": self.read_beats,
                 "write_beats": self.write_beats, "bandwidth_cycles": self.bandwidth_cycles,

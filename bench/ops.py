@@ -91,7 +91,7 @@ def run_case(case, cfg, verilator: bool, work: Path | None) -> dict:
     cp = d.compiled
     pred = perfmodel.predict(cp)
     cycles = sum(lp.cycles for lp in pred.layers)
-    macs = sum(s["macs"] for s in cp.stats)
+    macs = sum(s["array_macs"] for s in cp.stats)
     ab = cfg.axi_data_width // 8
     if kind == "macs":
         bound = macs / (cfg.rows * cfg.cols)

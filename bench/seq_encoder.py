@@ -129,7 +129,7 @@ def main(argv=None) -> int:
                 cyc = measured[i] if measured else lp.cycles
                 err = 100.0 * (lp.cycles - cyc) / cyc if cyc else 0.0
                 worst = max(worst, abs(err))
-                mac = st.get("macs", 0) / (rows * cols)
+                mac = st.get("array_macs", 0) / (rows * cols)
                 bw = max(st.get("dram_bytes_read", 0) + 32 * st.get("commands", 0),
                          st.get("dram_bytes_written", 0)) / ab
                 neck = ENGINES[max(lp.bounds, key=lambda k: lp.bounds[k])]

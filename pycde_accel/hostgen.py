@@ -78,8 +78,11 @@ def _py_literal(name: str, items: list[str], open_: str, close: str, width: int 
 
 def _io_entries(compiled, scales: dict) -> tuple[list[dict], list[dict]]:
     def entry(p):
-        return {"name": p.name, "node": p.node, "addr": int(p.addr), "size": int(p.size),
-                "shape": [int(s) for s in p.shape], "scale": float(scales[p.node])}
+        e = {"name": p.name, "node": p.node, "addr": int(p.addr), "size": int(p.size),
+             "shape": [int(s) for s in p.shape], "scale": float(scales[p.node])}
+        if getattr(p, "layout", None):
+            e["layout"] = dict(p.layout)
+        return e
     return ([entry(p) for p in compiled.input_placements],
             [entry(p) for p in compiled.output_placements])
 
@@ -109,6 +112,21 @@ def program_header(config: AccelConfig, compiled, scales: dict) -> str:
                   f"real = int8 * scale */",
                   f"#define {n}_ADDR 0x{e['addr']:08x}u", f"#define {n}_BYTES {e['size']}u",
                   f"#define {n}_SCALE {e['scale']!r}"]
+            if "layout" in e:        # written im2col'd by the host (io.npz: in<i>_gather)
+                lo = e["layout"]
+                L += [f"/* input {i} is written im2col'd: one row of {lo['row_bytes']} bytes per "
+                      f"output pixel of the conv it feeds, K = {lo['K']} bytes in "
+                      f"({lo['k_order']}) order, zero past K and on padding taps */",
+                      f"#define {n}_IM2COL_KERNEL_H {lo['kernel'][0]}u",
+                      f"#define {n}_IM2COL_KERNEL_W {lo['kernel'][1]}u",
+                      f"#define {n}_IM2COL_STRIDE_H {lo['stride'][0]}u",
+                      f"#define {n}_IM2COL_STRIDE_W {lo['stride'][1]}u",
+                      f"#define {n}_IM2COL_PAD_TOP {lo['pad'][0]}u",
+                      f"#define {n}_IM2COL_PAD_LEFT {lo['pad'][1]}u",
+                      f"#define {n}_IM2COL_DILATION_H {lo['dilation'][0]}u",
+                      f"#define {n}_IM2COL_DILATION_W {lo['dilation'][1]}u",
+                      f"#define {n}_IM2COL_ROWS {lo['rows']}u",
+                      f"#define {n}_IM2COL_ROW_BYTES {lo['row_bytes']}u"]
     L += ["", "/* ---- layer table: run in order; per layer write cmd_base, cmd_count, ctrl.start, wait done ---- */",
           "typedef struct { const char *name; uint32_t cmd_addr; uint32_t cmd_count; } accel_layer_t;",
           f"#define ACCEL_NUM_LAYERS {len(compiled.layers)}u",
@@ -156,9 +174,9 @@ class AcceleratorError(RuntimeError):
     pass
 
 
-def _offsets(kind, i):
+def _offsets(kind, i, what="offsets"):
     with np.load(Path(__file__).with_name("io.npz")) as z:
-        return z[f"{{kind}}{{i}}_offsets"]
+        return z[f"{{kind}}{{i}}_{{what}}"]
 
 
 def quantize(x, scale):
@@ -173,7 +191,12 @@ def pack_input(i, x_int8):
     if list(x.shape) != e["shape"]:
         raise ValueError(f"input {{i}}: shape {{list(x.shape)}}, expected {{e['shape']}}")
     buf = np.zeros(e["size"], np.int8)
-    buf[_offsets("in", i)] = x.astype(np.int8).ravel()
+    if "layout" in e:           # written im2col'd: byte j holds element gather[j] (< 0: zero)
+        g = _offsets("in", i, "gather")
+        m = g >= 0
+        buf[m] = x.astype(np.int8).ravel()[g[m]]
+    else:
+        buf[_offsets("in", i)] = x.astype(np.int8).ravel()
     return buf.tobytes()
 
 
@@ -259,7 +282,8 @@ def driver_source(config: AccelConfig, compiled, scales: dict, csr_map, model: s
 
 
 def io_npz(compiled) -> bytes:
-    arrays = {f"in{i}_offsets": np.asarray(p.offsets, np.int64).ravel()
+    arrays = {(f"in{i}_gather" if p.gather is not None else f"in{i}_offsets"):
+              np.asarray(p.gather if p.gather is not None else p.offsets, np.int64).ravel()
               for i, p in enumerate(compiled.input_placements)}
     arrays.update({f"out{i}_offsets": np.asarray(p.offsets, np.int64).ravel()
                    for i, p in enumerate(compiled.output_placements)})

@@ -36,6 +36,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .backend.compile import padding_waste
 from .config import AccelConfig
 
 CHART_CYCLES = "report_cycles.png"
@@ -160,6 +161,7 @@ def build(sim: dict, config: AccelConfig, *, predicted: list[int] | None = None,
         e = {"index": i, "name": l.get("name", str(i)), "op": l.get("op", ""), "cycles": cyc,
              "core_busy": busy, "core_stall": stall, "other": max(0, cyc - busy - stall),
              "macs": int(l["macs"]), "array_macs": int(l.get("array_macs", l["macs"])),
+             "padding_waste": padding_waste(int(l["macs"]), int(l.get("array_macs", l["macs"]))),
              "pe_utilization": round(float(l["pe_utilization"]), 6),
              "dma_rd_bytes": int(l["dma_rd_bytes"]), "dma_wr_bytes": int(l["dma_wr_bytes"]),
              "commands": int(l.get("cmds", l.get("cmd_count", 0))),
@@ -264,7 +266,8 @@ def roofline_chart(data: dict) -> bytes:
 def _table(data: dict) -> tuple[list[str], list[list[str]]]:
     pred = any("predicted_cycles" in l for l in data["layers"])
     head = ["#", "layer", "op", "cycles"] + (["predicted", "error %"] if pred else []) + \
-        ["core busy", "stalled", "other", "MACs", "PE util", "DMA rd B", "DMA wr B", "MACs/B"]
+        ["core busy", "stalled", "other", "MACs", "array MACs", "waste", "PE util", "DMA rd B",
+         "DMA wr B", "MACs/B"]
     rows = []
     for l in data["layers"]:
         r = [str(l["index"]), l["name"], l["op"], str(l["cycles"])]
@@ -272,6 +275,7 @@ def _table(data: dict) -> tuple[list[str], list[list[str]]]:
             err = l.get("predicted_error_pct")
             r += [str(l.get("predicted_cycles", "")), "" if err is None else f"{err:+.1f}"]
         r += [str(l["core_busy"]), str(l["core_stall"]), str(l["other"]), str(l["macs"]),
+              str(l["array_macs"]), f"{l['padding_waste']:.1%}" if l["array_macs"] else "-",
               f"{l['pe_utilization']:.3f}", str(l["dma_rd_bytes"]), str(l["dma_wr_bytes"]),
               "-" if l["intensity"] is None else f"{l['intensity']:.2f}"]
         rows.append(r)
@@ -281,7 +285,8 @@ def _table(data: dict) -> tuple[list[str], list[list[str]]]:
         total += [str(p), f"{100.0 * (p - data['total_cycles']) / data['total_cycles']:+.1f}"
                   if p is not None and data["total_cycles"] else ""]
     total += [str(sum(l[k] for l in data["layers"])) for k in ("core_busy", "core_stall", "other")]
-    total += [str(data["macs"]), f"{data['pe_utilization']:.3f}", str(data["dma_bytes_read"]),
+    total += [str(data["macs"]), str(data["array_macs"]), f"{_waste(data):.1%}",
+              f"{data['pe_utilization']:.3f}", str(data["dma_bytes_read"]),
               str(data["dma_bytes_written"]), ""]
     rows.append(total)
     return head, rows
@@ -297,8 +302,9 @@ def _resource_rows(data: dict) -> list[list[str]]:
 
 
 def _waste(data: dict) -> float:
-    """The share of the array's MACs that multiply channel padding."""
-    return 1 - data["macs"] / data["array_macs"] if data.get("array_macs") else 0.0
+    """The share of the array's MACs that multiply padding (channel padding of K, the other
+    channels of a depthwise conv's slice)."""
+    return padding_waste(data["macs"], data.get("array_macs") or 0)
 
 
 def _summary_lines(data: dict) -> list[str]:

@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 
+from .backend.compile import model_macs, padding_waste  # noqa: F401 (model_macs: re-exported)
 from .config import AccelConfig
 from .errors import UserError
 
@@ -271,7 +272,7 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
     stats = {s["index"]: s for s in compiled.stats} if hasattr(compiled, "stats") else {}
     layers = []
     pe = config.rows * config.cols
-    array = [int(entry.get("macs", stats.get(i, {}).get("macs", 0)))
+    array = [int(entry.get("array_macs", stats.get(i, {}).get("array_macs", 0)))
              for i, entry in enumerate(compiled.layers)]
     model = model_macs(qm.graph, compiled.layers, array)
     for i, (entry, r) in enumerate(zip(compiled.layers, runs)):
@@ -279,6 +280,7 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
         layers.append({**{k: entry[k] for k in entry if k not in ("cmd_addr",)}, **r,
                        "predicted_cycles": pred,
                        "macs": model[i], "array_macs": array[i],
+                       "padding_waste": padding_waste(model[i], array[i]),
                        "pe_utilization": model[i] / (r["cycles"] * pe) if r["cycles"] else 0.0})
     total = sum(r["cycles"] for r in runs)
     macs = sum(l["macs"] for l in layers)
@@ -295,28 +297,6 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
 def classifier_shaped(shape) -> bool:
     """An output whose argmax is a class: 2-d (N, classes) with more than one class."""
     return len(shape) == 2 and shape[1] > 1
-
-
-def model_macs(graph, layers: list[dict], array: list[int]) -> list[int]:
-    """The model's MACs per program layer (``Node.macs`` of the node each layer comes from;
-    a node lowered to several layers shares its MACs out in proportion to their array MACs
-    ``array``); layers of nodes without MACs get 0."""
-    by_node: dict[str, list[int]] = {}
-    for i, entry in enumerate(layers):
-        by_node.setdefault(entry.get("name"), []).append(i)
-    out = [0] * len(layers)
-    for node in graph.nodes:
-        idx = by_node.get(node.name)
-        macs = node.macs(graph)
-        if not idx or not macs:
-            continue
-        weights = [array[i] for i in idx]
-        total = sum(weights) or len(idx)
-        left = macs
-        for k, i in enumerate(idx):
-            share = left if k == len(idx) - 1 else macs * (weights[k] or 1) // total
-            out[i], left = share, left - share
-    return out
 
 
 def _predict(compiled, config: AccelConfig, memory: str = "rtl"):
@@ -336,11 +316,14 @@ def _pred(v) -> str:
 def report_lines(r: SimResult) -> list[str]:
     """The CLI's table: one line per layer, then totals and the verdict."""
     lines = [f"  {'#':>2} {'layer':16} {'op':8} {'cycles':>9} {'predicted':>9} {'MACs':>9} "
+             f"{'array MACs':>10} {'waste':>6} "
              f"{'PE util':>8} {'DMA rd B':>9} {'DMA wr B':>9} {'cmds':>6}"]
     for i, l in enumerate(r.layers):
+        am = int(l.get("array_macs", l["macs"]))
+        waste = f"{padding_waste(l['macs'], am):.1%}" if am else "-"
         lines.append(f"  {i:>2} {str(l.get('name', ''))[:16]:16} {str(l.get('op', ''))[:8]:8} "
                      f"{l['cycles']:>9} {_pred(l.get('predicted_cycles')):>9} {l['macs']:>9} "
-                     f"{l['pe_utilization']:>8.3f} "
+                     f"{am:>10} {waste:>6} {l['pe_utilization']:>8.3f} "
                      f"{l['dma_rd_bytes']:>9} {l['dma_wr_bytes']:>9} {l['cmds']:>6}")
     lines.append(f"  total: {r.total_cycles} cycles (predicted {_pred(r.predicted_cycles)}), "
                  f"{r.macs} MACs, PE utilization "

@@ -40,12 +40,42 @@ def test_node_macs_are_the_models():
                     "linear": 10 * 256,                   # out values x in features
                     "matmul": 16 * 16 * 16}               # out values x the reduction
     cp = compile_program(fe, CFG)
-    array = [e["macs"] for e in cp.layers]
+    array = [e["array_macs"] for e in cp.layers]
     model = model_macs(graph, cp.layers, array)
     conv = next(i for i, e in enumerate(cp.layers) if e["name"] == "conv2d")
-    # 3 input channels are padded to the array's 8: the array does 8/3 of the conv's MACs
-    assert model[conv] == 16 * 4 * 4 * 27 and array[conv] == 16 * 4 * 4 * 9 * 8
+    # the 3-channel model input is written im2col'd by the host: K = 27, no channel padding
+    assert model[conv] == 16 * 4 * 4 * 27 == array[conv]
     assert sum(model) == sum(macs.values())
+    # design.json's layers carry the model's MACs, the array's and the waste apart
+    assert [e["macs"] for e in cp.layers] == model
+    assert cp.layers[conv]["padding_waste"] == 0.0 and cp.stats[conv]["padding_waste"] == 0.0
+
+
+class Thin(nn.Module):
+    """A 3-channel conv in the middle (its input an activation: channels padded to the beat) and
+    a depthwise conv (WGEMM: each output channel's weights face one of the slice's 8 channels)."""
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(4, 3, 1)
+        self.b = nn.Conv2d(3, 8, 3, padding=1)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+
+    def forward(self, x):
+        return self.dw(torch.relu(self.b(torch.relu(self.a(x)))))
+
+
+def test_padding_waste_of_thin_and_depthwise_convs():
+    torch.manual_seed(0)
+    fe = frontend.run(from_module(Thin(), (torch.randn(1, 4, 5, 5),)), eval_batches=1)
+    cp = compile_program(fe, CFG)
+    by = {e["name"]: e for e in cp.layers}
+    px = 5 * 5
+    assert by["conv2d_1"]["macs"] == px * 8 * 27 and by["conv2d_1"]["array_macs"] == px * 8 * 9 * 8
+    assert by["conv2d_1"]["padding_waste"] == round(1 - 3 / 8, 6)
+    assert by["conv2d_2"]["op"] == "wgemm" and by["conv2d_2"]["macs"] == px * 8 * 9
+    assert by["conv2d_2"]["array_macs"] == px * 8 * 9 * 8 and by["conv2d_2"]["padding_waste"] == 0.875
+    t = cp.totals()
+    assert t["macs"] == sum(e["macs"] for e in cp.layers) < t["array_macs"]
 
 
 def test_a_node_lowered_to_several_layers_shares_its_macs():

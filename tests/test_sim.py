@@ -95,13 +95,18 @@ ODD_MODEL = textwrap.dedent("""
 
 def test_shapes_not_multiple_of_the_array(accel_4x8, tmp_path):
     """M = 3 (batch) and 48 conv pixels on 4 rows, N = 5/19/7 on 8 cols, K = 27/80/19 on 8-byte
-    beats: every tile is partial somewhere; the result is still bit-exact."""
+    beats: every tile is partial somewhere; the result is still bit-exact. The RGB conv (stride
+    2, padding 1, 3 images) reads its input im2col'd by the host: K = 27 in 4 beats per pixel,
+    no channel padding on the array."""
     f = tmp_path / "odd.py"
     f.write_text(ODD_MODEL)
     fe = frontend.run(str(f), eval_batches=1)
     r = simulate(fe, CFG_4X8, tmp_path / "sim", sim=accel_4x8)
     assert r.bit_exact, r.mismatches
     assert [l["op"] for l in r.layers] == ["gemm", "gemm", "gemm"]
+    conv = r.layers[0]
+    assert conv["macs"] == conv["array_macs"] == 3 * 16 * 5 * 27 and conv["padding_waste"] == 0
+    assert conv["exec_cycles"] == 12 * 27                 # 12 tiles of 4 pixels, K = 27
 
 
 def _image_with(cmds, size=1 << 14, at=0x1000):

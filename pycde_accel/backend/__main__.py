@@ -41,18 +41,19 @@ def main(argv=None) -> int:
             ok = all(np.array_equal(a, b) for a, b in zip(outs, reference.run(fe.quantized, xq).outputs))
             print(f"{spec} on {cfg.array}, AXI {args.axi} bit: commands bit-exact with the reference: {ok}")
             print(f"  {'#':>2} {'op':8} {'layer':14} {'M':>5} {'N':>5} {'K':>5} {'order':12} {'cmds':>6} "
-                  f"{'tiles':>6} {'MACs':>9} {'exec cyc':>8} {'rd beats':>8} {'wr beats':>8}")
+                  f"{'tiles':>6} {'MACs':>9} {'array MACs':>10} {'exec cyc':>8} {'rd beats':>8} {'wr beats':>8}")
             for s, c in zip(cp.stats, ex.layers):
                 print(f"  {s['index']:>2} {s['op']:8} {s['name'][:14]:14} {s.get('M', ''):>5} "
                       f"{s.get('N', ''):>5} {s.get('K', ''):>5} {s.get('order', ''):12} {c.commands:>6} "
-                      f"{c.tiles:>6} {s['macs']:>9} {c.exec_cycles:>8} {c.dram_beats_read:>8} "
+                      f"{c.tiles:>6} {s['macs']:>9} {s['array_macs']:>10} {c.exec_cycles:>8} {c.dram_beats_read:>8} "
                       f"{c.dram_beats_written:>8}")
             t = cp.totals()
             t["bit_exact"] = ok
             t["dram_beats_read"] = sum(c.dram_beats_read for c in ex.layers)
             t["dram_beats_written"] = sum(c.dram_beats_written for c in ex.layers)
             t["cmd_beats_read"] = sum(c.cmd_beats_read for c in ex.layers)
-            print(f"  total: {t['commands']} commands, {t['tiles']} tiles, {t['macs']} MACs, "
+            print(f"  total: {t['commands']} commands, {t['tiles']} tiles, {t['macs']} MACs "
+                  f"({t['array_macs']} on the array, padding included), "
                   f"{t['exec_cycles']} exec cycles, {t['dram_beats_read']} + {t['cmd_beats_read']} "
                   f"beats read (data + commands), {t['dram_beats_written']} written, image "
                   f"{t['image_bytes']} B")

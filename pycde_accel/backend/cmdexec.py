@@ -395,7 +395,8 @@ def run(compiled, inputs_q, garbage: bool = True, seed: int = 0) -> tuple[list, 
             buf = np.frombuffer(img, np.uint8)
             data = np.frombuffer(p.pack_input(inputs_q[compiled.input_placements.index(p)]), np.uint8)
             reg = buf[p.addr:p.addr + p.size]
-            reg[p.offsets.ravel()] = data[p.offsets.ravel()]
+            keep = p.data_bytes()
+            reg[keep] = data[keep]
     else:
         img = compiled.load_inputs(inputs_q)
     ex = execute(compiled, img, seed)

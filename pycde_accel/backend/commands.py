@@ -103,7 +103,9 @@ class LayerCommands:
     op: str
     commands: list
     tiles: int = 0
-    macs: int = 0                 # useful MACs of the layer (batch * M * N * K of the descriptor)
+    macs: int = 0                 # the array's MACs for the layer's outputs, channel padding
+    #                               included: every valid output's K (GEMM batch * M * N * K,
+    #                               WGEMM pixels * N * taps * slice); model MACs are Node.macs
     exec_cycles: int = 0          # sum of EXEC K: the core's streaming cycles (compute bound)
     bytes_read: int = 0           # DMA bytes read by LOADs (ZERO loads read nothing)
     bytes_written: int = 0        # DMA bytes written by STOREs and VECs to DRAM
@@ -1166,14 +1168,14 @@ SCHEDULERS = {
     "lut": lambda d, x: (_lut(d, x), 0),
     "mul": lambda d, x: (_mul(d, x), 0),
     "rowred": lambda d, x: (_rowred(d, x), 0),
-    "wgemm": lambda d, x: (_wgemm(d, x), _wgemm_macs(d)),
+    "wgemm": lambda d, x: (_wgemm(d, x), _wgemm_array_macs(d)),
 }
 
 
-def _wgemm_macs(d: P.WinGemm) -> int:
-    """The layer's useful MACs: every output channel's window taps inside the input, times the
-    input channels one output reads (``group_in``; the array's MACs are K per lane and tile)."""
+def _wgemm_array_macs(d: P.WinGemm) -> int:
+    """The MACs the array does for the layer's outputs: every output pixel and channel streams
+    the whole K = taps * slice (a depthwise conv's slice holds ``cols`` channels, of which the
+    channel's weights face one: the rest is padding), padding taps included as in a GEMM."""
     kh_, kw_ = P.unpack2(d.kernel)
-    th = sum(d.tap(0, o, k) is not None for o in range(d.out_h) for k in range(kh_))
-    tw = sum(d.tap(1, o, k) is not None for o in range(d.out_w) for k in range(kw_))
-    return d.n * th * tw * d.N * d.group_in
+    return d.n * d.out_h * d.out_w * d.N * kh_ * kw_ * d.slice
+

@@ -41,14 +41,45 @@ class LayerEntry:
     op: str
     cmd_addr: int
     cmd_count: int
-    macs: int
+    macs: int                        # the model's MACs (Node.macs; :func:`model_macs`)
+    array_macs: int                  # the array's for the same outputs, channel padding included
     tiles: int
     exec_cycles: int
     bytes_read: int
     bytes_written: int
 
     def to_json(self) -> dict:
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        d["padding_waste"] = padding_waste(self.macs, self.array_macs)
+        return d
+
+
+def padding_waste(model: int, array: int) -> float:
+    """The share of the array's MACs that multiply padding (channel padding of K, the other
+    channels of a depthwise slice): ``1 - model / array`` (0 without array MACs)."""
+    return round(1 - model / array, 6) if array > 0 and model <= array else 0.0
+
+
+def model_macs(graph, layers: list[dict], array: list[int]) -> list[int]:
+    """The model's MACs per program layer (``Node.macs`` of the node each layer comes from;
+    a node lowered to several layers shares its MACs out in proportion to their array MACs
+    ``array``); layers of nodes without MACs get 0."""
+    by_node: dict[str, list[int]] = {}
+    for i, entry in enumerate(layers):
+        by_node.setdefault(entry.get("name"), []).append(i)
+    out = [0] * len(layers)
+    for node in graph.nodes:
+        idx = by_node.get(node.name)
+        macs = node.macs(graph)
+        if not idx or not macs:
+            continue
+        weights = [array[i] for i in idx]
+        total = sum(weights) or len(idx)
+        left = macs
+        for k, i in enumerate(idx):
+            share = left if k == len(idx) - 1 else macs * (weights[k] or 1) // total
+            out[i], left = share, left - share
+    return out
 
 
 @dataclass
@@ -92,7 +123,7 @@ class CompiledProgram:
                 for p in self.output_placements]
 
     def totals(self) -> dict:
-        keys = ("tiles", "macs", "dram_bytes_read", "dram_bytes_written", "core_cycles", "commands",
+        keys = ("tiles", "macs", "array_macs", "dram_bytes_read", "dram_bytes_written", "core_cycles", "commands",
                 "exec_cycles")
         t = {k: sum(s.get(k, 0) for s in self.stats) for k in keys}
         t["layers"] = len(self.stats)
@@ -143,7 +174,7 @@ class Compiler:
     tensors so far (:meth:`tensor`, :meth:`set_tensor`, :meth:`put`) and the layers emitted
     (:meth:`emit`, :meth:`gemm`)."""
 
-    def __init__(self, qm, config: AccelConfig):
+    def __init__(self, qm, config: AccelConfig, host_im2col: bool = True):
         self.qm = qm
         self.cfg = config
         self.R, self.C = config.rows, config.cols
@@ -151,6 +182,10 @@ class Compiler:
         self.layout = Layout(self.axi)
         self.tensors: dict[str, _T] = {}
         self.layers: list[tuple] = []     # (builder(layout, index) -> Descriptor, stats)
+        #: model inputs the host writes im2col'd for the conv that reads them (conv2d.host_im2col;
+        #: ``pack_host_inputs`` False keeps every input channels-last, the DMA doing the im2col)
+        self.host_im2col: dict[str, dict] = {}
+        self.pack_host_inputs = host_im2col
 
     # ---- helpers ---------------------------------------------------------------------------
     def where(self, node) -> str:
@@ -366,19 +401,22 @@ class Compiler:
             raise UserError(f"the DRAM image needs {self.layout.total} bytes, more than config "
                             f"axi_addr_width={self.cfg.axi_addr_width} bits address")
         addr, entries = cbase, []
-        for d, lc in zip(descs, lcs):
+        model = model_macs(graph, [{"name": d.name} for d in descs], [lc.macs for lc in lcs])
+        for d, lc, mm in zip(descs, lcs, model):
             lc.cmd_addr = addr
             addr += CMD.CMD_BYTES * len(lc.commands)
-            entries.append(LayerEntry(d.index, d.name, d.KIND, lc.cmd_addr, len(lc.commands), lc.macs,
-                                      lc.tiles, lc.exec_cycles, lc.bytes_read, lc.bytes_written).to_json())
+            entries.append(LayerEntry(d.index, d.name, d.KIND, lc.cmd_addr, len(lc.commands), mm,
+                                      lc.macs, lc.tiles, lc.exec_cycles, lc.bytes_read,
+                                      lc.bytes_written).to_json())
         cmd_bytes = b"".join(CMD.encode_list(lc.commands) for lc in lcs)
         in_pl = [self.placement(name, "input") for name in graph.inputs]
         out_pl = [self.placement(o, "output") for o in graph.outputs]
         image, symbols = build_image(prog, self.qm, self.layout, cmd_bytes)
         stats = []
-        for d, (_, s), lc in zip(descs, self.layers, lcs):
+        for d, (_, s), lc, mm in zip(descs, self.layers, lcs, model):
             stats.append({"index": d.index, "name": d.name, "module": d.module, "op": d.KIND, **s,
-                          "macs": lc.macs, "tiles": lc.tiles, "commands": len(lc.commands),
+                          "macs": mm, "array_macs": lc.macs,
+                          "padding_waste": padding_waste(mm, lc.macs), "tiles": lc.tiles, "commands": len(lc.commands),
                           "cmd_addr": lc.cmd_addr, "exec_cycles": lc.exec_cycles,
                           "dram_bytes_read": lc.bytes_read, "dram_bytes_written": lc.bytes_written})
         return CompiledProgram(prog, image, symbols, self.layout, stats, list(graph.inputs),
@@ -386,6 +424,18 @@ class Compiler:
                                [lc.commands for lc in lcs])
 
     def placement(self, name: str, kind: str) -> Placement:
+        hc = self.host_im2col.get(name) if kind == "input" else None
+        if hc is not None:
+            sym = self.layout.symbols[name]
+            g = hc["gather"]
+            shape = tuple(self.qm.graph.node(name).shape)
+            first = np.full(int(np.prod(shape, dtype=np.int64)), -1, np.int64)
+            at = np.nonzero(g >= 0)[0][::-1]
+            first[g[at]] = at                         # the last write is the first byte
+            lay = {k: hc[k] for k in ("rows", "row_bytes", "K", "kernel", "stride", "pad",
+                                      "dilation", "k_order")}
+            return Placement(name, name, sym.addr, sym.size, shape, first.reshape(shape),
+                             hc["row_bytes"], None, gather=g, layout={"kind": "im2col", **lay})
         t = self.tensors[name]
         sym = self.layout.symbols[t.buffer]
         v = t.view()
@@ -397,12 +447,14 @@ class Compiler:
                          tuple(v.strides) if v else None)
 
 
-def compile_program(frontend_result, config: AccelConfig) -> CompiledProgram:
-    """Compile a :class:`~pycde_accel.frontend.FrontendResult` (or a QuantizedModel)."""
+def compile_program(frontend_result, config: AccelConfig, *, host_im2col: bool = True) -> CompiledProgram:
+    """Compile a :class:`~pycde_accel.frontend.FrontendResult` (or a QuantizedModel).
+    ``host_im2col`` False: no model input is written im2col'd by the host (a thin first conv
+    then pays channel padding, as before the host packed it; ``bench/thin.py`` compares)."""
     qm = getattr(frontend_result, "quantized", frontend_result)
     config.validate()
     check_config(config)
-    return Compiler(qm, config).run()
+    return Compiler(qm, config, host_im2col).run()
 
 
 def check_config(config: AccelConfig) -> None:

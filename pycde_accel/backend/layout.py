@@ -188,7 +188,13 @@ class Placement:
     """Where a model input or output lives: ``size`` bytes at ``addr``; element ``i`` of the
     tensor (torch ``shape``) is byte ``offsets[i]`` of that region. ``pitch`` is the padded
     innermost physical dim; ``strides`` the byte strides per torch dim (None if the tensor is a
-    non-strided reshape of its buffer, e.g. a flattened channels-last map)."""
+    non-strided reshape of its buffer, e.g. a flattened channels-last map).
+
+    ``gather`` (an input the host writes im2col'd, ``layout`` describes it): byte j of the
+    region holds element ``gather[j]`` of the tensor (flat, row-major), zero where it is -1 (a
+    conv's zero-padding tap: data) or -2 (a row's tail past K: never multiplied, may hold
+    garbage); an element may be in several bytes, and ``offsets`` gives its first (-1 if no
+    byte holds it)."""
     name: str
     node: str
     addr: int
@@ -197,6 +203,8 @@ class Placement:
     offsets: np.ndarray
     pitch: int
     strides: tuple | None
+    gather: np.ndarray | None = None
+    layout: dict | None = None
 
     def pack_input(self, x) -> bytes:
         """int8 tensor in torch shape -> the ``size`` bytes to write at ``addr`` (padding 0)."""
@@ -206,8 +214,18 @@ class Placement:
         if x.size and (x.min() < -128 or x.max() > 127):
             raise ValueError(f"{self.name}: values outside int8")
         buf = np.zeros(self.size, np.int8)
-        buf[self.offsets] = x.astype(np.int8)
+        if self.gather is not None:
+            m = self.gather >= 0
+            buf[m] = x.astype(np.int8).ravel()[self.gather[m]]
+        else:
+            buf[self.offsets] = x.astype(np.int8)
         return buf.tobytes()
+
+    def data_bytes(self) -> np.ndarray:
+        """The region's bytes that the layers read as data (the rest is padding, garbage allowed)."""
+        if self.gather is not None:
+            return np.nonzero(self.gather >= -1)[0]
+        return np.asarray(self.offsets).ravel()
 
     def unpack_output(self, data) -> np.ndarray:
         """The ``size`` bytes read at ``addr`` -> int8 tensor in torch shape."""
@@ -217,9 +235,12 @@ class Placement:
         return buf[self.offsets].astype(np.int8)
 
     def to_json(self) -> dict:
-        return {"name": self.name, "node": self.node, "addr": self.addr, "size": self.size,
-                "shape": list(self.shape), "pitch": self.pitch,
-                "strides": None if self.strides is None else list(self.strides)}
+        d = {"name": self.name, "node": self.node, "addr": self.addr, "size": self.size,
+             "shape": list(self.shape), "pitch": self.pitch,
+             "strides": None if self.strides is None else list(self.strides)}
+        if self.layout is not None:
+            d["layout"] = dict(self.layout)
+        return d
 
 
 @dataclass

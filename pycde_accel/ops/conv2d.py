@@ -9,6 +9,12 @@ lowers them to one WGEMM (:class:`pycde_accel.backend.program.WinGemm`): per n-t
 output channels, the im2col of the input channel slice those channels read (for a depthwise conv
 ``cols`` channels, so K = KH*KW*cols instead of KH*KW*pitch), with the slice's weights packed as
 one panel. The plain case (groups 1, dilation 1, symmetric) keeps the GEMM with IM2COL below.
+A depthwise conv's array MACs are ``cols`` times its model MACs (each output channel's weights
+face one of the slice's ``cols`` channels; ``sim`` shows the waste, 87.5% on 8 columns): no
+packing removes it on this array, whose columns share each lane's A stream, so a column can
+use only the taps of its own channel while the lane carries every column's. A column reading
+byte j of each A beat (a depthwise mode of the core, K = KH*KW per output) is the next step;
+it is RTL (rtl_lib/systolic.py), not a layout.
 
 * capture: ``aten.conv2d.default`` and ``aten.convolution.default`` (not transposed) with
   integer padding; a BatchNorm right after folds into it.
@@ -17,7 +23,18 @@ one panel. The plain case (groups 1, dilation 1, symmetric) keeps the GEMM with 
   order, one column per (c, kh, kw), zero padding), ``B = W_q.reshape(OC, -1).T``, then as
   ``linear``; the (n, oh, ow, oc) result is transposed back to NCHW.
 * back end: one GEMM with IM2COL addressing over the channels-last input (K = KH*KW*pitch; the
-  packed weight is zero past the real channels).
+  packed weight is zero past the real channels). A conv (groups 1, any stride, padding,
+  dilation, Conv1d too) whose input is a model input that nothing else reads, and whose
+  channels do not fill whole beats, takes its input im2col'd from the host instead
+  (:func:`host_im2col`): one row of ``round_up(KH*KW*C, AB)`` bytes per output pixel, K =
+  KH*KW*C in (kh, kw, c) order, padded once to the beat, so a 3x3 RGB conv streams
+  ``ceil(27/AB)`` beats and K = 27 per output pixel instead of ``9 * pitch/AB`` beats and K =
+  9 * pitch; it is then a plain GEMM (A rows at a constant stride, no IM2COL). The host writes
+  ``KH*KW/(sh*sw)`` times the input's bytes (the placement's ``gather`` map); the DMA reads no
+  more than the DMA im2col did. A conv in the middle of a network cannot get its input packed
+  this way: a STORE writes whole beats of ``cols`` channels at beat-aligned addresses, so the
+  producing layer cannot scatter its 3 channels to the unaligned (kh, kw, c) positions of up to
+  KH*KW rows; packing there would be a GATHER on the array, as costly as the padded conv.
 * post-op kernel: ``requantize_pc`` with ``channel_stride`` = OH*OW.
 """
 
@@ -226,6 +243,9 @@ class Conv2d(Node):
                    one_d=attrs.get("one_d", False)), lq
 
     def lower(self, cx) -> None:
+        hc = cx.host_im2col.get(self.inputs[0])
+        if hc is not None:
+            return lower_host_im2col(self, cx, hc)
         if not self.plain():
             return lower_wgemm_conv(self, cx)
         v = cx.strided(self.inputs[0], self, "the input")
@@ -257,6 +277,63 @@ class Conv2d(Node):
 
     def postop(self, lq, base):
         return linear.weighted_postop(self, lq, base, math.prod(self.shape[2:]))
+
+
+def host_im2col(cx, node) -> bool:
+    """Whether model input ``node`` is written im2col'd by the host for the one conv that reads
+    it; if so, request its buffer and note the layout in ``cx.host_im2col`` (the conv's
+    ``lower`` and ``Compiler.placement`` use it). Chosen when the input's only reader is a
+    conv with groups 1 (any stride, padding, dilation; Conv1d) that streams fewer beats per
+    output pixel so (``ceil(KH*KW*C / AB)`` against ``KH*KW * pitch / AB``) and the input is
+    not itself a model output."""
+    graph = cx.qm.graph
+    users = [u for u in graph.nodes if node.name in u.inputs]
+    if not cx.pack_host_inputs or len(users) != 1 or node.name in graph.outputs:
+        return False
+    conv = users[0]
+    if conv.kind != "conv2d" or conv.groups != 1 or list(conv.inputs) != [node.name]:
+        return False
+    shape = tuple(node.shape)
+    if len(shape) != (3 if conv.one_d else 4):
+        return False
+    n, c, h, w = (shape[0], shape[1], 1, shape[2]) if conv.one_d else shape
+    kh, kw = (int(v) for v in conv.weight.shape[2:])
+    K = kh * kw * c
+    row = align(K, cx.axi)
+    if row // cx.axi >= kh * kw * (align(c, cx.C) // cx.axi):
+        return False                          # no beat saved: keep the channels-last input
+    oh, ow = conv.out_hw((n, c, h, w))
+    M = n * oh * ow
+    idx = np.arange(n * c * h * w, dtype=np.int64).reshape(n, c, h, w)
+    cols = im2col_general(idx, (kh, kw), conv.stride, conv.pads(), conv.dilation, -1)
+    gather = np.full((M, row), -2, np.int64)
+    gather[:, :K] = cols.reshape(M, c, kh, kw).transpose(0, 2, 3, 1).reshape(M, K)
+    cx.layout.request("input", node.name, M * row, "input", node.name)
+    cx.host_im2col[node.name] = {
+        "gather": gather.ravel(), "rows": M, "row_bytes": row, "K": K, "n": n, "c": c,
+        "out_hw": (oh, ow), "kernel": [kh, kw], "stride": [int(v) for v in conv.stride],
+        "pad": [int(v) for v in conv.pads()], "dilation": [int(v) for v in conv.dilation],
+        "k_order": "kh, kw, c"}
+    return True
+
+
+def lower_host_im2col(node, cx, hc) -> None:
+    """The conv whose input the host wrote im2col'd (:func:`host_im2col`): a plain GEMM, M =
+    N*OH*OW rows of ``row_bytes`` at a constant stride, K = KH*KW*C (the packed weight in the
+    same (kh, kw, c) order, lanes padded to the beat)."""
+    lq = cx.qm.layers[node.name]
+    oc, c, kh, kw = lq.weight.shape
+    M, K, row = hc["rows"], hc["K"], hc["row_bytes"]
+    oh, ow = hc["out_hw"]
+    out = output_channels_last(cx, node, hc["n"], oc, oh, ow)
+    k_map = np.arange(c * kh * kw, dtype=np.int64).reshape(c, kh, kw).transpose(1, 2, 0).ravel()
+    buf = node.inputs[0]
+    fields = dict(a_base=lambda Lo: Lo.addr(buf), a_stride_batch=0, a_stride_m=row, a_stride_k=1,
+                  c_stride_m=out.strides[2], c_stride_batch=L.view_span(out))
+    cx.gemm(node, name=node.name, M=M, N=oc, K=K, batch=1, a_pass=M * row, b_packed=True,
+            per_tensor=False, fields=fields, flags=0, out_buf=out.buffer, relu=node.relu,
+            has_bias=lq.bias is not None,
+            weight=L.ConstSpec(f"{node.name}.weight", node.name, "weight", "conv2d", k_map))
 
 
 def dense_weight(w: np.ndarray, groups: int) -> np.ndarray:

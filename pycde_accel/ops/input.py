@@ -3,7 +3,8 @@
 Captured from the exported graph's user placeholders (not an ATen op). Its scale is calibrated
 (``max|x| / 127``); the host quantizes it. In DRAM it is laid out as the back end lays out every
 activation: channels-last with the channel pitch padded to ``cols`` for 4-d tensors, the last
-axis padded to ``cols`` otherwise.
+axis padded to ``cols`` otherwise; or, when a thin conv is its only reader, im2col'd for that
+conv (``conv2d.host_im2col``: the host packs KH*KW*C into each row, padded once to the beat).
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ class Input(Node):
         return inputs[self.index].to(torch.int64)
 
     def lower(self, cx) -> None:
+        from .conv2d import host_im2col
+        if host_im2col(cx, self):         # written im2col'd for the conv that reads it
+            return
         shape = tuple(self.shape)
         users = [u for u in cx.qm.graph.nodes if self.name in u.inputs]
         if len(shape) == 4:

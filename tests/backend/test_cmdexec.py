@@ -83,7 +83,8 @@ def test_lenet_flatten_folds_into_linear_weight():
     fc = next(x for x in cp.program.layers if x.name == "linear")
     assert fc.K == 5 * 5 * 16 and fc.a_stride_k == 1    # channels-last pooled map, read as one run
     conv = cp.program.layers[0]
-    assert conv.has(P.IM2COL) and conv.in_c == 8 and conv.K == 5 * 5 * 8   # 1 channel padded to C
+    # the 1-channel model input is written im2col'd by the host: K = 5*5*1, not 5*5*8 (pitch)
+    assert not conv.has(P.IM2COL) and conv.K == 5 * 5 and conv.a_stride_m == 32
 
 
 # ---- random layers --------------------------------------------------------------------------

@@ -34,8 +34,9 @@ def tile_runs(cmds):
 
 
 def check_split(cp, config):
-    d = cp.program.layers[0]
-    cmds = cp.commands[0]
+    i = next(i for i, d in enumerate(cp.program.layers) if d.KIND == "gemm")
+    d = cp.program.layers[i]
+    cmds = cp.commands[i]
     runs = tile_runs(cmds)
     chunks = [n for _, n in k_chunks(d.K, config)]
     assert runs == [chunks] * (d.batch * d.m_tiles * d.n_tiles)
@@ -57,11 +58,16 @@ def _linear(rng, m, k, n, relu=True):
     return _quantize(g.Graph([x, fc], ["x"], ["fc"]), rng)
 
 
-def _conv(rng, c, hw, oc, stride, pad=1):
+def _conv(rng, c, hw, oc, stride, pad=1, after_relu=False):
+    """A 3x3 conv; ``after_relu``: of a ReLU of the input (an activation the DMA im2cols), else
+    of the model input (written im2col'd by the host when its channels are thin)."""
     h, w = hw
     oh, ow = (h + 2 * pad - 3) // stride + 1, (w + 2 * pad - 3) // stride + 1
-    nodes = [g.Input("x", (), (1, c, h, w), index=0),
-             g.Conv2d("conv", ("x",), (1, oc, oh, ow), module="features.0",
+    src = "r" if after_relu else "x"
+    nodes = [g.Input("x", (), (1, c, h, w), index=0)]
+    if after_relu:
+        nodes.append(g.ReLU("r", ("x",), (1, c, h, w)))
+    nodes += [g.Conv2d("conv", (src,), (1, oc, oh, ow), module="features.0",
                       weight=rng.normal(size=(oc, c, 3, 3)), bias=rng.normal(size=oc),
                       stride=(stride, stride), padding=(pad, pad), relu=True)]
     return _quantize(g.Graph(nodes, ["x"], ["conv"]), rng)
@@ -94,17 +100,19 @@ def test_linear_split_rerun_with_fresh_inputs():
 
 
 # K = 9 * pitch: pitch 8 -> 72 = 64 + 8; pitch 24 -> 216 = 3 * 64 + 24 (chunk boundaries
-# fall inside a tap of 3 beats, so im2col loads are cut mid-row); stride 2 + padding: ZERO taps
-@pytest.mark.parametrize("c,expect", [(8, [64, 8]), (20, [64, 64, 64, 24])])
+# fall inside a tap of 3 beats, so im2col loads are cut mid-row); stride 2 + padding: ZERO taps.
+# Of the model input, 20 channels are written im2col'd by the host: K = 9 * 20 = 180.
+@pytest.mark.parametrize("c,expect,host", [(8, [64, 8], False), (20, [64, 64, 64, 24], False),
+                                           (20, [64, 64, 52], True)])
 @pytest.mark.parametrize("oc,order", [(10, P.A_STATIONARY), (40, P.B_STATIONARY)])
 @pytest.mark.parametrize("stride", [1, 2])
-def test_conv_split_bit_exact(c, expect, oc, order, stride):
+def test_conv_split_bit_exact(c, expect, host, oc, order, stride):
     rng = np.random.default_rng(c * oc + stride)
-    qm = _conv(rng, c, (7, 6), oc, stride)
+    qm = _conv(rng, c, (7, 6), oc, stride, after_relu=not host)
     config = cfg(4, 8, 64, spad_c_depth=16, **SMALL)
     cp, _ = check(qm, config, _inputs(qm, rng))
     d, chunks = check_split(cp, config)
-    assert d.has(P.IM2COL) and chunks == expect and d.order == order
+    assert d.has(P.IM2COL) != host and chunks == expect and d.order == order
 
 
 def test_default_config_splits_resnet_and_vgg_k():

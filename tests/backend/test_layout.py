@@ -60,10 +60,15 @@ def test_image_is_deterministic_and_aligned(model):
     kinds = [s.kind for s in syms]
     assert kinds.index("input") > max(i for i, k in enumerate(kinds) if k in ("weight", "params"))
     assert len(a.image) == a.layout.total
-    # the packed weight of the first conv: B^T lanes, K in (kh, kw, c over the padded pitch 16)
+    # the packed weight of the first conv: B^T lanes, K in (kh, kw, c over the padded pitch 16),
+    # or over the real channels when the host writes the input im2col'd (both first convs: 1
+    # and 3 channels of a model input that nothing else reads)
     w = fe.quantized.layers["conv2d"].weight
     oc, c, kh, kw = w.shape
-    bmat = np.zeros((kh, kw, 16, oc), np.int64)
+    p = a.input_placements[0]
+    host = p.layout is not None
+    assert host
+    bmat = np.zeros((kh, kw, c if host else 16, oc), np.int64)
     bmat[:, :, :c] = w.transpose(2, 3, 1, 0)
     sym = a.symbols["conv2d.weight"]
     got = np.frombuffer(a.image[sym.addr:sym.addr + sym.size], dtype=np.int8)
@@ -71,8 +76,21 @@ def test_image_is_deterministic_and_aligned(model):
     # the commands of every layer are in the image where the host will point cmd_base
     for e, cmds in zip(a.layers, a.commands):
         assert C.decode_bytes(a.image[e["cmd_addr"]:e["cmd_addr"] + C.CMD_BYTES * e["cmd_count"]]) == cmds
-    # inputs are channels-last, padded to the array width
-    p = a.input_placements[0]
-    assert p.pitch == 16 and p.strides == (0, 1, 8 * 16, 16) if model == "resblock" else p.pitch == 16
     xq = example_inputs_q(fe)[0]
+    if host:
+        # im2col'd: a row of round_up(KH*KW*C, 16) bytes per output pixel of the conv (lenet5:
+        # 5*5*1 -> 32), K in (kh, kw, c) order; the host writes the taps, zero on padding and
+        # past K
+        lo = p.layout
+        rb = -(-kh * kw * c // 16) * 16
+        assert lo["kind"] == "im2col" and lo["K"] == kh * kw * c and lo["row_bytes"] == rb
+        assert p.size == lo["rows"] * rb and lo["rows"] == a.program.layers[0].M
+        assert model != "lenet5" or rb == 32
+        data = np.frombuffer(p.pack_input(xq), np.int8).reshape(lo["rows"], rb)
+        g = p.gather.reshape(lo["rows"], rb)
+        assert np.array_equal(data[g >= 0], xq.ravel()[g[g >= 0]]) and not data[g < 0].any()
+        assert (g[:, lo["K"]:] == -2).all() and (g[:, :lo["K"]] >= -1).all()
+        return
+    # inputs are channels-last, padded to the array width
+    assert p.pitch == 16 and p.strides == (0, 1, 8 * 16, 16)
     assert np.array_equal(p.unpack_output(p.pack_input(xq)), xq)

@@ -368,9 +368,11 @@ def test_depthwise_reads_one_tile_of_channels():
     d = _design(nn.Sequential(nn.Conv2d(3, 32, 1), nn.Conv2d(32, 32, 3, padding=1, groups=32)), (1, 3, 4, 4))
     dw = d.compiled.program.layers[1]
     assert (dw.KIND, dw.slice, dw.slice_step, dw.n_tiles) == ("wgemm", CFG.cols, CFG.cols, 4)
-    # model MACs: the taps inside the input (10 per dimension at 4 with padding 1), one input
-    # channel each
-    assert d.compiled.stats[1]["macs"] == 10 * 10 * 32
+    # model MACs (Node.macs): every output value times its 3x3 taps of one input channel; the
+    # array's: every output streams the slice of 8 channels per tap, 7 of them padding
+    assert d.compiled.stats[1]["macs"] == 4 * 4 * 32 * 9
+    assert d.compiled.stats[1]["array_macs"] == 4 * 4 * 32 * 9 * CFG.cols
+    assert d.compiled.stats[1]["padding_waste"] == 1 - 1 / CFG.cols
 
 
 # ---- Verilator -------------------------------------------------------------------------------
