@@ -351,8 +351,8 @@ class Machine:
     def run(self, cmd_base: int, cmd_count: int, indices: list[int],
             fences: bool = True) -> list[LayerCounters]:
         """Run one start's ``cmd_count`` commands from ``cmd_base``: the layers ``indices`` in
-        order, separated by FENCEs (one counter set per layer, the FENCE counted in the layer
-        after it). A FENCE is a barrier: every earlier command is complete, so at a FENCE, as
+        order, separated by FENCEs (one counter set per layer; ``commands`` counts the layer's
+        own, not the FENCEs). A FENCE is a barrier: every earlier command is complete, so at a FENCE, as
         at the end of a run, the S and C streams must be empty and every bank free."""
         cs = [LayerCounters(i) for i in indices]
         nbytes = C_.CMD_BYTES * cmd_count
@@ -373,7 +373,6 @@ class Machine:
                     raise CommandError(f"run of layers {indices}: FENCE number {seg} where "
                                        f"{len(cs) - 1} were expected")
                 c = cs[seg]
-                c.commands += 1
                 continue
             try:
                 if isinstance(k, C_.Load):
