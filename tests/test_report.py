@@ -143,7 +143,8 @@ class FakeAccelerator:
             cmds = decode_bytes(bytes(self.mem[base:base + CMD_BYTES * count]))
             fences = sum(k.OP == OP_FENCE for k in cmds)
             ns = self.machine.run(base, count, list(range(fences + 1)))
-            self.stamps = [sum(n.commands for n in ns[:k + 1]) for k in range(fences)]
+            # stamp k: the commands before FENCE k (the layers up to k and the k FENCEs before)
+            self.stamps = [sum(n.commands for n in ns[:k + 1]) + k for k in range(fences)]
             self.regs.update({c["events"]: 1, c["status"]: 0, c["perf_cmds"]: count,
                               c["perf_cycles"]: 1, c["stamp_count"]: fences})
         elif off == c["stamp_sel"]:
