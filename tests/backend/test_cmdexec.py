@@ -363,3 +363,21 @@ def test_fence_rules():
         run(ok + [fence] + ok, 1)
     with pytest.raises(cmdexec.CommandError, match="a FENCE in a layer's own"):
         _machine_run(k, ok + [fence] + ok)
+
+
+def test_more_layers_than_stamps_take_several_starts(monkeypatch):
+    """A model of more than STAMP_DEPTH + 1 layers runs in as few starts as the stamp memory
+    allows, each a contiguous range of whole layers with a FENCE between them."""
+    from pycde_accel import contract
+    monkeypatch.setattr(contract, "STAMP_DEPTH", 2)
+    fe = frontend_result("lenet5")
+    cp = compile_program(fe, cfg(8, 8, 64))
+    groups = cp.run_groups()
+    assert [g["layers"] for g in groups] == [[0, 1, 2], [3, 4, 5], [6]]
+    for g in groups:
+        ls = [cp.layers[i] for i in g["layers"]]
+        assert g["cmd_addr"] == ls[0]["cmd_addr"]
+        assert g["cmd_count"] == sum(e["cmd_count"] for e in ls) + len(ls) - 1
+    outs, _ = cmdexec.run(cp, example_inputs_q(fe))
+    for o, w in zip(outs, reference.run(fe.quantized, example_inputs_q(fe)).outputs):
+        np.testing.assert_array_equal(o, w)
