@@ -92,19 +92,20 @@ class Design:
                                                                  hostgen.DRIVER, hostgen.IO_NPZ)])
 
     def simulate(self, inputs=None, *, work=None, axi_pause: float = 0.0, waves: bool = False,
-                 cache_root=None):
+                 cache_root=None, per_layer_starts: bool = False):
         """Run the model on the accelerator in Verilator; return a
         :class:`~pycde_accel.simulate.SimResult` (``bit_exact``, cycles per layer, outputs).
 
         ``inputs``: a tuple of float tensors/arrays shaped like the example inputs (default: the
         example inputs). ``work``: where the build and run files go (default: a temporary
         folder, removed after). Verilator builds are cached (``cache_root``, default the user
-        cache, ``$PYCDE_ACCEL_CACHE``)."""
+        cache, ``$PYCDE_ACCEL_CACHE``). The host starts the accelerator once for the whole
+        model (``per_layer_starts``: once per layer)."""
         from .simulate import simulate
         fe = self.frontend if inputs is None else self._with_inputs(inputs)
         # the program does not depend on the inputs (they go into the image): compiled once
         kw = dict(axi_pause=axi_pause, seed=self.seed, waves=waves, cache_root=cache_root,
-                  compiled=self.compiled)
+                  compiled=self.compiled, per_layer_starts=per_layer_starts)
         if work is not None:
             return simulate(fe, self.config, Path(work), **kw)
         with tempfile.TemporaryDirectory(prefix="pycde_accel_sim_") as tmp:

@@ -73,13 +73,17 @@ examples:
 SIM_EPILOG = """Runs every layer of the model on the whole accelerator in Verilator (cocotb, cocotbext-axi
 AXI RAM and AXI-Lite master, the host driver of pycde_accel.host), reads the output back from
 the simulated DRAM and compares it with the frontend's integer reference. Exit status 0 only
-when it is bit-exact. Prints per layer the cycles, PE utilization and DMA bytes, and the
-agreement with float PyTorch. Writes DIR/sim/ (SV, Verilator build, plan, result.json).
+when it is bit-exact. The host starts the accelerator once for the whole model (one command
+list, a FENCE between layers; per-layer figures from the FENCEs' counter stamps), or once per
+layer with --per-layer-starts. Prints per layer the cycles, PE utilization and DMA bytes, the
+cycles from the first start to the last done with the host's CSR traffic, and the agreement
+with float PyTorch. Writes DIR/sim/ (SV, Verilator build, plan, result.json).
 
 examples:
   python -m pycde_accel sim                          # default model, 8x8 array
   python -m pycde_accel sim lenet5 --array 4x8 --out out/lenet
   python -m pycde_accel sim mlp --axi-pause 0.3      # random AXI back-pressure
+  python -m pycde_accel sim mlp --per-layer-starts   # one start and interrupt per layer
 """
 
 
@@ -145,6 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--axi-pause", type=float, default=0.0, metavar="P",
                    help="probability that each AXI channel of the memory pauses in a cycle (default 0)")
     m.add_argument("--waves", action="store_true", help="write a VCD waveform (DIR/sim/run/dump.vcd)")
+    m.add_argument("--per-layer-starts", action="store_true",
+                   help="start the accelerator once per layer and wait for its interrupt "
+                        "between layers (default: the whole model per start, FENCEs between "
+                        "the layers)")
     s = sub.add_parser("synth", help="generate, then synthesize with Yosys + nextpnr (or write vendor scripts)",
                        epilog=SYNTH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_common(s)
@@ -351,7 +359,8 @@ def _simulate_into(args: argparse.Namespace, cfg: AccelConfig, folder: Path, fe,
     from .simulate import simulate
     try:
         r = simulate(fe, cfg, folder / "sim", axi_pause=args.axi_pause, seed=args.seed,
-                     waves=args.waves, progress=_progress, compiled=compiled)
+                     waves=args.waves, progress=_progress, compiled=compiled,
+                     per_layer_starts=getattr(args, "per_layer_starts", False))
     except UserError as e:
         return None, e
     (folder / "sim" / "result.json").write_text(json.dumps(r.to_dict(), indent=2) + "\n")

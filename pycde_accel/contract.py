@@ -169,9 +169,15 @@ VEC = CommandSpec(4, "vec", (
                        "byte of the row's beats"),
 ), doc="n beats of X (from x_off) with n beats of S, element-wise, int8")
 
-COMMANDS = (LOAD, EXEC, STORE, VEC)
+FENCE = CommandSpec(5, "fence", (), (), doc=(
+    "barrier: dispatched once every earlier command has finished (engines idle, LOAD data "
+    "routed, write responses in); records the performance counters in the stamp memory"))
+
+COMMANDS = (LOAD, EXEC, STORE, VEC, FENCE)
+#: the commands that go to an engine FIFO (in the order of the four FIFOs)
+ENGINE_COMMANDS = (LOAD, EXEC, STORE, VEC)
 BY_OP = {c.op: c for c in COMMANDS}
-OP_LOAD, OP_EXEC, OP_STORE, OP_VEC = (c.op for c in COMMANDS)
+OP_LOAD, OP_EXEC, OP_STORE, OP_VEC, OP_FENCE = (c.op for c in COMMANDS)
 LOAD_LANES, LOAD_COMMIT, LOAD_ZERO = (LOAD.flag(n) for n in ("lanes", "commit", "zero"))
 EXEC_REL_A, EXEC_REL_B = EXEC.flag("rel_a"), EXEC.flag("rel_b")
 EXEC_CHAIN = EXEC.flag("chain")
@@ -349,13 +355,25 @@ class CsrMap:
 CSR_ADDR_WIDTH = 12
 
 
+#: the performance counters (register names), in the host's read order; the stamp registers
+#: follow them from STAMP_OFFSET in the same order
+_PERF_NAMES = ("perf_cycles", "perf_core_busy", "perf_stall", "perf_dma_rd_bytes",
+               "perf_dma_wr_bytes", "perf_cmds")
+STAMP_OFFSET = 0x80
+#: entries of the stamp memory: the counters of the first STAMP_DEPTH FENCEs of a run
+STAMP_DEPTH = 16
+
+
 def csr_regs(addr_width: int = 32) -> tuple[CsrReg, ...]:
     """The accelerator's registers (``cmd_base`` is ``addr_width`` bits: config.axi_addr_width).
 
-    The host runs one layer per start: it writes ``cmd_base`` (DRAM byte address of the
-    layer's first command) and ``cmd_count``, writes 1 to ``ctrl``, and waits for ``events.done``
-    (or polls ``status.busy``). The performance counters are cleared by ``start`` and count
-    while the layer runs, so after ``done`` they hold that layer's figures.
+    The host runs a command list per start (the whole model, layers separated by FENCEs): it
+    writes ``cmd_base`` (DRAM byte address of the first command) and ``cmd_count``, writes 1
+    to ``ctrl``, and waits for ``events.done`` (or polls ``status.busy``). The performance
+    counters are cleared by ``start`` and count while the run runs; each FENCE records them
+    into the stamp memory (``stamp_count`` FENCEs, the first ``STAMP_DEPTH`` of them readable
+    through ``stamp_sel`` and the ``stamp_*`` registers), so per-layer figures are the
+    differences between stamps.
     """
     return (
         CsrReg("ctrl", 0x00, "pulse", 1, doc="write 1 to start the commands at cmd_base",
@@ -369,6 +387,9 @@ def csr_regs(addr_width: int = 32) -> tuple[CsrReg, ...]:
                        CsrField("axi_bytes", 16, 8))),
         CsrReg("cmd_base", 0x10, "rw", addr_width, doc="DRAM byte address of the first command"),
         CsrReg("cmd_count", 0x14, "rw", 32, doc="number of commands to run"),
+        CsrReg("stamp_count", 0x18, "ro", 32,
+               doc="FENCEs dispatched since start (the first STAMP_DEPTH are stamped)"),
+        CsrReg("stamp_sel", 0x1C, "rw", 8, doc="the stamp the stamp_* registers show"),
         CsrReg("perf_cycles", 0x40, "ro", 32, doc="cycles from start to done"),
         CsrReg("perf_core_busy", 0x44, "ro", 32, doc="cycles the systolic core took a beat"),
         CsrReg("perf_stall", 0x48, "ro", 32,
@@ -376,7 +397,10 @@ def csr_regs(addr_width: int = 32) -> tuple[CsrReg, ...]:
         CsrReg("perf_dma_rd_bytes", 0x4C, "ro", 32, doc="bytes the DMA read"),
         CsrReg("perf_dma_wr_bytes", 0x50, "ro", 32, doc="bytes the DMA wrote"),
         CsrReg("perf_cmds", 0x54, "ro", 32, doc="commands dispatched"),
-    )
+    ) + tuple(
+        CsrReg("stamp_" + n.removeprefix("perf_"), STAMP_OFFSET + 4 * i, "ro", 32,
+               doc=f"{n} when FENCE number stamp_sel was dispatched")
+        for i, n in enumerate(_PERF_NAMES))
 
 
 def csr_map(addr_width: int = 32, data_width: int = 32) -> CsrMap:
@@ -387,7 +411,10 @@ def csr_map(addr_width: int = 32, data_width: int = 32) -> CsrMap:
 _REGS = {r.name: r for r in csr_regs()}
 #: performance counters, in the order the host reads them (their CSRs are ``ro``, 32 bits,
 #: cleared by start, counting while the layer runs)
-PERF_COUNTERS = tuple(n for n in _REGS if n.startswith("perf_"))
+PERF_COUNTERS = _PERF_NAMES
+assert PERF_COUNTERS == tuple(n for n in _REGS if n.startswith("perf_"))
+#: the stamp registers, in PERF_COUNTERS order
+STAMP_REGS = tuple("stamp_" + n.removeprefix("perf_") for n in PERF_COUNTERS)
 #: the last one: commands dispatched (the host checks it against cmd_count)
 PERF_CMDS = "perf_cmds"
 CTRL_START = _REGS["ctrl"].field("start").mask
@@ -482,7 +509,10 @@ def harness_header() -> str:
           f"#define ACCEL_NUM_PERF {len(PERF_COUNTERS)}",
           "#define ACCEL_PERF_OFFSETS {" + ", ".join(
               f"ACCEL_{n.upper()}_OFFSET" for n in PERF_COUNTERS) + "}",
-          f"#define ACCEL_PERF_CMDS_INDEX {PERF_COUNTERS.index(PERF_CMDS)}"]
+          f"#define ACCEL_PERF_CMDS_INDEX {PERF_COUNTERS.index(PERF_CMDS)}",
+          "#define ACCEL_STAMP_OFFSETS {" + ", ".join(
+              f"ACCEL_{n.upper()}_OFFSET" for n in STAMP_REGS) + "}",
+          f"#define ACCEL_STAMP_DEPTH {STAMP_DEPTH}"]
     for e in ERRORS:
         L.append(f"#define ACCEL_ERR_{e.name.upper()} 0x{e.value:02x}u /* {e.message} */")
     L += ["", "#endif /* ACCEL_CONTRACT_H */", ""]
@@ -524,6 +554,7 @@ def markdown_tables() -> dict[str, str]:
         rows.append([f"0x{r.offset:02X}", f"`{r.name}`", r.access, width, fields, r.doc])
     t["csr"] = _table(["offset", "register", "access", "bits", "fields", "meaning"], rows)
     rows = [[f"`{n}`", f"0x{_REGS[n].offset:02X}", _REGS[n].doc] for n in PERF_COUNTERS]
+    rows += [[f"`{n}`", f"0x{_REGS[n].offset:02X}", _REGS[n].doc] for n in STAMP_REGS]
     t["perf"] = _table(["counter", "offset", "counts"], rows)
     rows = [[f"0x{e.value:02X}", f"`{e.name}`", e.message] for e in ERRORS]
     t["errors"] = _table(["err_code bit", "name", "meaning"], rows)
@@ -539,6 +570,7 @@ def markdown_tables() -> dict[str, str]:
         ("STORE_QUEUE", STORE_QUEUE, "STORE commands queued in the store engine"),
         ("VEC_PAIR_FIFO_DEPTH", VEC_PAIR_FIFO_DEPTH, "{X, S} beat pairs in the vector engine"),
         ("PARAM_RECORD_BYTES", PARAM_RECORD_BYTES, "bytes of a post-op parameter record"),
+        ("STAMP_DEPTH", STAMP_DEPTH, "FENCEs per run whose counters are recorded"),
     )]
     t["depths"] = _table(["name", "value", "what"], rows)
     return {k: "\n".join(v) for k, v in t.items()}

@@ -7,13 +7,14 @@ them into ``DIR/host/``).
   is what the ``hw_info`` register reads), the command encoding (:mod:`pycde_accel.contract`,
   docs/accelerator-contract.md: opcodes, destinations, flags, word layout), the DRAM image
   (``dram.bin``: size, where the commands start), every model input/output buffer (address,
-  size, int8 scale) and the layer table (``accel_layers[]``: name, ``cmd_addr``, ``cmd_count``
-  per layer, in run order).
+  size, int8 scale), the layer table (``accel_layers[]``: name, ``cmd_addr``, ``cmd_count``
+  per layer, in run order) and the runs (``accel_runs[]``: one start each, the whole model
+  with a FENCE between layers).
 * ``accel_driver.py``: a standalone Python driver (numpy only, no pycde_accel import) for a
   board or any other CSR/memory transport: ``Accelerator(write_csr, read_csr, write_mem,
   read_mem)`` loads ``dram.bin``, quantizes and packs the inputs (``io.npz``: the byte offset of
-  every element in its buffer), runs the layer table through the CSRs and unpacks/dequantizes
-  the outputs. The same sequence as :mod:`pycde_accel.host` (the runtime the Verilator
+  every element in its buffer), runs the model through the CSRs (one start for the whole
+  model, or one per layer) and unpacks/dequantizes the outputs. The same sequence as :mod:`pycde_accel.host` (the runtime the Verilator
   testbench uses, with async transports), written out for one compiled model.
 * ``io.npz``: ``in<i>_offsets`` / ``out<i>_offsets`` (int64, torch element order).
 
@@ -127,12 +128,25 @@ def program_header(config: AccelConfig, compiled, scales: dict) -> str:
                       f"#define {n}_IM2COL_DILATION_W {lo['dilation'][1]}u",
                       f"#define {n}_IM2COL_ROWS {lo['rows']}u",
                       f"#define {n}_IM2COL_ROW_BYTES {lo['row_bytes']}u"]
-    L += ["", "/* ---- layer table: run in order; per layer write cmd_base, cmd_count, ctrl.start, wait done ---- */",
+    L += ["", "/* ---- layer table: each layer's own commands; run one per start (cmd_base, cmd_count, ctrl.start, wait done) or all at once (accel_runs) ---- */",
           "typedef struct { const char *name; uint32_t cmd_addr; uint32_t cmd_count; } accel_layer_t;",
           f"#define ACCEL_NUM_LAYERS {len(compiled.layers)}u",
           "static const accel_layer_t accel_layers[ACCEL_NUM_LAYERS] = {"]
     for e in compiled.layers:
         L.append(f'    {{"{e["name"]}", 0x{e["cmd_addr"]:08x}u, {e["cmd_count"]}u}}, /* {e.get("op", "")} */')
+    L += ["};", "",
+          "/* ---- runs: one start each for the whole model (the layers' commands back to back, a FENCE",
+          "   between consecutive layers; after done read stamp_count and, per FENCE k, write",
+          "   stamp_sel = k and read the stamp_* registers: layer k's figures are the differences) ---- */",
+          "typedef struct { uint32_t cmd_addr; uint32_t cmd_count; uint32_t first_layer; "
+          "uint32_t num_layers; } accel_run_t;",
+          f"#define ACCEL_STAMP_DEPTH {contract.STAMP_DEPTH}u"]
+    groups = compiled.run_groups()
+    L += [f"#define ACCEL_NUM_RUNS {len(groups)}u",
+          "static const accel_run_t accel_runs[ACCEL_NUM_RUNS] = {"]
+    for g in groups:
+        L.append(f"    {{0x{g['cmd_addr']:08x}u, {g['cmd_count']}u, {g['layers'][0]}u, "
+                 f"{len(g['layers'])}u}},")
     L += ["};", "", "#endif /* ACCEL_PROGRAM_H */", ""]
     return "\n".join(L)
 
@@ -148,6 +162,7 @@ PCIe BAR, a simulator...)::
     acc.load_image(open("dram.bin", "rb").read())                  # once: weights and commands
     acc.write_input(0, x)                                          # float array, shape {in0_shape}
     runs = acc.run()                                               # one dict per layer (perf counters)
+    runs = acc.run(per_layer=True)                                 # the same, one start per layer
     y = acc.read_output(0)                                         # float array (dequantized)
 
 ``write_mem(addr, data)`` / ``read_mem(addr, size)`` take byte addresses of the accelerator's
@@ -166,7 +181,10 @@ HW_INFO = {hw_info:#010x}
 INPUTS = json.loads({inputs!r})
 OUTPUTS = json.loads({outputs!r})
 LAYERS = json.loads({layers!r})
+RUNS = json.loads({runs!r})
 {perf}
+{stamps}
+STAMP_DEPTH = {stamp_depth}
 {errors}
 
 
@@ -233,8 +251,13 @@ class Accelerator:
         return self.read_output_int8(i).astype(np.float64) * OUTPUTS[i]["scale"]
 
     def run_layer(self, layer):
-        self.write_csr(CSR["cmd_base"], layer["cmd_addr"])
-        self.write_csr(CSR["cmd_count"], layer["cmd_count"])
+        return self._run(layer["cmd_addr"], layer["cmd_count"], [layer])[0]
+
+    def _run(self, cmd_addr, cmd_count, layers):
+        """One start: ``layers`` back to back, a FENCE between consecutive ones."""
+        layer = {{"name": ", ".join(l["name"] for l in (layers[0], layers[-1]))}}
+        self.write_csr(CSR["cmd_base"], cmd_addr)
+        self.write_csr(CSR["cmd_count"], cmd_count)
         self.write_csr(CSR["ctrl"], {start})
         if self.wait_done is not None:
             self.wait_done()
@@ -246,20 +269,37 @@ class Accelerator:
             raise AcceleratorError(f"layer {{layer['name']}}: no done after {{self.max_polls}} polls")
         status = self.read_csr(CSR["status"])
         perf = {{n: self.read_csr(CSR[n]) for n in PERF}}
+        marks = [dict.fromkeys(PERF, 0)]
+        if len(layers) > 1:
+            n = self.read_csr(CSR["stamp_count"])
+            if n != len(layers) - 1:
+                raise AcceleratorError(f"layers {{layer['name']}}: {{n}} FENCEs stamped")
+            for k in range(n):
+                self.write_csr(CSR["stamp_sel"], k)
+                marks.append({{p: self.read_csr(CSR[s]) for p, s in zip(PERF, STAMPS)}})
+        marks.append(perf)
         self.write_csr(CSR["events"], events)
         err = status >> {err_lsb} & {err_mask}
         if err or events & {error}:
             why = ", ".join(m for b, m in ERRORS.items() if err & b) or f"code {{err:#x}}"
             raise AcceleratorError(f"layer {{layer['name']}}: the accelerator reported {{why}}")
-        if perf["perf_cmds"] != layer["cmd_count"]:
+        if perf["perf_cmds"] != cmd_count:
             raise AcceleratorError(f"layer {{layer['name']}}: {{perf['perf_cmds']}} of "
-                                   f"{{layer['cmd_count']}} commands ran")
-        return {{"name": layer["name"], **perf}}
+                                   f"{{cmd_count}} commands ran")
+        return [{{"name": l["name"], **{{p: marks[k + 1][p] - marks[k][p] for p in PERF}}}}
+                for k, l in enumerate(layers)]
 
-    def run(self):
-        """Run every layer in order; return their performance counters."""
+    def run(self, per_layer=False):
+        """Run every layer in order: one start per entry of RUNS (the whole model per start;
+        per-layer counters from the FENCEs' stamps), or one per layer; return the layers'
+        performance counters."""
         self.check_hw()
-        return [self.run_layer(layer) for layer in LAYERS]
+        if per_layer:
+            return [self.run_layer(layer) for layer in LAYERS]
+        out = []
+        for r in RUNS:
+            out += self._run(r["cmd_addr"], r["cmd_count"], [LAYERS[i] for i in r["layers"]])
+        return out
 '''
 
 
@@ -272,6 +312,8 @@ def driver_source(config: AccelConfig, compiled, scales: dict, csr_map, model: s
         model=model, array=config.array, in0_shape=ins[0]["shape"] if ins else [],
         config=dumps(config.to_dict()), csr=dumps({r.name: r.offset for r in csr_map.regs}),
         hw_info=hw_info(config), inputs=dumps(ins), outputs=dumps(outs), layers=dumps(layers),
+        runs=dumps(compiled.run_groups()), stamp_depth=contract.STAMP_DEPTH,
+        stamps=_py_literal("STAMPS", [f'"{n}"' for n in contract.STAMP_REGS], "(", ")"),
         perf=_py_literal("PERF", [f'"{n}"' for n in contract.PERF_COUNTERS], "(", ")"),
         errors=_py_literal("ERRORS", [f'{e.value}: "{e.message}"' for e in contract.ERRORS],
                            "{", "}"),

@@ -58,6 +58,11 @@ class SimResult:
     predicted_cycles: int | None = None
     #: MACs the array performs (padded channels included); ``macs`` are the model's
     array_macs: int = 0
+    #: accelerator starts (1: the whole model per start; one per layer with per_layer_starts)
+    starts: int = 1
+    #: cycles from the first ``ctrl.start`` write to the last ``irq``, the host's CSR writes,
+    #: irq waits and counter/stamp reads between starts included (None: not measured)
+    host_cycles: int | None = None
 
     def to_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k != "outputs"}
@@ -139,10 +144,14 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
                axi_pause: float = 0.0, seed: int = 0, waves: bool = False,
                stall_cycles: int = 20000, progress: Progress = _quiet,
                engine: str = "auto",
-               layer_timeout_cycles: int = LAYER_TIMEOUT_CYCLES) -> tuple[list[dict], bytes]:
+               layer_timeout_cycles: int = LAYER_TIMEOUT_CYCLES, groups: list | None = None,
+               info: dict | None = None) -> tuple[list[dict], bytes]:
     """Run ``layers`` (dicts with ``name``, ``cmd_addr``, ``cmd_count``) on the Verilator build
     ``sim`` with ``image`` as the DRAM; return (per-layer LayerRun dicts, DRAM image after).
-    ``engine``: see :data:`ENGINES`.
+    ``groups``: the starts (``CompiledProgram.run_groups()``: several layers per start,
+    FENCEs between them); None: one start per layer. ``info`` (a dict) receives
+    ``host_cycles``: from the first ``ctrl.start`` write to the last ``irq``, the host's CSR
+    traffic between starts included. ``engine``: see :data:`ENGINES`.
     A failed run (accelerator error, watchdog, timeout) raises UserError with its reason."""
     from .rtl_lib.axil_csr import default_csr_map
     from .sim import fast, runner
@@ -162,6 +171,7 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
             "csr_map": default_csr_map(config.axi_addr_width, config.axil_data_width).to_dict(),
             "hw": {"rows": config.rows, "cols": config.cols, "axi_bytes": ab},
             "layers": [{k: l[k] for k in ("name", "cmd_addr", "cmd_count")} for l in layers],
+            **({"runs": [dict(g) for g in groups]} if groups is not None else {}),
             "reads": [{"name": "image", "addr": 0, "size": len(image)}],
             "axi_pause": axi_pause, "seed": seed, "stall_cycles": stall_cycles,
             "layer_timeout_cycles": int(layer_timeout_cycles),
@@ -180,6 +190,8 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
         res = fast.run_native(exe, run_dir / "plan.json")
         if "error" in res:
             raise UserError(f"simulation failed: {res['error']} (log: {run_dir / 'native.log'})")
+        if info is not None:
+            info["host_cycles"] = res.get("host_cycles")
         return res["layers"], (run_dir / res["reads"]["image"]).read_bytes()
     here = run_dir.resolve()
     try:
@@ -203,6 +215,8 @@ def run_layers(config: AccelConfig, sim, layers: list[dict], image: bytes, run_d
         raise UserError(f"simulation failed: {why or str(e).splitlines()[0]} "
                         f"(log: {run_dir / 'sim.log'})") from None
     res = json.loads(result.read_text())
+    if info is not None:
+        info["host_cycles"] = res.get("host_cycles")
     return res["layers"], (run_dir / res["reads"]["image"]).read_bytes()
 
 
@@ -210,26 +224,34 @@ def run_image(config: AccelConfig, compiled, image: bytes, work: Path, *, axi_pa
               seed: int = 0, waves: bool = False, stall_cycles: int = 20000,
               cache_root: Path | None = None, sim=None, progress: Progress = _quiet,
               engine: str = "auto",
-              layer_timeout_cycles: int = LAYER_TIMEOUT_CYCLES) -> tuple[list[dict], bytes]:
+              layer_timeout_cycles: int = LAYER_TIMEOUT_CYCLES, per_layer_starts: bool = False,
+              info: dict | None = None) -> tuple[list[dict], bytes]:
     """Build the accelerator for ``config`` (unless ``sim`` is a build of it) and run
-    ``compiled``'s layers on ``image`` in ``work/run`` (``engine``: see :data:`ENGINES`)."""
+    ``compiled``'s layers on ``image`` in ``work/run`` (``engine``: see :data:`ENGINES`): the
+    whole model per start (``compiled.run_groups()``), or one start per layer
+    (``per_layer_starts``)."""
     work = Path(work)
     if sim is None:
         eng = pick_engine(engine, axi_pause=axi_pause, waves=waves, image_len=len(image))
         sim = build_accelerator(config, work, cache_root=cache_root, waves=waves,
                                 progress=progress, defer=eng != "axiram",
                                 rowred=getattr(compiled, "uses_rowred", False))
+    groups = (compiled.run_groups() if hasattr(compiled, "run_groups") and not per_layer_starts
+              else None)
     return run_layers(config, sim, compiled.layers, image, work / "run", axi_pause=axi_pause,
                       seed=seed, waves=waves, stall_cycles=stall_cycles, progress=progress,
-                      engine=engine, layer_timeout_cycles=layer_timeout_cycles)
+                      engine=engine, layer_timeout_cycles=layer_timeout_cycles, groups=groups,
+                      info=info)
 
 
 def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, seed: int = 0,
              waves: bool = False, stall_cycles: int = 20000, cache_root: Path | None = None,
              sim=None, progress: Progress = _quiet, engine: str = "auto",
-             compiled=None) -> SimResult:
+             compiled=None, per_layer_starts: bool = False) -> SimResult:
     """Simulate frontend result ``fe`` (``frontend.run``) on the accelerator for ``config``
-    (``compiled``: ``backend.compile_program(fe, config)`` when the caller has it already)."""
+    (``compiled``: ``backend.compile_program(fe, config)`` when the caller has it already):
+    the whole model per start (FENCEs between layers, per-layer cycles from their stamps), or
+    one start per layer (``per_layer_starts``)."""
     from .backend import compile_program
     from .frontend import evaluate, reference
 
@@ -243,15 +265,17 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
     image = compiled.load_inputs(xq)
     picked = pick_engine(engine, axi_pause=axi_pause, waves=waves, image_len=len(image))
     prediction = _predict(compiled, prediction_config(config, picked),
-                          "axiram" if picked == "axiram" else "rtl")
+                          "axiram" if picked == "axiram" else "rtl", not per_layer_starts)
     # a layer that runs long by design (vgg11's 25088 x 4096 classifier reads 100 MB) is not
     # a hang: its time limit follows its prediction (the watchdog still ends a stalled stream)
     timeout = max([LAYER_TIMEOUT_CYCLES] + [4 * l.cycles for l in prediction.layers]
                   if prediction else [LAYER_TIMEOUT_CYCLES])
+    info: dict = {}
     runs, after = run_image(config, compiled, image, work, axi_pause=axi_pause, seed=seed,
                             waves=waves, stall_cycles=stall_cycles, cache_root=cache_root,
                             sim=sim, progress=progress, engine=engine,
-                            layer_timeout_cycles=timeout)
+                            layer_timeout_cycles=timeout, per_layer_starts=per_layer_starts,
+                            info=info)
     outs = compiled.read_outputs(bytearray(after))
     want = reference.run(qm, xq).outputs
     mismatches = []
@@ -291,7 +315,9 @@ def simulate(fe, config: AccelConfig, work: Path, *, axi_pause: float = 0.0, see
                      dma_bytes_written=sum(r["dma_wr_bytes"] for r in runs),
                      float_max_abs_error=max(errs) if errs else 0.0, float_top1_match=top1,
                      predicted_cycles=prediction.total_cycles if prediction else None,
-                     outputs=outs, array_macs=sum(array[:len(layers)]))
+                     outputs=outs, array_macs=sum(array[:len(layers)]),
+                     starts=len(compiled.run_groups(per_layer_starts)),
+                     host_cycles=info.get("host_cycles"))
 
 
 def classifier_shaped(shape) -> bool:
@@ -299,12 +325,13 @@ def classifier_shaped(shape) -> bool:
     return len(shape) == 2 and shape[1] > 1
 
 
-def _predict(compiled, config: AccelConfig, memory: str = "rtl"):
+def _predict(compiled, config: AccelConfig, memory: str = "rtl", one_start: bool = True):
     """perfmodel's prediction for ``compiled`` (``memory``: the engine's memory model, see
-    ``perfmodel.MEMORIES``), or None: a model failure must not fail a run."""
+    ``perfmodel.MEMORIES``; ``one_start``: the runs of ``run_groups()``, else one start per
+    layer), or None: a model failure must not fail a run."""
     from . import perfmodel
     try:
-        return perfmodel.predict(compiled, config, memory=memory)
+        return perfmodel.predict(compiled, config, memory=memory, one_start=one_start)
     except Exception:  # pragma: no cover - reported as a missing prediction
         return None
 
@@ -325,6 +352,10 @@ def report_lines(r: SimResult) -> list[str]:
                      f"{l['cycles']:>9} {_pred(l.get('predicted_cycles')):>9} {l['macs']:>9} "
                      f"{am:>10} {waste:>6} {l['pe_utilization']:>8.3f} "
                      f"{l['dma_rd_bytes']:>9} {l['dma_wr_bytes']:>9} {l['cmds']:>6}")
+    if r.host_cycles is not None:
+        lines.append(f"  host: {r.starts} start{'s' if r.starts != 1 else ''}, {r.host_cycles} "
+                     f"cycles from the first start to the last done (the host's CSR writes and "
+                     f"counter reads between starts included)")
     lines.append(f"  total: {r.total_cycles} cycles (predicted {_pred(r.predicted_cycles)}), "
                  f"{r.macs} MACs, PE utilization "
                  f"{r.pe_utilization:.3f}, DMA {r.dma_bytes_read} B read, "

@@ -10,8 +10,9 @@ them).
 Execution model: decoupled access / execute, commands in DRAM
 -------------------------------------------------------------
 The compiler (``pycde_accel.backend.commands``) turns every layer into a list of 32-byte
-commands (LOAD, EXEC, STORE, VEC) in the DRAM image. The host runs one layer per ``start``:
-``cmd_base``/``cmd_count`` CSRs, ``ctrl.start``, then ``events.done``. The accelerator:
+commands (LOAD, EXEC, STORE, VEC), all layers in one list with a FENCE between layers, in the
+DRAM image. The host runs the whole list per ``start``: ``cmd_base``/``cmd_count`` CSRs,
+``ctrl.start``, then ``events.done``. The accelerator:
 
 1. *fetches* the commands by DMA, up to ``FETCH_CHUNK`` commands per read, as long as the
    command FIFO (``CMD_FIFO_DEPTH``) has room for everything requested (credits, so fetched
@@ -37,6 +38,16 @@ commands (LOAD, EXEC, STORE, VEC) in the DRAM image. The host runs one layer per
 5. the STORE and VEC engines' DMA write commands share the write DMA (STORE first); an owner
    FIFO routes each command's data beats in command order.
 
+A FENCE (the compiler puts one between consecutive layers of the one command list of a
+model) goes to no engine: dispatch holds it until every earlier command has finished (the
+engine FIFOs empty, the engines idle, every LOAD's data routed, the write side idle with its
+last response taken; :mod:`.dispatch`), so a layer reads from DRAM what the earlier ones wrote
+without a host round trip; fetch goes on across it. On its dispatch edge the performance
+counters (cycles, core busy, stall, DMA bytes, commands dispatched) are written into entry
+``stamp_count`` of the stamp memory (``STAMP_DEPTH`` entries, ``seq.hlmem``, read latency 1,
+read through the ``stamp_sel`` CSR and the ``stamp_*`` registers); ``stamp_count`` counts
+the run's FENCEs. Per-layer figures are the differences between stamps.
+
 ``done`` (``events.done``, the ``irq`` output) rises when every command was dispatched and
 every FIFO, engine and DMA engine is idle (the last write response taken).
 
@@ -61,7 +72,8 @@ written, commands dispatched.
 from __future__ import annotations
 
 from pycde import Clock, Input, Module, Output, Reset
-from pycde.constructs import Wire
+from pycde.constructs import Mux, Wire
+from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from .. import contract
@@ -69,11 +81,13 @@ from ..config import AccelConfig
 # the command encoding and the structure the software relies on: the contract's
 from ..contract import (CMD_BITS, CMD_FIFO_DEPTH, DST_A, DST_B, DST_CMD, DST_P, DST_S, DST_X,
                         ENGINE_FIFO_DEPTH, ERR_BAD_OP, EXEC_CHAIN, ERR_CORE, ERR_DMA_RD, ERR_DMA_WR,
-                        FETCH_CHUNK, MAX_BURST, MAX_OUTSTANDING, OP_EXEC, OP_LOAD, OP_STORE,
-                        OP_VEC, ROUTE_FIFO_DEPTH, hw_info)
+                        FETCH_CHUNK, MAX_BURST, MAX_OUTSTANDING, OP_EXEC, OP_FENCE, OP_LOAD,
+                        OP_STORE, OP_VEC, PERF_COUNTERS, PERF_CMDS, ROUTE_FIFO_DEPTH, STAMP_DEPTH,
+                        STAMP_REGS, hw_info)
 from .axi_dma import command_stream, make_axi_dma
 from .axil_csr import default_csr_map, make_axil_csr
-from .bits import resize
+from .bits import inc, resize
+from .common import NamedReg, dual_port_mem
 from .counters import StatusCounters
 from .dispatch import Dispatcher, cmd_field, cmd_word
 from .fetch import Fetcher
@@ -172,7 +186,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                         CMD_FIFO_DEPTH, FETCH_CHUNK)
         cmdq = fetch.cmdq
         disp = Dispatcher(clk, rst, cmdq, start, fetch.pop, (OP_LOAD, OP_EXEC, OP_STORE, OP_VEC),
-                          DST_P, DST_X, CMD_BITS, ENGINE_FIFO_DEPTH)
+                          DST_P, DST_X, CMD_BITS, ENGINE_FIFO_DEPTH, OP_FENCE)
         loadq, execq, storeq, vecq = disp.queues
         status.csr["perf_cmds"].assign(disp.dispatched)
 
@@ -230,6 +244,16 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
         # ---------------------------------------------------------------- write arbiter
         arb.build(clk, rst, st, vec, wr, dma.wr_cmd_ready, dma.wr_in_ready)
 
+        # ---------------------------------------------------------------- FENCE: drained
+        # LOADs issued whose data is not yet all routed (the route FIFO, its slice, the DMA)
+        inflight = NamedReg(5, clk, rst, 0, name="loads_in_flight")
+        inflight.next(Mux(load.load_go,
+                          Mux(rt.load_done, inflight.q, (inflight.q.as_uint(5) - 1).as_bits(5)),
+                          Mux(rt.load_done, inc(inflight.q, 5), inflight.q)))
+        disp.drained.assign(loadq.empty & execq.empty & storeq.empty & vecq.empty &
+                            (inflight.q == Bits(5)(0)) & ~mm.busy & ~st.busy & ~vec.busy &
+                            arb.own.empty & ~dma.wr_busy)
+
         # ---------------------------------------------------------------- done, status, perf
         idle = ((fetch.left == Bits(32)(0)) &
                 (fetch.credits_used == Bits(fetch.credit_width)(0)) &
@@ -244,5 +268,21 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                       ("perf_stall", mm.stall, 1),
                       ("perf_dma_rd_bytes", dma.rd_out_valid & rd["out_ready"], AB),
                       ("perf_dma_wr_bytes", arb.wfire, AB)))
+
+        # ---------------------------------------------------------------- stamps
+        # each FENCE: the counters as they stand on its dispatch edge, into entry stamp_count
+        # of the stamp memory (the first STAMP_DEPTH of a run); read through stamp_sel
+        stamp_n = NamedReg(32, clk, rst, 0, name="stamp_count")
+        stamp_n.next(Mux(start, Mux(disp.fence_go, stamp_n.q, inc(stamp_n.q, 32)),
+                         Bits(32)(0)))
+        sw = max(1, (STAMP_DEPTH - 1).bit_length())
+        room = stamp_n.q.as_uint(32) < STAMP_DEPTH
+        vals = [disp.dispatched if n == PERF_CMDS else status.perf_q[n] for n in PERF_COUNTERS]
+        stamp_rd = dual_port_mem(clk, rst, "stamp_mem", 32 * len(vals), STAMP_DEPTH,
+                                 stamp_n.q[0:sw], BitsSignal.concat(list(reversed(vals))),
+                                 disp.fence_go & room, csr.stamp_sel[0:sw])
+        status.csr["stamp_count"].assign(stamp_n.q)
+        for i, n in enumerate(STAMP_REGS):
+            status.csr[n].assign(stamp_rd[32 * i:32 * (i + 1)])
 
     return module("pycde_accel_top", ports, build)

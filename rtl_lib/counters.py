@@ -20,7 +20,7 @@ sticky CSRs show (built inside the top's generator; ``accel`` composes it).
     ``err_code``), 0, ``running``};
   - each performance counter (32 bits, a register of the counter's name) is cleared by
     ``start`` and adds ``amount`` on every cycle its increment is high while running, so after
-    ``done`` it holds the layer's figure.
+    ``done`` it holds the run's figure; ``perf_q[name]`` is its register (the stamps').
 """
 
 from __future__ import annotations
@@ -83,8 +83,10 @@ class StatusCounters:
         err_sticky.next(Mux(start, err_sticky.q | err_code, Bits(ERR_BITS)(0)))
         self.csr["status"].assign(BitsSignal.concat([err_sticky.q, Bits(7)(0), running.q]))
         self.events_set.assign(BitsSignal.concat([err_code != Bits(ERR_BITS)(0), finish]))
+        self.perf_q = {}
         for name, inc, amount in perf:
             r = NamedReg(32, clk, rst, 0, name=name)
+            self.perf_q[name] = r.q
             nxt = Mux(inc & running.q, r.q, (r.q.as_uint(32) + amount).as_bits(32))
             r.next(Mux(start, nxt, Bits(32)(0)))
             self.csr[name].assign(r.q)

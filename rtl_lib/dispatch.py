@@ -1,8 +1,8 @@
 """The accelerator top's in-order dispatch: the command FIFO's head -> four engine FIFOs
 (built inside the top's generator; ``accel`` composes it), and the command field accessors.
 
-``Dispatcher(clk, rst, cmdq, start, credit_return, opcodes, dst_p, dst_x, cmd_bits, depth)``
-----------------------------------------------------------------------------------------------
+``Dispatcher(clk, rst, cmdq, start, credit_return, opcodes, dst_p, dst_x, cmd_bits, depth, fence_op)``
+------------------------------------------------------------------------------------------------------
 ``cmdq``: the command FIFO (``fetch.Fetcher.cmdq``); ``opcodes``: the four opcodes (LOAD, EXEC,
 STORE, VEC) in that order; ``dst_p``/``dst_x``: the LOAD destinations of the store engine's
 parameter memory and of the vector engine's X buffer. A command is bits ``[0, cmd_bits)``:
@@ -23,6 +23,13 @@ opcode ``[0, 8)``, flags ``[8, 16)``, a LOAD's destination ``[16, 24)``, then 32
   ``vec_idle_q``), a cycle late: idle in cycle t-1 with no command of that engine dispatched in
   t-1 implies idle in t (an engine turns busy only by taking a command from its FIFO), so a
   LOAD P / LOAD X goes 1 cycle after the engine is idle.
+* FENCE (``fence_op``): goes to no engine; dispatched only once every earlier command has
+  finished: ``drained`` (a wire the top drives: the four engine FIFOs empty, the engines
+  idle, no LOAD's data still to route, the write side idle with every write response in)
+  reaches dispatch as the register ``drained_q`` (a cycle late, sound for the same reason as
+  the idle registers: nothing turns busy without a dispatch, and a cycle with a dispatch
+  clears it). ``fence_go`` (out): a FENCE is dispatched on this edge (the top's stamp).
+  Fetch is not held: the commands after the FENCE are fetched while it waits.
 * ``credit_return`` (the fetcher's ``pop`` wire) is driven with ``dispatch``: a command's credit
   returns when it is dispatched, not when it enters the slice, so the credits cover the FIFO
   and the slice and the fetcher runs no further ahead than without the slice.
@@ -55,35 +62,40 @@ class Dispatcher:
     """In-order dispatch (see the module docstring)."""
 
     def __init__(self, clk, rst, cmdq, start, credit_return, opcodes, dst_p: int, dst_x: int,
-                 cmd_bits: int, depth: int):
+                 cmd_bits: int, depth: int, fence_op: int):
         raw = cmdq.output
         r_op, r_ldst = raw[0:8], raw[16:24]
         r_is_op = [r_op == Bits(8)(k) for k in opcodes]
-        r_bad = ~(r_is_op[0] | r_is_op[1] | r_is_op[2] | r_is_op[3])
+        r_fence = r_op == Bits(8)(fence_op)
+        r_bad = ~(r_is_op[0] | r_is_op[1] | r_is_op[2] | r_is_op[3] | r_fence)
         r_ld_p = r_is_op[0] & (r_ldst == Bits(8)(dst_p))
         r_ld_x = r_is_op[0] & (r_ldst == Bits(8)(dst_x))
         dispatch_w = Wire(Bits(1), "dispatch")
         head_valid, dec, slice_ready = register_slice(
             clk, rst, ~cmdq.empty,
-            BitsSignal.concat([r_ld_x, r_ld_p, r_bad] + list(reversed(r_is_op)) + [raw]),
+            BitsSignal.concat([r_fence, r_ld_x, r_ld_p, r_bad] + list(reversed(r_is_op)) + [raw]),
             dispatch_w, "dispatch_head")
         self.head = head = dec[0:cmd_bits]
         is_op = [dec[cmd_bits + k] for k in range(4)]
         bad, ld_p, ld_x = dec[cmd_bits + 4], dec[cmd_bits + 5], dec[cmd_bits + 6]
+        fence = dec[cmd_bits + 7]
         self.queues = queues = [FIFO(Bits(cmd_bits), depth, clk, rst) for _ in range(4)]
         self.loadq, self.execq, self.storeq, self.vecq = queues
         self.store_busy = Wire(Bits(1), "store_busy")
         self.vec_busy = Wire(Bits(1), "vec_busy")
+        self.drained = Wire(Bits(1), "drained")
         st_idle = NamedReg(1, clk, rst, 0, name="store_idle_q")
         vec_idle = NamedReg(1, clk, rst, 0, name="vec_idle_q")
-        hazard = (ld_p & ~st_idle.q) | (ld_x & ~vec_idle.q)
-        can = bad
+        drained_q = NamedReg(1, clk, rst, 0, name="drained_q")
+        hazard = (ld_p & ~st_idle.q) | (ld_x & ~vec_idle.q) | (fence & ~drained_q.q)
+        can = bad | fence
         for k in range(4):
             can = can | (is_op[k] & ~queues[k].full)
         dispatch = head_valid & can & ~hazard
         dispatch_w.assign(dispatch)
         st_idle.next(self.storeq.empty & ~self.store_busy & ~(dispatch & is_op[2]))
         vec_idle.next(self.vecq.empty & ~self.vec_busy & ~(dispatch & is_op[3]))
+        drained_q.next(self.drained & ~dispatch)
         cmdq.pop(~cmdq.empty & slice_ready)
         credit_return.assign(dispatch)
         for k in range(4):
@@ -92,4 +104,5 @@ class Dispatcher:
         dispatched.next(Mux(start, Mux(dispatch, dispatched.q, inc(dispatched.q, 32)),
                             Bits(32)(0)))
         self.head_valid, self.bad, self.dispatch = head_valid, bad, dispatch
+        self.fence_go = dispatch & fence
         self.dispatched = dispatched.q

@@ -18,6 +18,7 @@ DMA's command port (``cmd_addr``, ``cmd_beats``, ``cmd_rows``, ``cmd_stride``, `
   COMMIT, ZERO), ``[6, 22)`` index (word 5), ``[22, 38)`` word (word 6), ``[38, 54)`` beats,
   ``[54, 70)`` rows. A fetch's entry: destination ``dst_cmd``, 1 row.
 * Issue is combinational on the FIFO heads and ``rd_cmd_ready``; one command per cycle.
+  ``load_go`` (out): a LOAD left the FIFO for the route FIFO on this edge.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class LoadEngine:
         fetcher.go.assign(fg)
         load_go = ~fetch_req & l_valid & ~route.full & (l_zero | rd_cmd_ready)
         loadq.pop(load_go)
+        self.load_go = load_go
         l_entry = BitsSignal.concat([cmd_field(lh, 3, 16), cmd_field(lh, 2, 16),
                                      cmd_field(lh, 6, 16), cmd_field(lh, 5, 16), l_flags[0:3],
                                      l_dst[0:3]])

@@ -23,6 +23,8 @@ destination codes of A, B, P, X, S and CMD, in that order.
   beat in the command with LANES) and ``commit`` (the command's last beat, with COMMIT): the
   operand scratchpads' write port; ``x_index()`` (index + beat): the X buffer's; the S stream
   takes ``beat_data`` as is.
+* ``load_done`` (out): the last beat of a LOAD's entry (any destination but CMD) was routed
+  on this edge (the top counts LOADs in flight for FENCE).
 * CMD: beats packed into 256-bit commands (``cmd_pack``) pushed into ``cmdq`` (its room is the
   fetcher's credits). P: beats split into 32-bit words (``param_split``) written as
   ``p_data``/``p_valid`` at ``param_index()`` = 4 * index + the word counted since the
@@ -80,6 +82,8 @@ class ReadRouter:
         beat_fire = beat_valid & dst_ready
         out_ready.assign(r_valid & ~r_zero & dst_ready)
         r_pop_w.assign(beat_fire & cmd_last)
+        #: a LOAD's route entry (not a fetch's) had its last beat routed on this edge
+        self.load_done = beat_fire & cmd_last & ~is_dst[DST_CMD]
         bcnt.next(Mux(beat_fire, bcnt.q, Mux(row_last, inc(bcnt.q, 16), Bits(16)(0))))
         rcnt.next(Mux(beat_fire, rcnt.q,
                       Mux(cmd_last, Mux(row_last, rcnt.q, inc(rcnt.q, 16)), Bits(16)(0))))

@@ -374,6 +374,14 @@ def _verilate(root: Path, kind: str, sources: list[Path], main: Path, args: list
 
 # ----------------------------------------------------------------------------- native run
 
+def plan_runs(plan: dict) -> list[dict]:
+    """The plan's starts: its ``runs`` (``CompiledProgram.run_groups``), or one per layer."""
+    if plan.get("runs"):
+        return plan["runs"]
+    return [{"cmd_addr": l["cmd_addr"], "cmd_count": l["cmd_count"], "layers": [i]}
+            for i, l in enumerate(plan["layers"])]
+
+
 def native_script(plan: dict) -> str:
     """The harness's input: limits, expected hw, layers, the dump range. The CSR offsets are
     the contract's, compiled into the harness (:func:`pycde_accel.contract.harness_header`):
@@ -386,8 +394,8 @@ def native_script(plan: dict) -> str:
     stall = int(plan.get("stall_cycles", 20000))
     lines = [f"limits {stall} {stall} {int(plan.get('layer_timeout_cycles', 10_000_000))}",
              f"hw {hw['rows']} {hw['cols']} {hw['axi_bytes']}"]
-    for layer in plan["layers"]:
-        lines.append(f"layer {int(layer['cmd_addr'])} {int(layer['cmd_count'])}")
+    for g in plan_runs(plan):
+        lines.append(f"run {int(g['cmd_addr'])} {int(g['cmd_count'])} {len(g['layers'])}")
     if plan["reads"]:
         lo, hi = dump_range(plan["reads"], hw["axi_bytes"])
         lines.append(f"dump {lo} {hi}")
@@ -414,6 +422,9 @@ class _Replay:
 
     async def read_csr(self, offset: int) -> int:
         return self._next("r")[1]
+
+    def now(self) -> int:
+        return self._next("t")[1]
 
     async def wait_irq(self) -> None:
         from ..host import AcceleratorError
@@ -443,6 +454,8 @@ def _parse_log(text: str) -> tuple[list[tuple], dict]:
             events.append(("r", int(f[1])))
         elif f[0] == "irq":
             events.append(("irq",))
+        elif f[0] == "t":
+            events.append(("t", int(f[1])))
         elif f[0] == "timeout":
             events.append(("timeout", int(f[1])))
         elif f[0] == "trip":
@@ -488,9 +501,11 @@ def run_native(exe: NativeBuild | Path, plan_path: os.PathLike | str) -> dict:
 
     async def replay():
         await driver.check_hw()
-        for layer in plan["layers"]:
-            run = await driver.run_layer(layer["name"], layer["cmd_addr"], layer["cmd_count"])
-            out["layers"].append(run.to_dict())
+        for g in plan_runs(plan):
+            runs = await driver.run_group(g["cmd_addr"], g["cmd_count"],
+                                          [plan["layers"][i] for i in g["layers"]])
+            out["layers"] += [r.to_dict() for r in runs]
+        out["host_cycles"] = driver.host_cycles
 
     try:
         asyncio.run(replay())

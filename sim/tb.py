@@ -43,6 +43,11 @@ class CocotbCsr:
     async def read_csr(self, offset: int) -> int:
         return await self.m.read_dword(offset)
 
+    def now(self) -> int:
+        """The current clock cycle (simulated time / the period)."""
+        from cocotb.utils import get_sim_time
+        return int(get_sim_time("ns")) // PERIOD_NS
+
     async def wait_irq(self) -> None:
         if int(self.dut.irq.value):
             return

@@ -12,13 +12,17 @@ The plan (JSON, path in ``TB_ACCEL_PLAN``), written by :mod:`pycde_accel.simulat
   ``mem_size`` bytes: weights, parameters, commands, and the input tensors already in place);
 * ``csr_map``: ``CsrMap.to_dict()``; ``hw``: ``{"rows", "cols", "axi_bytes"}``;
 * ``layers``: ``[{"name", "cmd_addr", "cmd_count"}]`` run in order;
+* ``runs`` (optional): ``[{"cmd_addr", "cmd_count", "layers": [index...]}]``, one start each
+  (``CompiledProgram.run_groups``: the whole model per start, FENCEs between its layers);
+  without it, one start per layer;
 * ``reads``: ``[{"name", "addr", "size"}]`` regions read back after the last layer;
 * ``axi_pause``: probability that each of the five AXI channels of the memory (and of the
   CSR master) pauses in a cycle (cocotbext-axi pause generators), ``seed``;
 * ``layer_timeout_cycles``: a layer that has not raised ``irq`` by then fails the test;
 * ``stall_cycles``: the watchdog's limit: a valid/ready channel that stays stalled (or no beat
   moving anywhere) that long ends the run with the channel's name (0: no watchdog, faster);
-* ``result``: where to write ``{"layers": [LayerRun...], "reads": {name: file}, "cycles"}``
+* ``result``: where to write ``{"layers": [LayerRun...], "reads": {name: file}, "cycles",
+  "host_cycles"}`` (``host_cycles``: from the first ``ctrl.start`` write to the last ``irq``)
   (the read regions go to ``<result>.<name>.bin``).
 """
 
@@ -36,6 +40,7 @@ from pycde_accel.host import AcceleratorError, Driver
 from pycde_accel.rtl_lib.axil_csr import CsrMap
 
 from . import tb
+from .fast import plan_runs
 from .watchdog import StallError, Watchdog
 
 AXI_CHANNELS = ("ar", "r", "aw", "w", "b")
@@ -98,10 +103,12 @@ async def run_plan(dut):
     out = {"layers": [], "reads": {}}
     try:
         await driver.check_hw()
-        for layer in plan["layers"]:
-            job = driver.run_layer(layer["name"], layer["cmd_addr"], layer["cmd_count"])
-            run = await (dog.watch(job) if dog is not None else job)
-            out["layers"].append(run.to_dict())
+        for group in plan_runs(plan):
+            job = driver.run_group(group["cmd_addr"], group["cmd_count"],
+                                   [plan["layers"][i] for i in group["layers"]])
+            runs = await (dog.watch(job) if dog is not None else job)
+            out["layers"] += [r.to_dict() for r in runs]
+        out["host_cycles"] = driver.host_cycles
     except (AcceleratorError, StallError) as e:
         out["error"] = str(e).splitlines()[0]
         result_path.write_text(json.dumps(out, indent=1))

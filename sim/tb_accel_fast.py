@@ -23,7 +23,7 @@ from pycde_accel.contract import CsrMap
 from pycde_accel.host import AcceleratorError, Driver
 
 from . import tb
-from .fast import STREAMS, dump_range, trip_message
+from .fast import STREAMS, dump_range, plan_runs, trip_message
 from .watchdog import StallError
 
 
@@ -82,9 +82,11 @@ async def run_plan(dut):
     out = {"layers": [], "reads": {}}
     try:
         await driver.check_hw()
-        for layer in plan["layers"]:
-            run = await driver.run_layer(layer["name"], layer["cmd_addr"], layer["cmd_count"])
-            out["layers"].append(run.to_dict())
+        for group in plan_runs(plan):
+            runs = await driver.run_group(group["cmd_addr"], group["cmd_count"],
+                                          [plan["layers"][i] for i in group["layers"]])
+            out["layers"] += [r.to_dict() for r in runs]
+        out["host_cycles"] = driver.host_cycles
     except (AcceleratorError, StallError) as e:
         out["error"] = str(e).splitlines()[0]
         result_path.write_text(json.dumps(out, indent=1))

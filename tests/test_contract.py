@@ -61,9 +61,12 @@ def test_encoding_puts_every_field_in_its_word():
         cls = encoding.COMMANDS[c.op]
         for i, f in enumerate(c.fields):
             v = -(i + 2) if f.signed else 0x1000 + i
-            w = cls(**{f.name: v, "flags": c.flags[-1].value}).words()
+            fl = c.flags[-1].value if c.flags else 0
+            w = cls(**{f.name: v, "flags": fl}).words()
             assert w[f.word] == v & 0xFFFFFFFF
-            assert w[0] & 0xFF == c.op and w[0] >> 8 & 0xFF == c.flags[-1].value
+            assert w[0] & 0xFF == c.op and w[0] >> 8 & 0xFF == fl
+    assert encoding.Fence().words() == [contract.OP_FENCE] + [0] * (contract.CMD_WORDS - 1)
+    assert encoding.decode(encoding.Fence().words()) == encoding.Fence()
     assert encoding.Load(dst=contract.DST_S).words()[0] >> 16 == contract.DST_S
     assert encoding.Vec(dst=0x1234).words()[0] >> 16 == 0           # VEC's dst is word 3
 
@@ -76,6 +79,22 @@ def test_csr_map_is_the_rtls_and_the_counters_are_its_perf_registers():
     assert all(m.by_name(n).access == "ro" for n in contract.PERF_COUNTERS)
     assert contract.PERF_COUNTERS[-1] == contract.PERF_CMDS
     assert contract.CsrMap.from_dict(m.to_dict()) == m
+
+
+def test_stamp_registers_follow_the_perf_counters():
+    """Each FENCE stamps every performance counter: one stamp_* register per counter, in the
+    same order, and the stamp memory's depth is the contract's (header and docs)."""
+    m = contract.csr_map()
+    assert contract.STAMP_REGS == tuple("stamp_" + n.removeprefix("perf_")
+                                        for n in contract.PERF_COUNTERS)
+    offs = [m.by_name(n).offset for n in contract.STAMP_REGS]
+    assert offs == [contract.STAMP_OFFSET + 4 * i for i in range(len(offs))]
+    assert all(m.by_name(n).access == "ro" for n in contract.STAMP_REGS + ("stamp_count",))
+    assert m.by_name("stamp_sel").access == "rw"
+    assert 1 << m.by_name("stamp_sel").width >= contract.STAMP_DEPTH
+    assert f"#define ACCEL_STAMP_DEPTH {contract.STAMP_DEPTH}" in contract.harness_header()
+    assert "| STAMP_DEPTH |" in contract.markdown_tables()["depths"]
+    assert contract.OP_FENCE not in {c.op for c in contract.ENGINE_COMMANDS}
 
 
 def test_hw_info_round_trips():

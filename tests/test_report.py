@@ -14,6 +14,7 @@ import pytest
 
 from pycde_accel import frontend, hostgen, report
 from pycde_accel.backend import cmdexec, compile_program
+from pycde_accel.backend.encoding import CMD_BYTES, OP_FENCE, decode_bytes
 from pycde_accel.config import AccelConfig
 from pycde_accel.frontend import reference
 from pycde_accel.rtl_lib.axil_csr import default_csr_map
@@ -138,9 +139,16 @@ class FakeAccelerator:
         if off == c["ctrl"] and value & 1:
             if self.machine is None:
                 self.machine = cmdexec.Machine(self.mem, CFG)
-            n = self.machine.run_layer(self.regs[c["cmd_base"]], self.regs[c["cmd_count"]])
-            self.regs.update({c["events"]: 1, c["status"]: 0, c["perf_cmds"]: n.commands,
-                              c["perf_cycles"]: 1})
+            base, count = self.regs[c["cmd_base"]], self.regs[c["cmd_count"]]
+            cmds = decode_bytes(bytes(self.mem[base:base + CMD_BYTES * count]))
+            fences = sum(k.OP == OP_FENCE for k in cmds)
+            ns = self.machine.run(base, count, list(range(fences + 1)))
+            # stamp k: the commands before FENCE k (the layers up to k and the k FENCEs before)
+            self.stamps = [sum(n.commands for n in ns[:k + 1]) + k for k in range(fences)]
+            self.regs.update({c["events"]: 1, c["status"]: 0, c["perf_cmds"]: count,
+                              c["perf_cycles"]: 1, c["stamp_count"]: fences})
+        elif off == c["stamp_sel"]:
+            self.regs[c["stamp_cmds"]] = self.stamps[value]
         elif off == c["events"]:
             self.regs[off] = self.regs.get(off, 0) & ~value
         else:
@@ -166,11 +174,22 @@ def test_generated_driver_runs_the_model_bit_exact(lenet):
     acc = drv.Accelerator(hw.write_csr, hw.read_csr, hw.write_mem, hw.read_mem)
     acc.load_image(compiled.image)
     acc.write_input(0, x)
-    runs = acc.run()
-    assert [r["name"] for r in runs] == [e["name"] for e in compiled.layers]
-    starts = [v for o, v in hw.log if o == drv.CSR["cmd_base"]]
-    assert starts == [e["cmd_addr"] for e in compiled.layers]
     want = reference.run(fe.quantized, xq).outputs[0]
-    got = acc.read_output_int8(0)
-    assert got.shape == want.shape and np.array_equal(got.astype(np.int64), want)
+    for per_layer in (False, True):
+        hw.log.clear()
+        acc.write_input(0, x)
+        runs = acc.run(per_layer=per_layer)
+        assert [r["name"] for r in runs] == [e["name"] for e in compiled.layers]
+        starts = [v for o, v in hw.log if o == drv.CSR["cmd_base"]]
+        if per_layer:
+            assert starts == [e["cmd_addr"] for e in compiled.layers]
+        else:               # the whole model in one start, FENCEs between the layers
+            assert starts == [compiled.layers[0]["cmd_addr"]] == [r["cmd_addr"]
+                                                                 for r in drv.RUNS]
+        # per layer: its own commands (and the FENCE before it, when one start runs them all)
+        assert [r["perf_cmds"] for r in runs] == [
+            e["cmd_count"] + (1 if i and not per_layer else 0)
+            for i, e in enumerate(compiled.layers)]
+        got = acc.read_output_int8(0)
+        assert got.shape == want.shape and np.array_equal(got.astype(np.int64), want)
     np.testing.assert_allclose(acc.read_output(0), want * fe.quantized.scales[fe.quantized.graph.outputs[0]])

@@ -19,7 +19,7 @@ from pycde_accel.backend import commands as C
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import UserError
 from pycde_accel.sim.runner import pytest_cache_root
-from pycde_accel.simulate import run_layers, simulate
+from pycde_accel.simulate import report_lines, run_layers, simulate
 
 CFG = AccelConfig()                                  # 8x8, 64-bit AXI: the default
 CFG_4X8 = AccelConfig(rows=4, cols=8)
@@ -147,3 +147,35 @@ def test_cli_sim_default_model(tmp_path, tmp_path_factory, accel):
     assert "bit-exact with the integer reference: yes" in p.stdout
     assert "PE util" in p.stdout and "float PyTorch" in p.stdout
     assert (tmp_path / "o" / "sim" / "result.json").exists()
+
+
+def test_whole_model_in_one_start(accel, fe_cache, tmp_path):
+    """resblock (6 layers; the residual add reads two earlier layers' outputs) with one start
+    and one irq, the layers' hazards resolved on chip by the FENCEs, against one start per
+    layer: the same bit-exact output, per-layer counters from the stamps (each layer after the
+    first counts its FENCE), and fewer cycles from the first start to the last done."""
+    fe = fe_cache("resblock")
+    one = simulate(fe, CFG, tmp_path / "one", sim=accel)
+    per = simulate(fe, CFG, tmp_path / "per", sim=accel, per_layer_starts=True)
+    assert one.bit_exact and per.bit_exact, (one.mismatches, per.mismatches)
+    assert [np.asarray(o).tolist() for o in one.outputs] == \
+        [np.asarray(o).tolist() for o in per.outputs]
+    assert (one.starts, per.starts) == (1, len(per.layers)) and len(per.layers) > 1
+    plan = __import__("json").loads((tmp_path / "one" / "run" / "plan.json").read_text())
+    assert len(plan["runs"]) == 1 and plan["runs"][0]["layers"] == list(range(len(one.layers)))
+    for i, (a, b) in enumerate(zip(one.layers, per.layers)):
+        assert a["cmds"] == b["cmds"] + (1 if i else 0)
+        assert (a["core_busy"], a["dma_wr_bytes"]) == (b["core_busy"], b["dma_wr_bytes"])
+        # the next layer's commands are fetched across the FENCE, while this layer runs
+        assert abs(a["dma_rd_bytes"] - b["dma_rd_bytes"]) <= C.CMD_BYTES * 16
+        assert a["cycles"] > 0
+        assert abs(a["predicted_cycles"] - a["cycles"]) <= 0.05 * a["cycles"]
+    assert one.total_cycles == sum(a["cycles"] for a in one.layers)
+    # every command is fetched once; one start also fetches the FENCEs
+    assert one.dma_bytes_read == per.dma_bytes_read + C.CMD_BYTES * (len(one.layers) - 1)
+    # the host's time: one start has no round trip between layers
+    assert one.host_cycles is not None and per.host_cycles is not None
+    assert one.total_cycles <= one.host_cycles < per.host_cycles
+    assert per.host_cycles - per.total_cycles > one.host_cycles - one.total_cycles
+    lines = "\n".join(report_lines(one))
+    assert "host: 1 start," in lines

@@ -27,6 +27,10 @@ delivers in load order).
 Initial scratchpad/X contents are random (``garbage_seed``), so a program relying on stale zeros
 fails; ``fill_garbage`` puts random bytes into a byte range of the image (activation padding).
 
+A run (:meth:`Machine.run`, one ``start``) may hold several layers separated by FENCEs (the
+back end's whole-model command list): a FENCE is a barrier after which every earlier command is
+complete, checked as at the end of a run (streams empty, banks free).
+
 Per layer (:class:`LayerCounters`): commands, tiles (EXECs without CHAIN), array MACs (R*C*K per EXEC),
 exec cycles (sum K), DMA beats/bytes read (LOADs, ZERO excluded) and written (STOREs, VECs to
 DRAM), command fetch beats.
@@ -43,6 +47,7 @@ import numpy as np
 from ..config import AccelConfig
 from ..frontend import quantize as q
 from . import commands as C_
+from .encoding import OP_FENCE
 
 
 class CommandError(RuntimeError):
@@ -339,13 +344,36 @@ class Machine:
             self.dma_write(k.dst, y.view(np.int8).astype(np.int64).reshape(1, -1), 1, 0, c)
 
     def run_layer(self, cmd_base: int, cmd_count: int, index: int = 0) -> LayerCounters:
-        c = LayerCounters(index)
+        """Run one start's commands; a FENCE among them is rejected (:meth:`run` takes them)."""
+        (c,) = self.run(cmd_base, cmd_count, [index], fences=False)
+        return c
+
+    def run(self, cmd_base: int, cmd_count: int, indices: list[int],
+            fences: bool = True) -> list[LayerCounters]:
+        """Run one start's ``cmd_count`` commands from ``cmd_base``: the layers ``indices`` in
+        order, separated by FENCEs (one counter set per layer; ``commands`` counts the layer's
+        own, not the FENCEs). A FENCE is a barrier: every earlier command is complete, so at a FENCE, as
+        at the end of a run, the S and C streams must be empty and every bank free."""
+        cs = [LayerCounters(i) for i in indices]
         nbytes = C_.CMD_BYTES * cmd_count
         self._check("command fetch", cmd_base, 0, 1, nbytes)
         raw = bytes(self.image[cmd_base:cmd_base + nbytes])
+        seg = 0
+        c = cs[0]
         c.cmd_beats_read = -(-nbytes // self.AB)
         for i in range(cmd_count):
             k = C_.decode(struct.unpack_from("<8I", raw, C_.CMD_BYTES * i))
+            if k.OP == OP_FENCE:
+                if not fences:
+                    raise CommandError(f"layer {c.index} command {i}: a FENCE in a layer's own "
+                                       f"commands")
+                self._check_drained(c.index)
+                seg += 1
+                if seg >= len(cs):
+                    raise CommandError(f"run of layers {indices}: FENCE number {seg} where "
+                                       f"{len(cs) - 1} were expected")
+                c = cs[seg]
+                continue
             try:
                 if isinstance(k, C_.Load):
                     self.seq += 1
@@ -357,12 +385,18 @@ class Machine:
                 else:
                     self.vec(k, c)
             except CommandError as e:
-                raise CommandError(f"layer {index} command {i} ({k.KIND}): {e}") from None
+                raise CommandError(f"layer {c.index} command {i} ({k.KIND}): {e}") from None
             c.commands += 1
+        if seg != len(cs) - 1:
+            raise CommandError(f"run of layers {indices}: {seg} FENCEs where {len(cs) - 1} "
+                               f"were expected")
+        self._check_drained(c.index)
+        return cs
+
+    def _check_drained(self, index: int) -> None:
         if self.S or self.Cq or self.partial is not None or not self.A.idle() or not self.B.idle():
             raise CommandError(f"layer {index} ends with {len(self.S)} S beats, {len(self.Cq)} C tiles "
                                f"pending or a scratchpad bank not released")
-        return c
 
 
 def fill_garbage(image: bytearray, lo: int, hi: int, seed: int = 1) -> None:
@@ -376,13 +410,20 @@ class Execution:
     layers: list            # LayerCounters per layer
 
 
-def execute(compiled, image, garbage_seed: int = 0) -> Execution:
-    """Run every layer of ``compiled`` (its LayerEntry cmd_addr/cmd_count) on ``image``."""
+def execute(compiled, image, garbage_seed: int = 0, per_layer: bool = False) -> Execution:
+    """Run every layer of ``compiled`` on ``image`` as the host does: the runs of
+    ``compiled.run_groups(per_layer)`` (default: the whole model per start, FENCEs between
+    the layers; ``per_layer``: each layer's LayerEntry cmd_addr/cmd_count per start)."""
     m = Machine(image, compiled.config, garbage_seed)
-    return Execution(image, [m.run_layer(e["cmd_addr"], e["cmd_count"], e["index"]) for e in compiled.layers])
+    out = []
+    for g in compiled.run_groups(per_layer):
+        out += m.run(g["cmd_addr"], g["cmd_count"],
+                     [compiled.layers[i]["index"] for i in g["layers"]])
+    return Execution(image, out)
 
 
-def run(compiled, inputs_q, garbage: bool = True, seed: int = 0) -> tuple[list, Execution]:
+def run(compiled, inputs_q, garbage: bool = True, seed: int = 0,
+        per_layer: bool = False) -> tuple[list, Execution]:
     """Write the inputs into a copy of the image (activations pre-filled with random bytes when
     ``garbage``), execute all layers, read the outputs."""
     img = bytearray(compiled.image)
@@ -399,5 +440,5 @@ def run(compiled, inputs_q, garbage: bool = True, seed: int = 0) -> tuple[list, 
             reg[keep] = data[keep]
     else:
         img = compiled.load_inputs(inputs_q)
-    ex = execute(compiled, img, seed)
+    ex = execute(compiled, img, seed, per_layer)
     return compiled.read_outputs(ex.image), ex

@@ -27,6 +27,7 @@ from .. import contract
 from ..config import AccelConfig
 from ..errors import UserError
 from . import commands as CMD
+from .encoding import Fence
 from . import program as P
 from .layout import (ALIGN, ConstSpec, Layout, Placement, View, as_view, build_image, merge_loops,
                      pack_params, pack_weight, padded_view, view_span)
@@ -97,6 +98,34 @@ class CompiledProgram:
     layers: list = field(default_factory=list)        # LayerEntry.to_json() dict per layer
     commands: list = field(default_factory=list)      # list of commands per layer
 
+    def run_groups(self, per_layer: bool = False) -> list[dict]:
+        """The accelerator runs (one ``start`` each) that execute every layer in order:
+        ``{"cmd_addr", "cmd_count", "layers": [layer index...]}``. The layers' command lists
+        lie back to back with one FENCE between consecutive layers, so a run of consecutive
+        layers is one contiguous range. Default: as few runs as the stamp memory allows (one
+        for a model of up to ``STAMP_DEPTH + 1`` layers; the FENCE after a run's last layer is
+        not in it: the run's ``done`` drains). ``per_layer``: one run per layer, without
+        fences (the layer's own commands)."""
+        size = 1 if per_layer else contract.STAMP_DEPTH + 1
+        out = []
+        for g in range(0, len(self.layers), size):
+            ls = self.layers[g:g + size]
+            first, last = ls[0], ls[-1]
+            end = last["cmd_addr"] + CMD.CMD_BYTES * last["cmd_count"]
+            out.append({"cmd_addr": first["cmd_addr"],
+                        "cmd_count": (end - first["cmd_addr"]) // CMD.CMD_BYTES,
+                        "layers": list(range(g, g + len(ls)))})
+        return out
+
+    def run_commands(self, group: dict) -> list:
+        """The commands of one run of :meth:`run_groups` (FENCEs between its layers)."""
+        out = []
+        for k, i in enumerate(group["layers"]):
+            if k:
+                out.append(Fence())
+            out.extend(self.commands[i])
+        return out
+
     @property
     def uses_rowred(self) -> bool:
         """Whether a layer runs on the vector engine's row-reduction unit (VEC ROWRED): the
@@ -143,6 +172,7 @@ class CompiledProgram:
             "input_placements": [p.to_json() for p in self.input_placements],
             "output_placements": [p.to_json() for p in self.output_placements],
             "layer_commands": [dict(e) for e in self.layers],
+            "runs": self.run_groups(),
             "stats": self.stats, "totals": self.totals(),
         })
         return d
@@ -395,7 +425,10 @@ class Compiler:
         descs = tuple(b(self.layout, i) for i, (b, _) in enumerate(self.layers))
         prog = P.Program(rows=self.cfg.rows, cols=self.cfg.cols, axi_bytes=self.axi, layers=descs)
         lcs = [CMD.compile_layer(d, self.cfg) for d in descs]
-        total_cmds = sum(len(lc.commands) for lc in lcs)
+        # one contiguous command list: the layers in order, a FENCE between consecutive
+        # layers (every boundary: a layer reads what an earlier one wrote to DRAM, and the
+        # fence's stamp gives the layer's cycles; see run_groups)
+        total_cmds = sum(len(lc.commands) for lc in lcs) + max(0, len(lcs) - 1)
         cbase = self.layout.place_commands(CMD.CMD_BYTES * total_cmds)
         if self.layout.total > 1 << self.cfg.axi_addr_width:
             raise UserError(f"the DRAM image needs {self.layout.total} bytes, more than config "
@@ -404,11 +437,12 @@ class Compiler:
         model = model_macs(graph, [{"name": d.name} for d in descs], [lc.macs for lc in lcs])
         for d, lc, mm in zip(descs, lcs, model):
             lc.cmd_addr = addr
-            addr += CMD.CMD_BYTES * len(lc.commands)
+            addr += CMD.CMD_BYTES * (len(lc.commands) + 1)      # + the FENCE after it
             entries.append(LayerEntry(d.index, d.name, d.KIND, lc.cmd_addr, len(lc.commands), mm,
                                       lc.macs, lc.tiles, lc.exec_cycles, lc.bytes_read,
                                       lc.bytes_written).to_json())
-        cmd_bytes = b"".join(CMD.encode_list(lc.commands) for lc in lcs)
+        fence = Fence().encode()
+        cmd_bytes = fence.join(CMD.encode_list(lc.commands) for lc in lcs)
         in_pl = [self.placement(name, "input") for name in graph.inputs]
         out_pl = [self.placement(o, "output") for o in graph.outputs]
         image, symbols = build_image(prog, self.qm, self.layout, cmd_bytes)

@@ -10,6 +10,8 @@ come from :mod:`pycde_accel.contract` (``LOAD``, ``EXEC``, ``STORE``, ``VEC``):
 * :class:`Store` (op 3): w1 addr, w2 valid_rows, w3 stride, w4 p_index; flags RELU, PER_TENSOR.
 * :class:`Vec`   (op 4): w1 n, w2 x_off, w3 dst, w4 ma, w5 mb, w6 shift (ma, mb signed);
   flags MAX, RELU, TO_X, LUT_SET, LUT, MUL.
+* :class:`Fence` (op 5): no fields: the barrier between layers of one run (it stamps the
+  performance counters).
 
 ``encode()`` / :func:`decode` are exact inverses for every field value that fits 32 bits
 (signed fields: two's complement); a value that does not fit is a ValueError. ``to_json()`` is
@@ -25,7 +27,7 @@ from typing import ClassVar
 
 from .. import contract as CT
 from ..contract import (CMD_BYTES, CMD_WORDS, DST_A, DST_B, DST_NAMES, DST_P,  # noqa: F401
-                        DST_S, DST_X, OP_EXEC, OP_LOAD, OP_STORE, OP_VEC)
+                        DST_S, DST_X, OP_EXEC, OP_FENCE, OP_LOAD, OP_STORE, OP_VEC)
 
 # flag masks under the names the compiler uses
 LANES, COMMIT, ZERO = CT.LOAD_LANES, CT.LOAD_COMMIT, CT.LOAD_ZERO
@@ -132,7 +134,17 @@ class Vec(Command):
     KIND: ClassVar[str] = CT.VEC.kind
 
 
-COMMANDS = {c.OP: c for c in (Load, Exec, Store, Vec)}
+@dataclass(frozen=True)
+class Fence(Command):
+    """A barrier between layers (no fields): dispatch holds it until every earlier command
+    finished; it records the performance counters (the layer's stamp)."""
+    flags: int = 0
+    SPEC: ClassVar[CT.CommandSpec] = CT.FENCE
+    OP: ClassVar[int] = CT.FENCE.op
+    KIND: ClassVar[str] = CT.FENCE.kind
+
+
+COMMANDS = {c.OP: c for c in (Load, Exec, Store, Vec, Fence)}
 
 for _cls in COMMANDS.values():      # the classes' fields are the contract's, in its order
     _names = tuple(f.name for f in dataclasses.fields(_cls) if f.name not in ("flags", "dst")

@@ -53,7 +53,7 @@ from .results import LayerPrediction, ModelPrediction
 from .timing import MEMORIES, READ_LATENCY, SCHEDULE_TIMING, WRITE_LATENCY  # noqa: F401
 
 __all__ = ["LayerPrediction", "MEMORIES", "ModelPrediction", "SCHEDULE_TIMING", "bounds",
-           "predict", "predict_layer"]
+           "predict", "predict_layer", "predict_run"]
 
 
 def predict_layer(commands, config: AccelConfig, *, memory: str = "rtl",
@@ -67,11 +67,35 @@ def predict_layer(commands, config: AccelConfig, *, memory: str = "rtl",
                     wl if write_latency is None else write_latency).run()
 
 
-def predict(compiled, config: AccelConfig | None = None, *, memory: str = "rtl") -> ModelPrediction:
+def predict_run(commands, config: AccelConfig, *, memory: str = "rtl") -> tuple[int, list[int]]:
+    """One start's command list with FENCEs between layers: (predicted cycles of the run,
+    the cycle of each FENCE's dispatch, as the stamp memory records them)."""
+    rl, wl = MEMORIES[memory]
+    sim = LayerSim(commands, config, rl, wl)
+    total = sim.run()
+    return total, sim.stamps
+
+
+def predict(compiled, config: AccelConfig | None = None, *, memory: str = "rtl",
+            one_start: bool = True) -> ModelPrediction:
     """Predict every layer of ``compiled`` (a CompiledProgram) on ``config`` (default: the
-    program's own); ``memory``: see :func:`predict_layer`."""
+    program's own); ``memory``: see :func:`predict_layer`. ``one_start``: the layers run as
+    the host runs them by default, the runs of ``compiled.run_groups()`` (the whole model per
+    start, FENCEs between layers), each layer's cycles the difference of its stamps; else
+    one start per layer."""
     config = config or compiled.config
     pred = ModelPrediction(config=config.to_dict())
+    if one_start and hasattr(compiled, "run_groups"):
+        for g in compiled.run_groups():
+            total, stamps = predict_run(compiled.run_commands(g), config, memory=memory)
+            marks = [0] + stamps + [total]
+            for k, i in enumerate(g["layers"]):
+                entry, cmds = compiled.layers[i], compiled.commands[i]
+                pred.layers.append(LayerPrediction(
+                    index=i, name=str(entry.get("name", i)), op=str(entry.get("op", "")),
+                    cycles=marks[k + 1] - marks[k], bounds=bounds(cmds, config),
+                    commands=len(cmds)))
+        return pred
     for i, (entry, cmds) in enumerate(zip(compiled.layers, compiled.commands)):
         pred.layers.append(LayerPrediction(
             index=i, name=str(entry.get("name", i)), op=str(entry.get("op", "")),

@@ -7,15 +7,18 @@
 * :class:`Dispatch`: the command FIFO's head enters a 2-entry register slice (1 cycle); from
   the slice one command per cycle goes, in order, to its engine's FIFO (``ENGINE_FIFO_DEPTH``;
   a command's credit returns here). LOAD P waits for the store engine to be idle, LOAD X for
-  the vector engine (one cycle more: its idle is a register).
+  the vector engine (one cycle more: its idle is a register). A FENCE goes to no FIFO: it
+  waits until the engine FIFOs are empty, every LOAD's data routed and the engines and the
+  write DMA idle, and goes a cycle after that is seen; ``stamps`` are the cycles it went
+  (the boundary cost between layers is this drain, with no start and no refetch).
 """
 
 from __future__ import annotations
 
 from collections import deque
 
-from ..contract import (CMD_FIFO_DEPTH, DST_P, DST_X, ENGINE_FIFO_DEPTH, FETCH_CHUNK, MAX_BURST,
-                        OP_LOAD)
+from ..contract import (CMD_FIFO_DEPTH, DST_CMD, DST_P, DST_X, ENGINE_FIFO_DEPTH, FETCH_CHUNK,
+                        MAX_BURST, OP_FENCE, OP_LOAD)
 from .dma import bursts
 from .timing import SLICE
 
@@ -60,7 +63,8 @@ class Fetch:
 
 
 class Dispatch:
-    __slots__ = ("cmds", "fetch", "slice", "engq", "dispatched", "store", "vec")
+    __slots__ = ("cmds", "fetch", "slice", "engq", "dispatched", "store", "vec", "load", "mm",
+                 "wdma", "drain_t", "stamps")
 
     def __init__(self, cmds, fetch: Fetch):
         self.cmds = cmds
@@ -69,6 +73,9 @@ class Dispatch:
         self.engq = [deque() for _ in range(4)]    # LOAD, EXEC, STORE, VEC: (available time, index)
         self.dispatched = 0
         self.store = self.vec = None               # the engines whose idle gates LOAD P / X
+        self.load = self.mm = self.wdma = None     # ... and with them FENCE
+        self.drain_t = None                        # first cycle a waiting FENCE saw it drained
+        self.stamps = []                           # the cycle of each FENCE's dispatch
 
     def step(self, t) -> bool:
         moved = False
@@ -80,6 +87,8 @@ class Dispatch:
         if dsl and dsl[0][0] <= t:
             i = dsl[0][1]
             c = self.cmds[i]
+            if c.OP == OP_FENCE:
+                return self._fence(t) or moved
             k = c.OP - 1
             engq = self.engq
             ok = len(engq[k]) < ENGINE_FIFO_DEPTH
@@ -96,12 +105,36 @@ class Dispatch:
                 moved = True
         return moved
 
+    def _fence(self, t) -> bool:
+        """A FENCE at the head: it goes once everything earlier is finished, a cycle after
+        that is seen (the RTL's ``drained_q`` register)."""
+        if not self.drained(t):
+            self.drain_t = None
+            return False
+        if self.drain_t is None:
+            self.drain_t = t
+        if t <= self.drain_t:
+            return False
+        self.slice.popleft()
+        self.fetch.credits -= 1
+        self.dispatched += 1
+        self.stamps.append(t)
+        self.drain_t = None
+        return True
+
+    def drained(self, t) -> bool:
+        return (not any(self.engq) and all(e[0] == DST_CMD for e in self.load.route)
+                and self.mm.idle() and self.store.idle(t) and self.vec.idle(t)
+                and self.wdma.idle())
+
     def idle(self) -> bool:
         return self.dispatched == len(self.cmds) and not self.slice and not any(self.engq)
 
     def wakes(self, out: list) -> None:
         if self.slice:
             out.append(self.slice[0][0])
+        if self.drain_t is not None:
+            out.append(self.drain_t + 1)
         for q in self.engq:
             if q:
                 out.append(q[0][0])

@@ -43,6 +43,12 @@ class LayerSim:
         self.load = LoadEngine(cmds, ab, W // 32, self.rdma, self.fetch, self.dispatch,
                                self.mm.spad, self.vec)
         self.dispatch.store, self.dispatch.vec = self.store, self.vec
+        self.dispatch.load, self.dispatch.mm, self.dispatch.wdma = self.load, self.mm, self.wdma
+
+    @property
+    def stamps(self) -> list[int]:
+        """The cycles of the FENCEs' dispatches (the hardware's stamps), after :meth:`run`."""
+        return list(self.dispatch.stamps)
 
     def run(self) -> int:
         fetch, dispatch, rdma, wdma = self.fetch, self.dispatch, self.rdma, self.wdma

@@ -11,10 +11,13 @@
 // SCRIPT (written by fast.native_script), one command a line:
 //   limits <stall_cycles> <idle_cycles> <layer_timeout_cycles>
 //   hw <rows> <cols> <axi_bytes>        read hw_info; stop when it differs
-//   layer <cmd_addr> <cmd_count>        host.Driver.run_layer's CSR sequence; stop on error
+//   run <cmd_addr> <cmd_count> <layers> host.Driver.run_group's CSR sequence (one start for
+//                                       <layers> layers, FENCEs between them: their stamps
+//                                       are read; 1: run_layer's); stop on error
 //   dump <lo> <hi>                      write words lo..hi to +DRAM_OUT (the image bytes)
 // Output (stdout), one line per event, replayed by fast.run_native through host.Driver:
 //   r <value>             a CSR read, in the driver's order
+//   t <cycle>             the clock before a run's ctrl.start write and when its irq is seen
 //   irq | timeout <n> | trip <kind> <stream> <count> <cycle> <last_stream> <last_cycle>
 //                            <moved> <valid> <ready> <beats...>
 //   dumped <words>, cycles <total>
@@ -36,6 +39,7 @@ double sc_time_stamp() { return (double)main_time; }
 
 #define ACCEL_FIELD(v, F) ((v) >> ACCEL_##F##_LSB & ((1u << ACCEL_##F##_WIDTH) - 1u))
 static const uint32_t perf_off[ACCEL_NUM_PERF] = ACCEL_PERF_OFFSETS;
+static const uint32_t stamp_off[ACCEL_NUM_PERF] = ACCEL_STAMP_OFFSETS;
 static const unsigned AXIL_BYTES = sizeof(top->s_axil_wdata) >= 8 ? 8 : 4;
 
 // One rising edge: inputs were set (and evaluated) while clk was low.
@@ -168,21 +172,33 @@ int main(int argc, char **argv) {
             if (ACCEL_FIELD(info, HW_INFO_ROWS) != rows || ACCEL_FIELD(info, HW_INFO_COLS) != cols ||
                 ACCEL_FIELD(info, HW_INFO_AXI_BYTES) != ab)
                 rc = 3;
-        } else if (cmd == "layer") {
-            uint32_t addr, count;
-            ss >> addr >> count;
+        } else if (cmd == "run") {
+            uint32_t addr, count, layers;
+            ss >> addr >> count >> layers;
             write_csr(ACCEL_CMD_BASE_OFFSET, addr);
             write_csr(ACCEL_CMD_COUNT_OFFSET, count);
+            printf("t %llu\n", (unsigned long long)cycles);
             write_csr(ACCEL_CTRL_OFFSET, ACCEL_CTRL_START);
             int w = wait_irq(timeout);
             if (w) { rc = 4; break; }
+            printf("t %llu\n", (unsigned long long)cycles);
             uint32_t events = read_csr(ACCEL_EVENTS_OFFSET);
             uint32_t status = read_csr(ACCEL_STATUS_OFFSET);
             uint32_t perf[ACCEL_NUM_PERF];
             for (int i = 0; i < ACCEL_NUM_PERF; ++i) perf[i] = read_csr(perf_off[i]);
+            uint32_t stamps = 0;
+            if (layers > 1) {
+                stamps = read_csr(ACCEL_STAMP_COUNT_OFFSET);
+                for (uint32_t k = 0; k < stamps && k < ACCEL_STAMP_DEPTH; ++k) {
+                    write_csr(ACCEL_STAMP_SEL_OFFSET, k);
+                    for (int i = 0; i < ACCEL_NUM_PERF; ++i) read_csr(stamp_off[i]);
+                }
+            }
             write_csr(ACCEL_EVENTS_OFFSET, events);
             uint32_t err = ACCEL_FIELD(status, STATUS_ERR_CODE);
-            if (err || (events & ACCEL_EVENTS_ERROR) || perf[ACCEL_PERF_CMDS_INDEX] != count) rc = 5;
+            if (err || (events & ACCEL_EVENTS_ERROR) || perf[ACCEL_PERF_CMDS_INDEX] != count ||
+                (layers > 1 && stamps != layers - 1))
+                rc = 5;
         } else if (cmd == "dump") {
             uint32_t lo, hi;
             ss >> lo >> hi;

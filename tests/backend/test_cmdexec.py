@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from gemm_bench import gemm_program
 from pycde_accel.backend import cmdexec, compile_program, executor, program as P
 from pycde_accel.backend import commands as C
+from pycde_accel.backend.encoding import Fence
 from pycde_accel.errors import ConfigError, UserError
 from pycde_accel.frontend import graph as g
 from pycde_accel.frontend import quantize, reference
@@ -302,3 +303,82 @@ def test_layout_mismatch_and_non_row_operands_are_refused():
     xs = [rng.integers(-128, 128, size=(1, 3, 4, 4)), rng.integers(-128, 128, size=(8, 2))]
     want = reference.run(qm, xs).outputs[0]
     np.testing.assert_array_equal(cmdexec.run(cp, xs)[0][0], want)
+
+
+# ---- the whole model per start: FENCEs between layers ---------------------------------------------
+
+@pytest.mark.parametrize("model", ["lenet5", "resblock"])
+def test_one_start_with_fences_equals_per_layer_starts(model):
+    """The back end lays the layers' commands back to back with a FENCE between consecutive
+    layers; run as one start (FENCEs executed as barriers) the model gives the same outputs,
+    bit-exact with the integer reference, and the same per-layer work as one start per layer."""
+    fe = frontend_result(model)
+    config = cfg(8, 8, 64)
+    cp = compile_program(fe, config)
+    xq = example_inputs_q(fe)
+    want = reference.run(fe.quantized, xq).outputs
+    (group,) = cp.run_groups()
+    assert group["layers"] == list(range(len(cp.layers)))
+    assert group["cmd_count"] == sum(e["cmd_count"] for e in cp.layers) + len(cp.layers) - 1
+    fences = C.decode_bytes(cp.image[group["cmd_addr"]:group["cmd_addr"]
+                                     + C.CMD_BYTES * group["cmd_count"]])
+    assert [k.KIND for k in fences].count("fence") == len(cp.layers) - 1
+    assert cp.run_commands(group) == fences
+    per_layer = cp.run_groups(per_layer=True)
+    assert [(g["cmd_addr"], g["cmd_count"]) for g in per_layer] == \
+        [(e["cmd_addr"], e["cmd_count"]) for e in cp.layers]
+    outs_one, ex_one = cmdexec.run(cp, xq)
+    outs_per, ex_per = cmdexec.run(cp, xq, per_layer=True)
+    for a, b, w in zip(outs_one, outs_per, want):
+        np.testing.assert_array_equal(a, w)
+        np.testing.assert_array_equal(b, w)
+    for a, b in zip(ex_one.layers, ex_per.layers):
+        assert a.commands == b.commands
+        assert (a.tiles, a.dram_bytes_read, a.dram_bytes_written) == \
+            (b.tiles, b.dram_bytes_read, b.dram_bytes_written)
+
+
+def test_fence_rules():
+    """A FENCE is a barrier: what is in flight before it must be finished there (no C tile,
+    no S beats, every bank released); a layer's own commands hold none; a run has as many
+    FENCEs as layer boundaries."""
+    k = cfg(4, 8, 64)
+    ok = [C.Load(C.DST_P, 1024, 16, 1, 0, 0, 0, 0), C.Load(C.DST_A, 2048, 2, 4, 16, 0, 0, C.LANES | C.COMMIT),
+          C.Load(C.DST_B, 2048, 2, 8, 16, 0, 0, C.LANES | C.COMMIT), C.Exec(16, 0, 0, C.REL_A | C.REL_B),
+          C.Store(3072, 4, 8, 0, 0)]
+    fence = Fence()
+
+    def run(cmds, layers):
+        img = bytearray(8192)
+        data = C.encode_list(cmds)
+        img[:len(data)] = data
+        return cmdexec.Machine(img, k).run(0, len(cmds), list(range(layers)))
+
+    cs = run(ok + [fence] + ok, 2)
+    assert [c.commands for c in cs] == [5, 5] and [c.tiles for c in cs] == [1, 1]
+    with pytest.raises(cmdexec.CommandError, match="C tiles"):
+        run(ok[:4] + [fence] + ok[4:], 2)              # the tile's STORE is after the fence
+    with pytest.raises(cmdexec.CommandError, match="FENCEs where 1"):
+        run(ok + ok, 2)
+    with pytest.raises(cmdexec.CommandError, match="FENCE number 1"):
+        run(ok + [fence] + ok, 1)
+    with pytest.raises(cmdexec.CommandError, match="a FENCE in a layer's own"):
+        _machine_run(k, ok + [fence] + ok)
+
+
+def test_more_layers_than_stamps_take_several_starts(monkeypatch):
+    """A model of more than STAMP_DEPTH + 1 layers runs in as few starts as the stamp memory
+    allows, each a contiguous range of whole layers with a FENCE between them."""
+    from pycde_accel import contract
+    monkeypatch.setattr(contract, "STAMP_DEPTH", 2)
+    fe = frontend_result("lenet5")
+    cp = compile_program(fe, cfg(8, 8, 64))
+    groups = cp.run_groups()
+    assert [g["layers"] for g in groups] == [[0, 1, 2], [3, 4, 5], [6]]
+    for g in groups:
+        ls = [cp.layers[i] for i in g["layers"]]
+        assert g["cmd_addr"] == ls[0]["cmd_addr"]
+        assert g["cmd_count"] == sum(e["cmd_count"] for e in ls) + len(ls) - 1
+    outs, _ = cmdexec.run(cp, example_inputs_q(fe))
+    for o, w in zip(outs, reference.run(fe.quantized, example_inputs_q(fe)).outputs):
+        np.testing.assert_array_equal(o, w)
