@@ -52,7 +52,7 @@ With ``c_ready`` high the reads and the core both run at one beat per cycle, and
 follow each other without a gap (the next command's first read is issued on the edge after the
 previous one's last read). So a run of EXECs with K_0..K_{T-1}, with both banks available and
 ``c_ready`` high, takes the core's ``run_cycles(R, C, ks)`` from the first beat into the core to
-the last C beat (plus the C slice's 1); from the edge that accepts the first command to its first beat into the core
+the last C beat, plus ``C_SLICE_LATENCY`` (1, the C slice); from the edge that accepts the first command to its first beat into the core
 is ``ISSUE_TO_CORE + 1`` edges (accept, then the first read, then the core). Short tiles (K < R)
 are slowed by the core's own admission (one tile per R cycles) only: the FIFO absorbs it.
 
@@ -86,6 +86,8 @@ from .systolic import make_systolic_core
 FIFO_DEPTH = contract.EXEC_CREDITS
 #: edges from a read issued to the earliest edge its beat enters the core
 ISSUE_TO_CORE = 1 + RD_LATENCY
+#: edges the C stream's register slice adds between the core's C beat and ``c_*``
+C_SLICE_LATENCY = 1
 #: width of the command's K and word fields (the contract's EXEC fields)
 CMD_WIDTH = contract.EXEC.field("K").bits
 
