@@ -259,7 +259,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                 (fetch.credits_used == Bits(fetch.credit_width)(0)) &
                 cmdq.empty & ~disp.head_valid & loadq.empty & execq.empty & storeq.empty &
                 vecq.empty & route.empty & ~rt.r_valid & ~mm.busy & ~st.busy & ~vec.busy &
-                arb.own.empty & ~dma.rd_busy & ~dma.wr_busy & ~start)
+                arb.idle & ~dma.rd_busy & ~dma.wr_busy & ~start)
         status.finish(start, idle)
         status.close(clk, rst, start,
                      {ERR_BAD_OP: disp.bad & disp.dispatch, ERR_CORE: mm.err,

@@ -19,8 +19,10 @@ sticky CSRs show (built inside the top's generator; ``accel`` composes it).
   - ``status`` = {``err_code`` (8 bits: the errors since ``start``, sticky, register
     ``err_code``), 0, ``running``};
   - each performance counter (32 bits, a register of the counter's name) is cleared by
-    ``start`` and adds ``amount`` on every cycle its increment is high while running, so after
-    ``done`` it holds the run's figure; ``perf_q[name]`` is its register (the stamps').
+    ``start`` and adds ``amount`` for every cycle its increment is high while running (not
+    the ``start`` cycle), one edge later (the increment is registered, ``{name}_hit``), so
+    from one cycle after ``done`` it holds the run's figure; ``perf_q[name]`` is its register
+    (the stamps').
 """
 
 from __future__ import annotations
@@ -87,6 +89,9 @@ class StatusCounters:
         for name, inc, amount in perf:
             r = NamedReg(32, clk, rst, 0, name=name)
             self.perf_q[name] = r.q
-            nxt = Mux(inc & running.q, r.q, (r.q.as_uint(32) + amount).as_bits(32))
+            # the increment is registered before the adder (the engines' handshakes, e.g.
+            # the core's admission behind perf_stall, are a cycle away from the CSR block)
+            hit = (inc & running.q & ~start).reg(clk, rst, rst_value=0, name=f"{name}_hit")
+            nxt = Mux(hit, r.q, (r.q.as_uint(32) + amount).as_bits(32))
             r.next(Mux(start, nxt, Bits(32)(0)))
             self.csr[name].assign(r.q)

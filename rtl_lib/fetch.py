@@ -19,8 +19,10 @@ on ``start``. Commands are ``cmd_bits`` bits (32 bytes) each.
 The credits (``credits_used``, register ``cmdq_credits_used``) count the commands requested
 and not yet dispatched, so fetched data never finds the FIFO (and the dispatch slice in
 front of it) full and the AXI R channel is never stalled by the fetcher. Registers:
-``fetch_addr``, ``fetch_left`` (32 bits), ``cmdq_credits_used``; ``idle`` terms are ``left
-== 0`` and ``credits_used == 0``.
+``fetch_addr``, ``fetch_left`` (32 bits), ``cmdq_credits_used``, and the decisions' compares
+(``fetch_left_short``: left < chunk, ``fetch_left_nonzero``, ``cmdq_room``), each set from the
+next value of its counter, so ``req`` and ``chunk_now`` are logic of registers with no compare
+and no cycle is added; ``idle`` terms are ``left == 0`` and ``credits_used == 0``.
 """
 
 from __future__ import annotations
@@ -44,16 +46,25 @@ class Fetcher:
         addr = NamedReg(AW, clk, rst, 0, name="fetch_addr")
         left = NamedReg(32, clk, rst, 0, name="fetch_left")
         used = NamedReg(CW, clk, rst, 0, name="cmdq_credits_used")
-        now = Mux(left.q.as_uint(32) < chunk, Bits(CW)(chunk), left.q[0:CW])
-        room = used.q.as_uint(CW) <= depth - chunk
-        self.req = running & (left.q != Bits(32)(0)) & room
+        # the decisions' compares as registers of their own, each set from the next value of
+        # its counter (so they always equal the compare of the counter: no latency added)
+        short = NamedReg(1, clk, rst, 1, name="fetch_left_short")      # left < chunk
+        any_left = NamedReg(1, clk, rst, 0, name="fetch_left_nonzero")  # left != 0
+        room = NamedReg(1, clk, rst, int(depth >= chunk), name="cmdq_room")
+        now = Mux(short.q, Bits(CW)(chunk), left.q[0:CW])
+        self.req = running & any_left.q & room.q
         self.go = Wire(Bits(1), "fetch_go")
         self.pop = Wire(Bits(1), "cmdq_pop")
         used_plus = Mux(self.go, used.q, (used.q.as_uint(CW) + now.as_uint(CW)).as_bits(CW))
-        used.next(Mux(self.pop, used_plus, (used_plus.as_uint(CW) - 1).as_bits(CW)))
+        used_next = Mux(self.pop, used_plus, (used_plus.as_uint(CW) - 1).as_bits(CW))
+        used.next(used_next)
+        room.next((used_next.as_uint(CW) <= depth - chunk).as_bits())
         cmd_bytes_log2 = (cmd_bits // 8).bit_length() - 1
         step = (addr.q.as_uint(AW) + shl(now, cmd_bytes_log2, AW).as_uint(AW)).as_bits(AW)
         addr.next(Mux(start, Mux(self.go, addr.q, step), cmd_base))
         rest = (left.q.as_uint(32) - now.as_uint(CW)).as_bits(32)
-        left.next(Mux(start, Mux(self.go, left.q, rest), cmd_count))
+        left_next = Mux(start, Mux(self.go, left.q, rest), cmd_count)
+        left.next(left_next)
+        short.next((left_next.as_uint(32) < chunk).as_bits())
+        any_left.next(left_next != Bits(32)(0))
         self.addr, self.left, self.credits_used, self.chunk_now = addr.q, left.q, used.q, now

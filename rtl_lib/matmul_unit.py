@@ -21,7 +21,9 @@ Ports (valid/ready: a transfer on a rising edge where both are high)
   ``ex_rel_b``, ``ex_chain``, ``ex_valid``, ``ex_ready`` (out). ``ex_ready`` is high when no command is
   active or the active one issues its last read in this cycle (so commands run back to back).
 * ``c_data`` (C x ACC), ``c_last``, ``c_valid`` (out), ``c_ready``: the core's C stream (R beats
-  per tile, row r of C on beat r, ``c_last`` on beat R-1), tiles in EXEC order.
+  per tile, row r of C on beat r, ``c_last`` on beat R-1), tiles in EXEC order, through a
+  register slice (``common.register_slice``, ``c_out_q``: each beat 1 cycle after the core
+  offers it, full rate).
 * ``busy`` (out): a command has been accepted and not finished (a command is active, or beats
   of it are still between the scratchpads and the core); low means every accepted command has
   handed all K beats to the core and released its banks.
@@ -50,12 +52,15 @@ With ``c_ready`` high the reads and the core both run at one beat per cycle, and
 follow each other without a gap (the next command's first read is issued on the edge after the
 previous one's last read). So a run of EXECs with K_0..K_{T-1}, with both banks available and
 ``c_ready`` high, takes the core's ``run_cycles(R, C, ks)`` from the first beat into the core to
-the last C beat; from the edge that accepts the first command to its first beat into the core
+the last C beat, plus ``C_SLICE_LATENCY`` (1, the C slice); from the edge that accepts the first command to its first beat into the core
 is ``ISSUE_TO_CORE + 1`` edges (accept, then the first read, then the core). Short tiles (K < R)
 are slowed by the core's own admission (one tile per R cycles) only: the FIFO absorbs it.
 
-Registers hold the command (remaining count, word and byte counters, release flags); every
-output is a register or logic of registers, except ``c_*`` (the core's, registered too).
+Registers hold the command (remaining count, word and byte counters, release flags, and the
+issue decision's compares: ``cmd_rem_zero`` = no reads left after this one, ``cmd_credit`` =
+a credit is free, each set from the next value of its counter, so the issue and ``ex_ready``
+are logic of a few registers and no compare sits on them); every
+output is a register or logic of registers (``c_*``: the C slice's registers).
 
 Resources: ``bench/fmax.py`` reports them for the default config (the lane memories map to
 DP16KD, the PEs to MULT18X18D, the operand FIFO to distributed RAM).
@@ -72,7 +77,7 @@ from .. import contract
 from ..config import AccelConfig
 from ..errors import ConfigError
 from .bits import index_width, inc, log2
-from .common import NamedReg
+from .common import NamedReg, register_slice
 from .operand_spad import LANE_WIDTH, RD_LATENCY, make_operand_spad
 from .stream import Stream, module
 from .systolic import make_systolic_core
@@ -81,6 +86,8 @@ from .systolic import make_systolic_core
 FIFO_DEPTH = contract.EXEC_CREDITS
 #: edges from a read issued to the earliest edge its beat enters the core
 ISSUE_TO_CORE = 1 + RD_LATENCY
+#: edges the C stream's register slice adds between the core's C beat and ``c_*``
+C_SLICE_LATENCY = 1
 #: width of the command's K and word fields (the contract's EXEC fields)
 CMD_WIDTH = contract.EXEC.field("K").bits
 
@@ -151,10 +158,13 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         active = NamedReg(1, clk, rst, 0, name="cmd_active")
         rem = NamedReg(CMD_WIDTH, clk, None, None, name="cmd_rem")  # reads left after this
         outstanding = NamedReg(CNTW, clk, rst, 0, name="outstanding")
-        credit = outstanding.q.as_uint() < FIFO_DEPTH
-        iss = active.q & spad_a.rd_avail & spad_b.rd_avail & credit.as_bits()
+        # the issue decision's two compares come from registers of their own, kept equal
+        # to ``outstanding < FIFO_DEPTH`` and ``rem == 0`` (each computed from the next value)
+        credit_q = NamedReg(1, clk, rst, 1, name="cmd_credit")
+        last_q = NamedReg(1, clk, None, None, name="cmd_rem_zero")
+        iss = active.q & spad_a.rd_avail & spad_b.rd_avail & credit_q.q
         issue.assign(iss)
-        is_last = rem.q == Bits(CMD_WIDTH)(0)
+        is_last = last_q.q
         last_issue.assign(iss & is_last)
         ex_ready = ~active.q | (iss & is_last)
         accept = p.ex_valid & ex_ready
@@ -162,6 +172,8 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         rem_dec = (rem.q.as_uint() - 1).as_bits(CMD_WIDTH)
         k_m1 = (p.ex_k.as_uint() - 1).as_bits(CMD_WIDTH)
         rem.next(Mux(accept, Mux(iss, rem.q, rem_dec), k_m1))
+        last_q.next(Mux(accept, Mux(iss, last_q.q, rem.q == Bits(CMD_WIDTH)(1)),
+                        p.ex_k == Bits(CMD_WIDTH)(1)))
         rel_a.next(Mux(accept, rel_a.q, p.ex_rel_a))
         rel_b.next(Mux(accept, rel_b.q, p.ex_rel_b))
         chain.next(Mux(accept, chain.q, p.ex_chain))
@@ -198,18 +210,29 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
             slots.append(slot.q)
         head = Mux(rd.q, *slots)
         head_last = head[EW - 1]
+        c_in_ready = Wire(Bits(1), "c_slice_ready")
         core = Core(clk=clk, rst=rst,
                     a_data=head[0:R * 8], a_last=head_last, a_valid=head_valid,
                     b_data=head[R * 8:R * 8 + C * 8], b_last=head_last,
-                    b_valid=head_valid, c_ready=p.c_ready, instance_name="core")
+                    b_valid=head_valid, c_ready=c_in_ready, instance_name="core")
         fire = head_valid & core.a_ready
         pop.assign(fire)
         occ_next = (occ.q.as_uint() + push.as_uint()).as_bits(CNTW)
         occ.next((occ_next.as_uint() - fire.as_uint()).as_bits(CNTW))
         out_next = (outstanding.q.as_uint() + iss.as_uint()).as_bits(CNTW)
-        outstanding.next((out_next.as_uint() - fire.as_uint()).as_bits(CNTW))
+        out_next = (out_next.as_uint() - fire.as_uint()).as_bits(CNTW)
+        outstanding.next(out_next)
+        credit_q.next((out_next.as_uint() < FIFO_DEPTH).as_bits())
 
-        c_stream.forward(p, "c", core)
+        # the C stream leaves through a register slice: the core's output FIFO (a LUT RAM
+        # read) and the store engine's beat buffer load are a cycle apart
+        c_v, c_d, c_r = register_slice(clk, rst, core.c_valid,
+                                       BitsSignal.concat([core.c_last, core.c_data]),
+                                       p.c_ready, "c_out_q")
+        c_in_ready.assign(c_r)
+        p.c_data = c_d[0:C * ACC]
+        p.c_last = c_d[C * ACC]
+        p.c_valid = c_v
         p.err = core.err
         busy = active.q | (outstanding.q != Bits(CNTW)(0))
         p.busy = busy

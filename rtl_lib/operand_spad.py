@@ -13,10 +13,12 @@ most one bank and the consumer (exec side) at most one; a bank passes producer -
 
 Producer ports: ``wr_ready`` (out: the producer owns an empty bank), ``wr_valid``, ``wr_lane``
 (16 bits; a write to a lane >= ``lanes`` is dropped), ``wr_word`` (log2 depth_words bits),
-``wr_data`` (width): a word is written on an edge where ``wr_valid & wr_ready``. ``commit``:
+``wr_data`` (width): a word is taken on an edge where ``wr_valid & wr_ready`` and reaches the
+memory one edge later (write stage: address, data and lane enable registered). ``commit``:
 taken on an edge where ``commit & wr_ready``; the bank (including a write on that same edge) goes
-to the consumer and the producer moves to the other bank (``wr_ready`` falls if the consumer
-still holds it).
+to the consumer one edge later, when that write lands, and the producer moves to the other bank
+then: ``wr_ready`` is low for the cycle after a commit, and after it only if the consumer still
+holds the other bank.
 
 Consumer ports: ``rd_avail`` (out: the consumer owns a committed bank), ``rd_valid``,
 ``rd_word`` (log2 depth_words bits), ``rd_byte`` (log2 AB bits): a read is issued on an edge
@@ -30,9 +32,10 @@ cycle.
 producer (a read issued on that same edge still returns the released bank's data: the producer
 can write the bank one edge later at the earliest, after the memory has been read).
 
-Commit/release latency as in ``make_scratchpad``: a commit on edge e makes ``rd_avail`` high
-after e if the consumer was waiting; a release on edge e makes ``wr_ready`` high after e if the
-producer was waiting, and ``rd_avail`` (the other bank) after e if it was committed.
+Commit/release latency: a commit on edge e makes ``rd_avail`` high after e + 1 if the consumer
+was waiting (one edge later than ``make_scratchpad``: the write stage); a release on edge e
+makes ``wr_ready`` high after e if the producer was waiting, and ``rd_avail`` (the other bank)
+after e if it was committed (its commit reached the ownership by then).
 ``clk``, ``rst`` (synchronous, active high: both banks empty, producer at bank 0; memory contents
 are not cleared). Every output except ``rd_data`` is a register or logic of registers only.
 
@@ -86,20 +89,29 @@ def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
 
     def build(p):
         clk, rst = p.clk, p.rst
-        # -- bank ownership (the protocol of make_scratchpad) ---------------------------
-        own = bank_ownership(clk, rst, p.commit, p.rd_release)
+        # -- bank ownership (the protocol of make_scratchpad), the commit one edge late ----
+        # A write reaches the memory one edge after it is taken (the write stage below), so
+        # the commit reaches the ownership one edge late too: the bank goes to the consumer
+        # on the edge its last write lands, and the producer owns no bank in between.
+        commit_q = NamedReg(1, clk, rst, 0, name="commit_q")
+        own = bank_ownership(clk, rst, commit_q.q, p.rd_release)
         wr_bank, rd_bank = own.wr_bank, own.rd_bank
-        wr_ready, rd_avail = own.wr_ready, own.rd_avail
+        wr_ready, rd_avail = own.wr_ready & ~commit_q.q, own.rd_avail
+        commit_q.next(p.commit & wr_ready)
 
-        # -- memories: one per lane holding both banks (the bank is the address MSB) -------
+        # -- write stage: address, data and each lane's enable registered before the memory
+        # write (the router's lane decode and the read data's fan-out to every lane's block
+        # RAM are then a cycle of their own).
         wen = p.wr_valid & wr_ready
-        waddr = BitsSignal.concat([wr_bank.q, p.wr_word])
+        waddr = BitsSignal.concat([wr_bank.q, p.wr_word]).reg(clk, name="wr_addr_q")
+        wdata = p.wr_data.reg(clk, name="wr_data_q")
         raddr = BitsSignal.concat([rd_bank.q, p.rd_word])
         words = []
         for i in range(lanes):
-            lane_hit = wen & (p.wr_lane == Bits(LANE_WIDTH)(i))
+            lane_hit = (wen & (p.wr_lane == Bits(LANE_WIDTH)(i))).reg(
+                clk, rst, rst_value=0, name=f"lane{i}_wen_q")
             words.append(dual_port_mem(clk, rst, f"lane{i}_mem", width, 2 * depth_words,
-                                       waddr, p.wr_data, lane_hit, raddr))
+                                       waddr, wdata, lane_hit, raddr))
         rd_fire = p.rd_valid & rd_avail
         byte_sel = NamedReg(BW, clk, None, None, ce=rd_fire, name="rd_data_byte")
         byte_sel.next(p.rd_byte)

@@ -16,7 +16,12 @@ write commands, ``wd_*`` data); ``wr``: the wires of the write DMA's ``cmd_*`` a
   (counted apart, registers ``write_beat_in_row`` and ``write_row`` from 1, so no multiplier
   sits on the command path), in command order. A writer offers its data only after its
   command was taken (both engines do), so the head is always the next data's owner.
-* ``own`` (the FIFO, for the top's idle) and ``wfire`` (a data beat went to the DMA).
+* Register slices (``common.register_slice``, latency 1, full rate): the picked command goes
+  to the DMA through ``arb_cmd_q`` and the data beats through ``arb_data_q``, so neither the
+  engines' logic nor the DMA's burst splitter reaches the other in one cycle. A command or a
+  beat is taken from its engine when its slice can take it and reaches the DMA one edge later.
+* ``own`` (the FIFO), ``idle`` (no command or data still owed to the DMA: the owner FIFO and
+  both slices empty, for the top's idle) and ``wfire`` (a data beat went to the DMA).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from .bits import inc
-from .common import NamedReg
+from .common import NamedReg, register_slice
 
 #: write commands whose data is still to come
 OWNER_FIFO_DEPTH = 4
@@ -52,12 +57,23 @@ class WriteArbiter:
         a_wants = a.wc_valid
         pick_b = ~a_wants
         any_wc = a_wants | b.wc_valid
-        wr["cmd_valid"].assign(any_wc & ~own.full)
-        for f in ("addr", "beats", "rows", "stride"):
-            wr[f"cmd_{f}"].assign(Mux(pick_b, getattr(a, f"wc_{f}"), getattr(b, f"wc_{f}")))
-        wc_fire = any_wc & ~own.full & wr_cmd_ready
-        a_wc_ready.assign(~own.full & wr_cmd_ready)
-        b_wc_ready.assign(~own.full & wr_cmd_ready & ~a_wants)
+        # the picked command goes to the DMA through a register slice (cmd_q)
+        fields = ("addr", "beats", "rows", "stride")
+        cmd = BitsSignal.concat([Mux(pick_b, getattr(a, f"wc_{f}"), getattr(b, f"wc_{f}"))
+                                 for f in fields])
+        cmd_ready = Wire(Bits(1), "arb_cmd_slice_ready")
+        c_valid, c_data, c_in_ready = register_slice(clk, rst, any_wc & ~own.full, cmd,
+                                                     cmd_ready, "arb_cmd_q")
+        cmd_ready.assign(wr_cmd_ready)
+        wr["cmd_valid"].assign(c_valid)
+        lo = c_data.type.width
+        for f in fields:
+            w = getattr(a, f"wc_{f}").type.width
+            wr[f"cmd_{f}"].assign(c_data[lo - w:lo])
+            lo -= w
+        wc_fire = any_wc & ~own.full & c_in_ready
+        a_wc_ready.assign(~own.full & c_in_ready)
+        b_wc_ready.assign(~own.full & c_in_ready & ~a_wants)
         own.push(BitsSignal.concat([Mux(pick_b, a.wc_rows, b.wc_rows),
                                     Mux(pick_b, a.wc_beats, b.wc_beats), pick_b]), wc_fire)
         oh = own.output
@@ -65,15 +81,23 @@ class WriteArbiter:
         o_valid = ~own.empty
         wbeat = NamedReg(16, clk, rst, 1, name="write_beat_in_row")  # counts from 1
         wrow = NamedReg(16, clk, rst, 1, name="write_row")            # counts from 1
-        wr["in_data"].assign(Mux(o_b, a.wd_data, b.wd_data))
-        wr["in_valid"].assign(o_valid & Mux(o_b, a.wd_valid, b.wd_valid))
-        wfire = o_valid & Mux(o_b, a.wd_valid, b.wd_valid) & wr_in_ready
+        # the owner's data beats go to the DMA through a register slice (data_q)
+        d_ready = Wire(Bits(1), "arb_data_slice_ready")
+        d_valid, d_data, d_in_ready = register_slice(
+            clk, rst, o_valid & Mux(o_b, a.wd_valid, b.wd_valid),
+            Mux(o_b, a.wd_data, b.wd_data), d_ready, "arb_data_q")
+        d_ready.assign(wr_in_ready)
+        wr["in_data"].assign(d_data)
+        wr["in_valid"].assign(d_valid)
+        wfire = o_valid & Mux(o_b, a.wd_valid, b.wd_valid) & d_in_ready
         wb_last = wbeat.q == o_bpr
         wr_last = wrow.q == o_rows
         w_last = wb_last & wr_last
         wbeat.next(Mux(wfire, wbeat.q, Mux(wb_last, inc(wbeat.q, 16), Bits(16)(1))))
         wrow.next(Mux(wfire & wb_last, wrow.q, Mux(wr_last, inc(wrow.q, 16), Bits(16)(1))))
         own.pop(wfire & w_last)
-        a_wd_ready.assign(o_valid & ~o_b & wr_in_ready)
-        b_wd_ready.assign(o_valid & o_b & wr_in_ready)
-        self.own, self.wfire = own, wfire
+        a_wd_ready.assign(o_valid & ~o_b & d_in_ready)
+        b_wd_ready.assign(o_valid & o_b & d_in_ready)
+        self.own = own
+        self.wfire = d_valid & wr_in_ready
+        self.idle = own.empty & ~c_valid & c_in_ready & ~d_valid & d_in_ready

@@ -17,7 +17,7 @@ from collections import deque
 from ..contract import (DST_A, DST_B, DST_CMD, DST_P, DST_S, LOAD_COMMIT, LOAD_ZERO,
                         ROUTE_FIFO_DEPTH)
 from .dma import bursts
-from .timing import SLICE
+from .timing import SLICE, SPAD_COMMIT_LATENCY
 
 
 class LoadEngine:
@@ -61,7 +61,7 @@ class LoadEngine:
         if e[1] == 0:
             route.popleft()
             if flags & LOAD_COMMIT and (dst == DST_A or dst == DST_B):
-                self.spad[dst].pending.append((t + 1, 1))
+                self.spad[dst].pending.append((t + SPAD_COMMIT_LATENCY, 1))
         return True
 
     def port_step(self, t) -> bool:

@@ -35,7 +35,11 @@ SLICE = 2
 DONE_LATENCY = 1        # everything idle -> done seen by the cycle counter
 START_LATENCY = 1       # start -> first fetch request
 #: the core: a tile's first result row this many cycles after its last beat, beyond rows + cols
-CORE_RESULT_EXTRA = 3
+#: (3 in the core, 1 in the matmul unit's C register slice, ``c_out_q``)
+CORE_RESULT_EXTRA = 4
+#: an operand scratchpad's commit (with the last beat) -> the bank readable: the write stage
+#: delays the commit by one edge (``rtl_lib.operand_spad``)
+SPAD_COMMIT_LATENCY = 2
 #: the vector engine: an S beat's X read to the element serializer
 VEC_S_TO_START = 3
 

@@ -19,8 +19,8 @@ import pytest
 
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import ConfigError
-from pycde_accel.rtl_lib.matmul_unit import (ISSUE_TO_CORE, emit_matmul_unit, make_matmul_unit,
-                                             spad_words)
+from pycde_accel.rtl_lib.matmul_unit import (C_SLICE_LATENCY, ISSUE_TO_CORE, emit_matmul_unit,
+                                             make_matmul_unit, spad_words)
 from pycde_accel.rtl_lib.systolic import run_cycles
 from pycde_accel.sim import build, run
 
@@ -235,14 +235,15 @@ PERF = [(4, 4, 32, [9, 1, 300, 2, 4, 3, 33, 1]), (4, 4, 32, [1] * 6),
 def test_back_to_back_rate(cache_root, tmp_path, rows, cols, w, ks):
     """Both banks of A and B committed before the first EXEC; EXECs offered back to back,
     c_ready high. The core sees exactly its own run: first beat to last C beat is
-    run_cycles(ks) (tolerance 0), and the first beat enters ISSUE_TO_CORE + 1 edges after the
-    first EXEC is accepted (the whole run: run_cycles + 3 from the accepting edge)."""
+    run_cycles(ks) + C_SLICE_LATENCY (tolerance 0), and the first beat enters ISSUE_TO_CORE + 1
+    edges after the first EXEC is accepted (the whole run: that sum + ISSUE_TO_CORE + 1 from the
+    accepting edge)."""
     cfg = _cfg(rows, cols, w=w)
     sim = _build(cache_root, cfg)
     half = (len(ks) + 1) // 2
     prog = make_program(cfg, 5, [ks[:half], ks[half:]], b_with_a=True, extra=0)
     res = _run(sim, tmp_path, prog, preload=2)
-    want = run_cycles(rows, cols, ks)
+    want = run_cycles(rows, cols, ks) + C_SLICE_LATENCY
     got = res["last_c"] - res["first_fire"] + 1
     assert got == want, (got, want, res)
     assert res["first_fire"] - res["first_accept"] == ISSUE_TO_CORE + 1, res
