@@ -102,7 +102,7 @@ _CALYX_OPT = Stage(
     "calyx_opt", "circt",
     "pycde-accel-calyx-inline-comb-groups,pycde-accel-calyx-mem-ports,"
     "pycde-accel-calyx-wire-clk-reset,pycde-accel-calyx-static-mult,pycde-accel-calyx-merge-groups,"
-    "pycde-accel-calyx-fold-latch",
+    "pycde-accel-calyx-fold-mult,pycde-accel-calyx-fold-latch,pycde-accel-calyx-hoist-comb",
     "what the unregistered CIRCT calyx passes would do (lowering/passes): comb groups inlined, "
     "memories as component ports, every cell's clk/reset wired; then the throughput passes: "
     "each multiply a one-cycle group read from its multiplier, independent reads (multiplies) "

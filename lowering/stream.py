@@ -280,7 +280,10 @@ def calyx_stream_module(system, kernel, lowered):
             if f"{mem}_done" in have:
                 args[f"{mem}_done"] = rd
             if f"{mem}_read_data" in have:
-                args[f"{mem}_read_data"] = getattr(p, nm).reg(clk, ce=rd, name=f"{mem}_rdata")
+                # seq_mem timing: valid in the cycle ``done`` is high (the beat itself), then
+                # held in a register until the next read
+                beat = getattr(p, nm)
+                args[f"{mem}_read_data"] = Mux(rd, beat.reg(clk, ce=rd, name=f"{mem}_rdata"), beat)
         # -- the write of the output memory is the y beat
         y_req = Wire(Bits(1), "y_request")
         args[f"{out_mem}_done"] = y_req & p.y_ready
