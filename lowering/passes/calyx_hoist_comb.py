@@ -3,9 +3,8 @@
 calyx-remove-groups-fsm guards every assignment of a group by the group's go (``go ? v : 0``
 in the SV), also those that only feed one combinational cell from another. A body that is a
 long chain of combinational cells (lut: 255 compare/selects) then becomes a chain of twice as
-many muxes, every link gated by the FSM state: more LUTs, a longer path, and an expression
-nesting deep enough that Yosys's synth_ecp5 exhausts its call stack ("wasm trap: call stack
-exhausted"). This pass moves the assignments that drive a combinational cell out of the group
+many muxes, every link gated by the FSM state: more logic and a longer path (lut's SV: 123 kB,
+53 kB after this pass). This pass moves the assignments that drive a combinational cell out of the group
 into the component's wires, unguarded, when the cell is private to the group:
 
 * the cell has no ``clk`` port (``calyx.std_add``, ``std_mux``, ``std_slice``, ``std_slt`` ...:
