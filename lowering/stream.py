@@ -41,8 +41,9 @@ last), :func:`calyx_stream_module` keeps the same contract:
 * the start beat is taken with all scalar beats when no run is open; the scalars are latched
   and drive ``in<K>``; ``go`` is held until the kernel's ``done``;
 * a read of input memory M (``content_en`` high, ``write_en`` low) is answered by a beat of its
-  stream: ``M_done`` is high in the cycle the beat moves and ``M_read_data`` is the beat held in
-  a register from the next cycle on (seq_mem timing). Reads that are requested in the same
+  stream: ``M_done`` is high in the cycle the beat moves, and ``M_read_data`` is that beat in
+  that cycle and then holds it (a register) until the next read (seq_mem timing: the data is
+  valid with ``done``; pycde-accel-calyx-fold-mult starts a multiply in that cycle). Reads that are requested in the same
   cycle are answered together or not at all (so a group that reads several memories at once
   takes its beats in one cycle). The addresses are 0..n-1 in order, so they are not looked at;
 * a write of the output memory is the ``y`` beat: ``y_valid`` is the write request,
@@ -280,7 +281,10 @@ def calyx_stream_module(system, kernel, lowered):
             if f"{mem}_done" in have:
                 args[f"{mem}_done"] = rd
             if f"{mem}_read_data" in have:
-                args[f"{mem}_read_data"] = getattr(p, nm).reg(clk, ce=rd, name=f"{mem}_rdata")
+                # seq_mem timing: valid in the cycle ``done`` is high (the beat itself), then
+                # held in a register until the next read
+                beat = getattr(p, nm)
+                args[f"{mem}_read_data"] = Mux(rd, beat.reg(clk, ce=rd, name=f"{mem}_rdata"), beat)
         # -- the write of the output memory is the y beat
         y_req = Wire(Bits(1), "y_request")
         args[f"{out_mem}_done"] = y_req & p.y_ready

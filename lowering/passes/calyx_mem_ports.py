@@ -8,8 +8,8 @@ protocol: outputs ``M_addr0`` (``M_addr1`` ...), ``M_content_en``, ``M_write_en`
 port; the memory's clk/reset assignments go. A port the component does not use is left out
 (a memory that is only read has no ``M_write_data``, one only written no ``M_read_data``), so
 that no SV output floats and no input is unused. Ports keep the seq_mem timing: the
-accelerator raises ``M_done`` when the access is done, and ``M_read_data`` holds the read value
-until the next read.
+accelerator raises ``M_done`` when the access is done, and ``M_read_data`` is the read value
+from that cycle on (valid with ``done``) until the next read.
 
 Transform of the custom-form text through :mod:`._calyx_text` (no Python bindings for calyx
 ops; the ports are edited in the component header, which the custom form prints as a list).

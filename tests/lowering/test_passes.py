@@ -559,6 +559,77 @@ def test_calyx_static_mult(circt_ctx):
     assert "calyx.register @p" in _run(circt_ctx, "circt", twice, "pycde-accel-calyx-static-mult")
 
 
+def test_calyx_fold_mult(circt_ctx):
+    static = _run(circt_ctx, "circt", _CALYX_MULT, "pycde-accel-calyx-static-mult")
+    merged = _run(circt_ctx, "circt", static, "pycde-accel-calyx-merge-groups")
+    out = _run(circt_ctx, "circt", merged, "pycde-accel-calyx-fold-mult")
+    # the one-cycle multiply starts in the done cycle of the reads before it: one state less
+    assert _enables(out) == ["ra", "w", "latch"]
+    ra = out[out.index("calyx.group @ra"):out.index("calyx.group @w")]
+    assert "calyx.assign %m.go = %merge_and_0.out ? %true : i1" in ra
+    assert "calyx.assign %m.left = %arg_mem_0_read_data : i8" in ra
+    assert "calyx.assign %m.right = %arg_mem_1_read_data : i8" in ra
+    assert "calyx.group_done %merge_and_0.out : i1" in ra  # the reads' done is the group's
+    assert "calyx.group @mul" not in out and "mul_first" not in out and "comb.xor" not in out
+    w = out[out.index("calyx.group @w"):out.index("calyx.group @latch")]
+    assert "calyx.assign %mx.right = %m.out : i8" in w
+    # without the merge it folds into the read of memory 1, whose done ends that group
+    # (memory 0's read_data was read a group earlier and is held)
+    single = _run(circt_ctx, "circt", static, "pycde-accel-calyx-fold-mult")
+    assert _enables(single) == ["ra", "rb", "w", "latch"]
+    assert "calyx.assign %m.go = %arg_mem_1_done ? %true : i1" in single
+    # an operand from a register the previous group writes (it changes on that very edge): kept
+    reg = static.replace(
+        "    %i.in, %i.write_en,",
+        "    %q.in, %q.write_en, %q.clk, %q.reset, %q.out, %q.done = calyx.register @q : i8, i1, i1, i1, i8, i1\n"
+        "    %i.in, %i.write_en,", 1).replace(
+        "        calyx.group_done %arg_mem_1_done : i1\n",
+        "        calyx.assign %q.in = %arg_mem_1_read_data : i8\n"
+        "        calyx.assign %q.write_en = %true : i1\n"
+        "        calyx.group_done %arg_mem_1_done : i1\n").replace(
+        "calyx.assign %m.right = %arg_mem_1_read_data : i8", "calyx.assign %m.right = %q.out : i8")
+    assert _enables(_run(circt_ctx, "circt", reg, "pycde-accel-calyx-fold-mult")) == \
+        ["ra", "rb", "mul", "w", "latch"]
+    # the previous group reads memory 1 but ends on memory 0's done: its read_data is not
+    # known valid in that cycle, kept
+    late = static.replace("calyx.group_done %arg_mem_1_done : i1",
+                          "calyx.group_done %arg_mem_0_done : i1")
+    assert "calyx.group @mul" in _run(circt_ctx, "circt", late, "pycde-accel-calyx-fold-mult")
+    # the multiply enabled twice: kept
+    twice = merged.replace("            calyx.enable @mul\n",
+                           "            calyx.enable @mul\n            calyx.enable @mul\n")
+    assert "calyx.group @mul" in _run(circt_ctx, "circt", twice, "pycde-accel-calyx-fold-mult")
+
+
+def test_calyx_hoist_comb(circt_ctx):
+    out = _run(circt_ctx, "circt", _CALYX_BODY, "pycde-accel-calyx-hoist-comb")
+    wires = out[out.index("calyx.wires"):out.index("calyx.group @ra")]
+    w = out[out.index("calyx.group @w"):out.index("calyx.group @latch")]
+    # the adder only @w drives and reads: its inputs are continuous, unguarded
+    assert "calyx.assign %mx.left = %arg_mem_0_read_data : i8" in wires
+    assert "calyx.assign %mx.right = %arg_mem_1_read_data : i8" in wires
+    assert "%mx.left" not in w and "calyx.assign %arg_mem_2_write_data = %mx.out : i8" in w
+    # so are the address slices and the latch's increment; memory ports and registers stay
+    assert "calyx.assign %sa.in = %i.out : i32" in wires
+    assert "calyx.assign %std_add_0.left = %i.out : i32" in wires
+    assert "%arg_mem_2_write_en" in w and "%i.write_en" not in wires
+    assert _enables(out) == _enables(_CALYX_BODY)
+    # a cell that another group reads too (its value outside @w would change): kept in @w
+    shared = _CALYX_BODY.replace(
+        "        calyx.group_done %i.done : i1\n",
+        "        calyx.assign %arg_mem_2_write_data = %mx.out : i8\n"
+        "        calyx.group_done %i.done : i1\n")
+    kept = _run(circt_ctx, "circt", shared, "pycde-accel-calyx-hoist-comb")
+    w = kept[kept.index("calyx.group @w"):kept.index("calyx.group @latch")]
+    assert "calyx.assign %mx.left = %arg_mem_0_read_data : i8" in w
+    # a guarded input: kept
+    guarded = _CALYX_BODY.replace("calyx.assign %mx.right = %arg_mem_1_read_data : i8",
+                                  "calyx.assign %mx.right = %arg_mem_0_done ? %arg_mem_1_read_data : i8")
+    kept = _run(circt_ctx, "circt", guarded, "pycde-accel-calyx-hoist-comb")
+    w = kept[kept.index("calyx.group @w"):kept.index("calyx.group @latch")]
+    assert "%mx.left" in w and "%mx.right" in w
+
+
 def _states(text):
     return re.findall(r"fsm.state @(\w+)", text)
 
