@@ -158,22 +158,25 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 87.15,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 91.77,
               "python -m pycde_accel synth mlp --target ecp5-85f (default config), RTL of commit "
-              "c1a6013 (branch fmax): 77 MULT18X18D, 37 DP16KD, 21338 TRELLIS_COMB (synth cache "
-              "entry 96c52492b24cb028a8db54af2cc325ce)"),
+              "878e961 (main: the fmax slices and the FENCE/stamp dispatch): 77 MULT18X18D, "
+              "37 DP16KD, 21824 TRELLIS_COMB, seed 1"),
     FmaxPoint(16, 8, 32, 64, 1024, 256, 83.28,
               "python -m pycde_accel synth mlp --array 16x8 --target ecp5-85f, RTL of commit "
               "07c1dc0: 141 MULT18X18D, 61 DP16KD, 27687 TRELLIS_COMB (synth cache entry "
               "c2078752d555a752dc833eb47bafd4de)"),
 )
-# The two points are of different RTL: the 16x8 is of commit 07c1dc0, the 8x8 of c1a6013 (its
+# The two points are of different RTL: the 16x8 is of commit 07c1dc0, the 8x8 of 878e961 (the
 # periphery slices: scratchpad write stage, write arbiter / C stream slices, registered issue,
-# fetch and counter decisions); at 07c1dc0 the 16x8 placed faster than the 8x8, so the slope
+# fetch and counter decisions; and the FENCE/stamp dispatch); at 07c1dc0 the 16x8 placed faster than the 8x8, so the slope
 # between them here owes as much to the RTL as to the array size: a 16x8 placement at the new
-# RTL is the next point to add. Critical path of the 8x8 point: the vector engine's command
-# FIFO read (distributed RAM) through its issue decision into lut_occupancy.
-# On record but not fitted: the default config at commit 07c1dc0 (synth cache entry
+# RTL is the next point to add. Critical path of the 8x8 point: the vector engine's decoded
+# command (cmd_lut_set) through the add kernel's run_active into its scalar registers (10.9 ns,
+# 8.8 of it routing).
+# On record but not fitted: the default config at commit c1a6013 (branch fmax, before the
+# FENCE dispatch) placed at 87.15 MHz (critical path: the vector engine's command FIFO read into
+# its issue decision, lut_occupancy); the default config at commit 07c1dc0 (synth cache entry
 # 75f4e6939ae74eeb427878670266fa91) placed at 81.91 MHz; at commit 9d1fa13 (branch fmax, the
 # counters' increments not yet registered) at 76.77 MHz, critical path operand FIFO -> core
 # admission -> perf_stall's enable; at an earlier RTL (main at 13:34 UTC on 2026-12-01, synth

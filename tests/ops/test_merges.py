@@ -115,8 +115,12 @@ def test_reference_matches_slow_loops_and_float(kind, sa, sb, equal, seed):
                                   ["a", "b"], ["y"]), {"a": sa, "b": sb, "y": s_out}, {"y": lq})
     y = reference.run(qm, [a, b]).outputs[0]
     np.testing.assert_array_equal(y, _slow(kind, a, b, lq))
-    # the codes are the float merge to within a rounding step (and the -128 -> -127 of minimum)
-    tol = s_out * (0.5 + 64 * 2.0 ** -lq.shift) + 1e-9 + (s_out if kind == "minimum" else 0)
+    # the codes are the float merge to within a rounding step (and the -128 -> -127 of minimum),
+    # plus each multiplier's rounding (half a step of 2**-shift) times |code| <= 128: sub has two
+    # (x * ma + y * mb), maximum and minimum one
+    mults = 2 if kind == "sub" else 1
+    tol = (s_out * (0.5 + mults * 64 * 2.0 ** -lq.shift) + 1e-9
+           + (s_out if kind == "minimum" else 0))
     assert np.abs(y * s_out - np.clip(want_f, -128 * s_out, 127 * s_out)).max() <= tol
     ta, tb = (torch.from_numpy(v).to(torch.int8) for v in (a, b))
     np.testing.assert_array_equal(intmodule.IntegerModule(qm)(ta, tb).numpy(), y)
