@@ -93,8 +93,9 @@ _SV = Stage(
     "sv", "circt", "pycde-accel-lowering-options,lower-seq-to-sv,hw.module(lower-hw-to-sv),export-verilog",
     "sv dialect; SystemVerilog that Verilator and Yosys accept", sv=True)
 
-_SCF_WHILE = Stage("scf_while", "torch", "scf-for-to-while",
-                   "scf.for as scf.while (calyx.repeat is not FSM-compilable in this CIRCT)")
+_SCF_WHILE = Stage("scf_while", "torch", "scf-for-to-while,pycde-accel-balance-select-chain",
+                   "scf.for as scf.while (calyx.repeat is not FSM-compilable in this CIRCT); a "
+                   "chain of selects on threshold compares of one value as a binary search")
 _CALYX = Stage("calyx", "circt",
                "lower-scf-to-calyx,canonicalize,pycde-accel-calyx-drop-ref-wrapper",
                "CIRCT calyx from scf; the kernel's component is the top (no by-reference wrapper)")
