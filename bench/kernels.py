@@ -16,7 +16,9 @@ Usage: python bench/kernels.py [--n 256] [--latency 1] [--kernels a,b] [--routes
 The last stdout line is one JSON object: ``min_elements_per_cycle`` (the slowest kernel under
 the default route) and ``kernels``: kernel -> route -> {elements_per_cycle, cycles_per_element,
 lut, ff[, fmax_mhz]} (``synth_error`` in place of the sizes when a tool failed) or
-{error}.
+{error} (the stage that stopped the route, or ``simulation: ...`` when the kernel's run
+failed; the run goes on with the next cell). A handshake run's cycle limit follows the kernel's
+rate (:func:`_handshake_rate`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pycde_accel.lowering import build_kernel, kernels
 
 # the kernel testbenches and their driver are test code (tests/lowering)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "lowering"))
-from kernel_sim import simulate, simulate_static  # noqa: E402
+from kernel_sim import SimIncomplete, simulate, simulate_static  # noqa: E402
 
 ROUTES = ("dynamic-stock", "dynamic", "static", "calyx")
 #: Routes placed with nextpnr too (Fmax): the calyx column's figures.
@@ -61,16 +63,18 @@ def measure(name: str, route: str, n: int, latency: int, work: Path, synth: bool
     if lowered.sv is None:
         return {"error": f"route {route} produced no SV"}
     ins, sc = _inputs(k, np.random.default_rng(0))
-    with contextlib.redirect_stdout(io.StringIO()):  # the Verilator build is chatty
-        if route == "calyx":
-            eps = _calyx_rate(k, lowered, out / "sim", ins, sc)
-        elif route == "static":
-            res = simulate_static(k, lowered.sv, out / "sim", ins, sc, backpressure=0.0)
-        else:
-            res = simulate(k, lowered.sv, out / "sim", ins, sc, latency=latency,
-                           backpressure=0.0, max_cycles=200 * n + 2000)
-        if route != "calyx":
-            eps = res.elements_per_cycle
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # the Verilator build is chatty
+            if route == "calyx":
+                eps = _calyx_rate(k, lowered, out / "sim", ins, sc)
+            elif route == "static":
+                eps = simulate_static(k, lowered.sv, out / "sim", ins, sc,
+                                      backpressure=0.0).elements_per_cycle
+            else:
+                eps = _handshake_rate(k, lowered.sv, out / "sim", ins, sc, latency)
+    except (UserError, OSError, KeyError, ValueError, IndexError, ZeroDivisionError) as e:
+        # a kernel that fails in simulation must not end the run: the cell records why
+        return {"error": f"simulation: {str(e).splitlines()[0]}"}
     fig = {"elements_per_cycle": round(eps, 4),
            "cycles_per_element": round(1 / eps, 3) if eps else None}
     if synth:
@@ -85,6 +89,30 @@ def measure(name: str, route: str, n: int, latency: int, work: Path, synth: bool
         if rep.placed:
             fig["fmax_mhz"] = round(min(c["achieved_mhz"] for c in rep.clocks.values()), 1)
     return fig
+
+
+#: Cycle budget of a handshake run: first this many per element (+ fill), then, when stores still
+#: complete but too slowly, a budget from the rate measured in that run.
+FIRST_BUDGET_PER_ELEMENT = 200
+MAX_BUDGET_PER_ELEMENT = 20000
+
+
+def _handshake_rate(k, sv: Path, work: Path, ins: dict, sc: dict, latency: int) -> float:
+    """Elements per cycle of a handshake-route kernel. The cycle limit follows the kernel's
+    rate: a run that completes some but not all stores in its budget is run again with the
+    budget its own rate needs (twice that, plus the fill), so a slow route (the stock lowering
+    of lut takes hundreds of cycles per element) is measured, not cut off; a run with no store
+    at all is a deadlock and raises."""
+    budget = FIRST_BUDGET_PER_ELEMENT * k.n + 2000
+    while True:
+        try:
+            return simulate(k, sv, work, ins, sc, latency=latency, backpressure=0.0,
+                            max_cycles=budget).elements_per_cycle
+        except SimIncomplete as e:
+            need = 2 * e.cycles * k.n // max(e.acked, 1) + 2000
+            if e.acked == 0 or budget >= MAX_BUDGET_PER_ELEMENT * k.n or need <= budget:
+                raise
+            budget = min(need, MAX_BUDGET_PER_ELEMENT * k.n)
 
 
 def _calyx_rate(k, lowered, work: Path, ins: dict, sc: dict) -> float:
@@ -126,7 +154,8 @@ def main(argv=None) -> int:
                 fig = measure(name, route, a.n, a.latency, work, not a.no_synth)
                 figures[name][route] = fig
                 if "error" in fig:
-                    print(f"{name:16s} {route:14s} no SV: {fig['error']}")
+                    why = "failed" if fig["error"].startswith("simulation: ") else "no SV"
+                    print(f"{name:16s} {route:14s} {why}: {fig['error']}", flush=True)
                 else:
                     size = f"  LUT4 {fig['lut']:6d}  FF {fig['ff']:6d}" if "lut" in fig else ""
                     if "synth_error" in fig:

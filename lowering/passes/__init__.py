@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from . import (backedge_buffers, calyx_drop_ref_wrapper, calyx_inline_comb_groups, calyx_mem_ports,
+from . import (backedge_buffers, balance_select_chain, calyx_drop_ref_wrapper, calyx_inline_comb_groups, calyx_mem_ports,
                calyx_wire_clk_reset, calyx_merge_groups, calyx_fold_latch, calyx_fold_mult, calyx_hoist_comb,
                calyx_static_mult,
                fsm_skip_empty_states, narrow_mul_to_adds, drop_reset_initial, fsm_next_state_default, drop_mem_completion_join, drop_returned_buffers,
@@ -20,7 +20,7 @@ _MODULES = (drop_returned_buffers, sink_constants, drop_mem_completion_join, bac
             lowering_options, scf_to_pipeline, calyx_drop_ref_wrapper, calyx_inline_comb_groups,
             calyx_mem_ports, calyx_wire_clk_reset, fsm_next_state_default, drop_reset_initial,
             calyx_merge_groups, calyx_fold_latch, calyx_static_mult, fsm_skip_empty_states,
-            narrow_mul_to_adds, calyx_fold_mult, calyx_hoist_comb)
+            narrow_mul_to_adds, calyx_fold_mult, calyx_hoist_comb, balance_select_chain)
 
 
 def _parse_options(spec: str) -> dict[str, str]:

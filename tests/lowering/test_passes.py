@@ -674,3 +674,80 @@ def test_narrow_mul_to_adds():
     # a wider limit is an option; below it nothing changes
     assert _run(ctx, "torch", src, "pycde-accel-narrow-mul-to-adds", "{max-bits=3}").count(
         "arith.muli") == 2
+
+
+def _chain_src(thresholds, pred="sge", extra_use=None):
+    """func @f(%x, %v0..%vm) = the priority chain x pred T_m ? v_m : (... x pred T_1 ? v_1 : v0)."""
+    m = len(thresholds)
+    args = ", ".join(["%x: i8"] + [f"%v{j}: i8" for j in range(m + 1)])
+    lines, prev = [], "%v0"
+    for j, t in enumerate(thresholds, 1):
+        lines += [f"%t{j} = arith.constant {t} : i8", f"%c{j} = arith.cmpi {pred}, %x, %t{j} : i8",
+                  f"%s{j} = arith.select %c{j}, %v{j}, {prev} : i8"]
+        prev = f"%s{j}"
+    rets, tys = [prev], ["i8"]
+    if extra_use:
+        rets.append(f"%s{extra_use}")
+        tys.append("i8")
+    body = "\n        ".join(lines)
+    return (f"func.func @f({args}) -> ({', '.join(tys)}) {{\n        {body}\n"
+            f"        return {', '.join(rets)} : {', '.join(tys)}\n      }}")
+
+
+def _eval(text, x, vals):
+    """The printed function's results for x and v0..vm (arith.constant/cmpi/select only), and
+    the deepest select chain of each result."""
+    env = {"%arg0": (x, 0), "%x": (x, 0)}  # printed names, or the source's
+    env.update({f"%arg{j + 1}": (v, 0) for j, v in enumerate(vals)})
+    env.update({f"%v{j}": (v, 0) for j, v in enumerate(vals)})
+    for line in text.splitlines():
+        line = line.strip()
+        if m := re.match(r"(%\S+) = arith.constant (-?\d+) : i8", line):
+            env[m[1]] = (int(m[2]), 0)
+        elif m := re.match(r"(%\S+) = arith.cmpi (\w+), (%\S+), (%\S+) : i8", line):
+            a, b = env[m[3]][0], env[m[4]][0]
+            env[m[1]] = ({"sge": a >= b, "sgt": a > b}[m[2]], 0)
+        elif m := re.match(r"(%\S+) = arith.select (%\S+), (%\S+), (%\S+) : i8", line):
+            c, t, f = env[m[2]], env[m[3]], env[m[4]]
+            env[m[1]] = ((t if c[0] else f)[0], 1 + max(t[1], f[1]))
+        elif line.startswith("return"):
+            return [env[r.strip()] for r in line[6:].split(":")[0].split(",")]
+    raise AssertionError(text)
+
+
+def test_balance_select_chain():
+    import random
+    ctx = bridge.context("torch")
+    name = "pycde-accel-balance-select-chain"
+    rnd = random.Random(3)
+    for m in (4, 5, 17, 255):
+        ts = sorted(rnd.sample(range(-127, 128), m))
+        src = _chain_src(ts)
+        out = _run(ctx, "torch", src, name)
+        assert out.count("arith.select") == m and out.count("arith.cmpi") == m
+        vals = [rnd.randrange(-128, 128) for _ in range(m + 1)]
+        for x in list(range(-128, 128)):
+            (got, depth), = _eval(out, x, vals)
+            (want, _), = _eval(src, x, vals)
+            assert got == want, (m, x)
+        assert max(_eval(out, x, vals)[0][1] for x in range(-128, 128)) <= (m).bit_length()
+        assert _eval(src, 0, vals)[0][1] == m  # the chain was m deep
+    lut = _run(ctx, "torch", _chain_src(list(range(-127, 128))), name)
+    assert max(_eval(lut, x, list(range(256)))[0][1] for x in range(-128, 128)) == 8
+    # sgt too; a link used elsewhere ends the chain below it (both results still right)
+    ts = [-100, -50, 0, 10, 20, 30, 40, 50]
+    for src in (_chain_src(ts, "sgt"), _chain_src(ts, extra_use=4)):
+        out = _run(ctx, "torch", src, name)
+        vals = list(range(9))
+        for x in range(-128, 128):
+            assert [v for v, _ in _eval(out, x, vals)] == [v for v, _ in _eval(src, x, vals)]
+        assert _eval(out, 127, vals)[0][1] < len(ts)
+    # thresholds not increasing outward, or too short a chain: left as written; a run that
+    # increases outward above a break is balanced on its own (the link below is its base)
+    for ts, depth in (([20, 5, 12, 3, 9], 5), ([1, 2, 3], 3), ([5, 3, 9, 12, 20], 3)):
+        src = _chain_src(ts)
+        out = _run(ctx, "torch", src, name)
+        vals = list(range(len(ts) + 1))
+        for x in range(-128, 128):
+            assert _eval(out, x, vals)[0][0] == _eval(src, x, vals)[0][0]
+        assert max(_eval(out, x, vals)[0][1] for x in range(-128, 128)) == depth
