@@ -82,7 +82,10 @@ class Driver:
                 raise AcceleratorError(f"the program was compiled for {what}={want}, the "
                                        f"hardware has {what}={have}")
 
-    async def run_layer(self, name: str, cmd_addr: int, cmd_count: int) -> LayerRun:
+    async def _start(self, cmd_addr: int, cmd_count: int) -> tuple[int, int, dict[str, int]]:
+        """One start of ``cmd_count`` commands from ``cmd_addr``: write them and ``ctrl.start``,
+        wait for the irq, read ``events``, ``status`` and the counters (the events are left
+        set: the caller clears them once it has read what else it needs)."""
         io, off = self.io, self.off
         await io.write_csr(off["cmd_base"], cmd_addr)
         await io.write_csr(off["cmd_count"], cmd_count)
@@ -92,7 +95,11 @@ class Driver:
         self._mark_done()
         events = await io.read_csr(off["events"])
         status = await io.read_csr(off["status"])
-        vals = {n: await io.read_csr(off[n]) for n in PERF}
+        return events, status, {n: await io.read_csr(off[n]) for n in PERF}
+
+    async def run_layer(self, name: str, cmd_addr: int, cmd_count: int) -> LayerRun:
+        io, off = self.io, self.off
+        events, status, vals = await self._start(cmd_addr, cmd_count)
         await io.write_csr(off["events"], events)
         err = contract.STATUS_ERR_CODE.get(status)
         run = LayerRun(name, cmd_count, err_code=err,
@@ -120,15 +127,7 @@ class Driver:
                                    f"{contract.STAMP_DEPTH} stamps")
         io, off = self.io, self.off
         names = ", ".join(str(l["name"]) for l in (layers[0], layers[-1]))
-        await io.write_csr(off["cmd_base"], cmd_addr)
-        await io.write_csr(off["cmd_count"], cmd_count)
-        self._mark_start()
-        await io.write_csr(off["ctrl"], contract.CTRL_START)
-        await io.wait_irq()
-        self._mark_done()
-        events = await io.read_csr(off["events"])
-        status = await io.read_csr(off["status"])
-        total = {n: await io.read_csr(off[n]) for n in PERF}
+        events, status, total = await self._start(cmd_addr, cmd_count)
         n_stamps = await io.read_csr(off["stamp_count"])
         stamps = []
         for k in range(min(n_stamps, contract.STAMP_DEPTH)):
