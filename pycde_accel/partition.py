@@ -59,6 +59,7 @@ import numpy as np
 
 from .config import AccelConfig
 from .errors import UserError
+from .perfmodel.memory import board_memory
 
 Progress = Callable[[str], None]
 
@@ -94,8 +95,10 @@ PRECISION_BYTES = {"fp32": 4, "fp16": 2, "int8": 1}
 #: links between host and accelerator: effective bandwidth (bytes/s) and one-way latency (s)
 #: - ``pcie3x4``: PCIe Gen3 x4, 8 GT/s x 4 lanes x 128/130 = 3.94 GB/s raw; about 3.2 GB/s of
 #:   DMA payload after TLP/DLLP overhead (~80%), and ~1 us for a DMA descriptor round trip.
-#: - ``axi``: an on-chip AXI link (a processor system next to the fabric, Zynq-style HP port):
-#:   the accelerator's own bus width x its clock, 0.1 us (tens of cycles) per transfer.
+#: - ``axi``: an on-chip AXI link (a processor system next to the fabric, Zynq-style HP port,
+#:   sharing the board memory): the accelerator's bus width x its Fmax, but no more than the
+#:   target's board memory gives (``memory == "board"``: a tensor crossing the link is written
+#:   to and read from that memory), 0.1 us (tens of cycles) per transfer.
 LINKS = {
     "pcie3x4": {"name": "PCIe Gen3 x4", "bandwidth_gbs": 3.2, "latency_us": 1.0},
     "axi": {"name": "on-chip AXI", "bandwidth_gbs": None, "latency_us": 0.1},
@@ -155,12 +158,18 @@ def check_spec(spec, where: str) -> dict:
             "precision": prec}
 
 
-def link_spec(name: str, config: AccelConfig) -> dict:
+def link_spec(name: str, config: AccelConfig, fmax_mhz: float | None = None) -> dict:
+    """The link preset ``name``; the on-chip ``axi`` link's bandwidth is the bus at
+    ``fmax_mhz`` (default: the config's clock), capped by the board memory (see :data:`LINKS`)."""
     if name not in LINKS:
         raise UserError(f"--link {name}: unknown link; known: {', '.join(LINKS)}")
     link = dict(LINKS[name], preset=name)
     if link["bandwidth_gbs"] is None:
-        link["bandwidth_gbs"] = config.axi_data_width / 8 * config.clock_mhz * 1e6 / 1e9
+        bus = config.axi_data_width / 8 * (fmax_mhz or config.clock_mhz) * 1e6
+        mem = board_memory(config) if config.memory == "board" else None
+        link["bandwidth_gbs"] = (bus if mem is None else min(bus, mem.bytes_per_s)) / 1e9
+        link["bandwidth_from"] = ("the bus at the design's clock" if mem is None
+                                  or bus <= mem.bytes_per_s else f"the board memory ({mem.kind})")
     return link
 
 
@@ -600,9 +609,9 @@ def make_plan(spec, config: AccelConfig, host: str, link_name: str = DEFAULT_LIN
               analysis: Analysis | None = None) -> dict:
     """The whole ``partition``: analysis, costs, placement; returns partition.json's content."""
     hs = host_spec(host)
-    link = link_spec(link_name, config)
-    an = analysis or analyze(spec, config, seed=seed, progress=progress)
     fmax, fsrc = fmax_of(fmax_dir, config)
+    link = link_spec(link_name, config, fmax)
+    an = analysis or analyze(spec, config, seed=seed, progress=progress)
     for lay in an.layers:
         if lay.accel_cycles is not None and not lay.host_only:
             lay.accel_s = lay.accel_cycles / (fmax * 1e6)

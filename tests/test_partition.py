@@ -1,5 +1,6 @@
 """partition: layer x device placement from costs, host-only ops, the CLI's output folder."""
 
+import dataclasses
 import itertools
 import json
 import math
@@ -217,3 +218,20 @@ def test_dag_plan_around_a_host_softmax_on_the_golden_model(tmp_path):
     assert [s["device"] for s in res["segments"]] == ["accel", "host", "accel"]
     assert res["bit_exact"] and max(len(s["inputs"]) for s in res["segments"]) >= 2
     assert res["max_abs_error"] < 0.05
+
+
+def test_axi_link_is_capped_by_board_memory():
+    """The on-chip AXI link shares the board memory: a bus at a clock faster than that memory
+    gets the memory's bandwidth, an ideal memory the bus's; the Fmax given sets the bus rate."""
+    from pycde_accel.perfmodel.memory import board_memory
+    mem = board_memory(CFG)
+    assert mem is not None
+    bus_at = lambda mhz: CFG.axi_data_width / 8 * mhz * 1e6 / 1e9  # noqa: E731
+    fast = partition.link_spec("axi", CFG, fmax_mhz=400.0)
+    assert bus_at(400.0) > mem.bytes_per_s / 1e9
+    assert fast["bandwidth_gbs"] == pytest.approx(mem.bytes_per_s / 1e9)
+    assert "board memory" in fast["bandwidth_from"]
+    slow = partition.link_spec("axi", CFG, fmax_mhz=50.0)
+    assert slow["bandwidth_gbs"] == pytest.approx(min(bus_at(50.0), mem.bytes_per_s / 1e9))
+    ideal = partition.link_spec("axi", dataclasses.replace(CFG, memory="ideal"), fmax_mhz=400.0)
+    assert ideal["bandwidth_gbs"] == pytest.approx(bus_at(400.0))
