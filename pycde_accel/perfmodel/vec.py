@@ -73,7 +73,7 @@ class VecEngine:
         if self.active is None and q and q[0][0] <= t and t > self.busy_until:
             c = self.cmds[q.popleft()[1]]
             mx = bool(c.flags & VEC_MAX)
-            per = self.ab if mx else self.ab + self.add_bubble
+            per = 1 if mx else self.ab + self.add_bubble    # MAX: AB lane kernels, a beat
             lut = bool(c.flags & (VEC_LUT | VEC_LUT_SET))
             if c.flags & VEC_ROWRED:    # one beat per cycle, a fixed drain
                 self.active = _Active(c.n, t + 1, 1, ROWRED_DRAIN, False)
