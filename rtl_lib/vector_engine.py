@@ -13,10 +13,14 @@ describes, lowered by either route
 ``mul_requantize`` (``a``, ``b``; scalars ``m0``, ``s``) with a run length of AB, fed like
 residual_add (its m0 is the command's ``ma``, its shift ``shift``). The
 accelerator lowers them by the static route (``assemble.lower_accel_kernel``: fixed-
-latency pipelines, residual_add's multiplies and shifts split). The engine holds one instance of each and feeds it the AB int8 lanes of a beat one element per
-cycle (element e of beat i: ``a`` / ``t0`` = byte e of X[x_off+i], ``b`` / ``t1`` = byte e of
-S_i); the kernel's ``y`` bytes are gathered back into beats. Only ReLU (``max(y, 0)``, for ADD
-with RELU) is engine logic. ``assemble.emit_vector_engine`` lowers the kernels and emits the
+latency pipelines, residual_add's multiplies and shifts split). The engine holds one instance
+of residual_add and of mul_requantize (their DSP multipliers are not replicated) and feeds each
+the AB int8 lanes of a beat one element per cycle (element e of beat i: ``a`` = byte e of
+X[x_off+i], ``b`` = byte e of S_i); the kernel's ``y`` bytes are gathered back into beats. Of
+the maxpool kernel (LUT logic only) it holds AB instances, ``max_kernel<e>``, one per byte
+lane, fed a whole beat per cycle (lane e: ``t0`` = byte e of X[x_off+i], ``t1`` = byte e of
+S_i); their ``y`` bytes make the result beat. Only ReLU (``max(y, 0)``, for ADD with RELU) is
+engine logic. ``assemble.emit_vector_engine`` lowers the kernels and emits the
 engine with them (SV + filelist); ``assemble.vector_engine_prepare`` is the ``emit_module``
 ``prepare`` hook for that.
 
@@ -26,12 +30,23 @@ per beat keeps every command aligned without padding. The static kernels' stream
 the next run's start and scalars with the current run's last element, so ADD runs at 1
 element/cycle too: 64 beats in 281 / 537 cycles (W = 32 / 64; the handshake kernel had one
 restart bubble per run, AB elements per AB + 1 cycles). MAX has no scalars, so the engine
-offers the maxpool kernel a start token at all times and the elements of successive MAX
-commands continue one long run (a run need not end with a command: each result leaves the
-kernel as soon as its element went in): 1 element/cycle, one beat per AB cycles. Per command
+offers each lane's maxpool kernel a start token at all times and the elements of successive MAX
+commands continue one long run per lane (a run need not end with a command: each result leaves
+the kernel as soon as its element went in): one beat per cycle (AB elements/cycle). Per command
 there is a fixed start-up/drain (the pipeline's fill): a 64-beat command takes 281 / 537 cycles
-(ADD, W = 32 / 64) and 265 / 521 (MAX, to DRAM or TO_X); 2 more than before the X read
-register and the kernel input slices (below) were added.
+(ADD, W = 32 / 64) and 73 (MAX, either width, to DRAM or TO_X: 64 + 9), its first result beat
+on ``wd`` 9 cycles after the command was taken; under write back-pressure the beats follow
+``wd_ready`` (64 beats at ``wd_ready`` one cycle in two: 123..134 cycles).
+
+MAX path: the pair FIFO's head goes whole into one register, ``max_in`` (2W bits: the lane
+kernels start at flops), which every lane kernel reads its two bytes from; a flag per lane and
+input remembers an element taken, and ``max_in`` reloads once every lane took both of its bytes
+(the lanes run in step; the flags only matter if one kernel stalls alone). A result beat is
+taken when every lane kernel has its byte (``y_valid`` of all AB) and the output register is
+free or being emptied: the kernels' 2-entry output buffers hold the beats in flight and stall
+their pipelines in step, and the pair FIFO's credits (``PAIR_FIFO_DEPTH`` beats between the X
+read and ``max_in``) stop the issue, so no further credits are needed; the result goes into the
+output register the LUT path uses, whole.
 
 MUL (flag MUL): ``sat8(RDBPOT(SRDHM(x * s, ma), shift))`` through the mul kernel, one element
 per cycle like ADD; with ``mb`` > 0 the X beat of step i is ``x_off + (i mod mb)`` (a wrapping
@@ -55,13 +70,13 @@ output register whole, as LUT results do. ``x_off`` is the beats per row, ``mb``
 
 Registers on the way (for the clock, see below): S beats enter through a register slice; the X
 buffer's block-RAM read data is registered before anything else (with the S beat beside it)
-and then pushed into the pair FIFO; each kernel input (``a``/``t0`` bytes of X, ``b``/``t1``
-bytes of S) comes from a register slice after the byte select, so the kernels' first stage
-starts at flops.
+and then pushed into the pair FIFO; each ADD/MUL kernel input (``a`` bytes of X, ``b`` bytes
+of S) comes from a register slice after the byte select, and the MAX lane kernels' inputs from
+``max_in``, so the kernels' first stage starts at flops.
 
 Timing structure: the pair FIFO read -> byte select path ends in the input slices before the
-kernels, and the overlap hazard is a register, so neither reaches ``s_ready`` and the read data
-router in one cycle; ``bench/fmax.py`` measures the clock it reaches.
+ADD/MUL kernels (for MAX in ``max_in``), and the overlap hazard is a register select, so
+neither reaches ``s_ready`` and the read data router in one cycle; ``bench/fmax.py`` measures the clock it reaches.
 
 Ports (valid/ready: a beat moves on a rising edge where both are high)
 --------------------------------------------------------------------
@@ -99,12 +114,18 @@ input slice, so a
 LOAD to X that was dispatched before the LOAD feeding S has written X before the first S beat
 arrives (the DMA returns data in command order). Results are written in order. A read of
 X[x_off+r] waits while a result beat still in flight (read, not yet written) targets that
-address: with TO_X and 0 < dst - x_off, read r waits until fewer than dst - x_off beats are in
+address: with TO_X and 0 < d = dst - x_off, read r waits until fewer than d beats are in
 flight, which gives exactly the sequential element-by-element order for any overlap (dst ==
-x_off in place and disjoint ranges never wait). That condition is registered (evaluated on the
-previous cycle's counters), and with TO_X a read is never issued in the cycle right after
-another one (so the lagging condition is never too permissive); at AB cycles per beat this
-costs no throughput. A command is taken only when the previous one
+x_off in place, dst < x_off and disjoint ranges never wait). That condition is registered: on
+the previous cycle's counters the engine compares both ``inflight >= d`` (``overlap_hazard``)
+and ``inflight + 1 >= d`` (``overlap_hazard_after_read``), and the registered issue of that
+cycle (``x_rd_valid``) selects the second if a read was issued then; the read count is thus
+exact and only the write count a cycle old (a write since only lowers inflight), so the
+hazard is never too permissive and reads go back to back. Measured (MAX TO_X, no
+back-pressure, tests/rtl_lib/test_vector_engine.py): a read waits 10 cycles for the write it
+depends on, so 0 < d < 10 runs at d beats per 10 cycles (24 beats: 240 cycles at d = 1, 53 at
+d = 5) and d >= 10, in place or reading ahead at one beat per cycle (33 cycles). The compiler's
+maxpool chain is in place. A command is taken only when the previous one
 has finished (``v_ready = ~busy``), so consecutive VEC commands on X (e.g. the maxpool chain
 LOAD X, VEC MAX TO_X, VEC MAX TO_X, VEC MAX to DRAM) see each other's results.
 X addresses wrap modulo spad_c_depth.

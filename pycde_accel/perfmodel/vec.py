@@ -1,7 +1,8 @@
 """The vector engine: one VEC at a time, a per-command start-up; S beats wait in a 2-entry input
 slice (ahead of their command if need be), leave it one per cycle as the command needs them and
-the ``VEC_PAIR_FIFO_DEPTH`` pair FIFO has room; each beat takes AB cycles (MAX) or AB + the
-route's bubble (ADD), 3 cycles after its S beat left the slice at the earliest; the result beats
+the ``VEC_PAIR_FIFO_DEPTH`` pair FIFO has room; each beat takes one cycle (MAX: AB lane
+kernels) or AB + the route's bubble (ADD, MUL), 3 cycles after its S beat left the slice at the
+earliest; the result beats
 go to the write DMA (one burst command per VEC) or back into X (TO_X) after the kernel's drain.
 LUT_SET / LUT (the function table, engine logic, no kernel) take one S beat per cycle, up to
 ``LUT_CREDITS`` beats in flight, a LUT result beat ``LUT_LATENCY`` cycles after its S beat
