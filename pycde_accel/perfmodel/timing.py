@@ -25,7 +25,7 @@ READ_LATENCY, WRITE_LATENCY = MEMORIES["rtl"]
 #: requantize kernel's cycles between tiles (its restart per run)
 SCHEDULE_TIMING = {
     "dynamic": {"store_latency": 4, "vec_startup": 6, "add_bubble": 1, "add_drain": -2,
-                "max_drain": -1, "store_bubble": 2},
+                "max_drain": 0, "store_bubble": 2},
     "static": {"store_latency": 32, "vec_startup": 6, "add_bubble": 0, "add_drain": 18,
                "max_drain": 3, "store_bubble": 0},
 }
