@@ -270,8 +270,8 @@ def test_to_x_overlap(block_sim, tmp_path, w, gates):
     for d in (0, -1, -5, RD_TO_RD, 16, 20):
         assert cyc[d] <= n + 9, (d, cyc[d])
     for d in DISTS:
-        if d > 0:     # at most one read-to-dependent-read latency (10) per d beats
-            assert cyc[d] <= -(-n // d) * RD_TO_RD + 9, (d, cyc[d])
+        if d > 0:     # d beats per read-to-dependent-read latency (10), at most 1 per cycle
+            assert cyc[d] <= max(n, -(-n // d) * RD_TO_RD) + 9, (d, cyc[d])
     assert cyc[1] > 2 * n            # distance 1 waits for each write: the order is enforced
 
 
