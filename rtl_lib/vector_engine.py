@@ -13,10 +13,14 @@ describes, lowered by either route
 ``mul_requantize`` (``a``, ``b``; scalars ``m0``, ``s``) with a run length of AB, fed like
 residual_add (its m0 is the command's ``ma``, its shift ``shift``). The
 accelerator lowers them by the static route (``assemble.lower_accel_kernel``: fixed-
-latency pipelines, residual_add's multiplies and shifts split). The engine holds one instance of each and feeds it the AB int8 lanes of a beat one element per
-cycle (element e of beat i: ``a`` / ``t0`` = byte e of X[x_off+i], ``b`` / ``t1`` = byte e of
-S_i); the kernel's ``y`` bytes are gathered back into beats. Only ReLU (``max(y, 0)``, for ADD
-with RELU) is engine logic. ``assemble.emit_vector_engine`` lowers the kernels and emits the
+latency pipelines, residual_add's multiplies and shifts split). The engine holds one instance
+of residual_add and of mul_requantize (their DSP multipliers are not replicated) and feeds each
+the AB int8 lanes of a beat one element per cycle (element e of beat i: ``a`` = byte e of
+X[x_off+i], ``b`` = byte e of S_i); the kernel's ``y`` bytes are gathered back into beats. Of
+the maxpool kernel (LUT logic only) it holds AB instances, ``max_kernel<e>``, one per byte
+lane, fed a whole beat per cycle (lane e: ``t0`` = byte e of X[x_off+i], ``t1`` = byte e of
+S_i); their ``y`` bytes make the result beat. Only ReLU (``max(y, 0)``, for ADD with RELU) is
+engine logic. ``assemble.emit_vector_engine`` lowers the kernels and emits the
 engine with them (SV + filelist); ``assemble.vector_engine_prepare`` is the ``emit_module``
 ``prepare`` hook for that.
 
@@ -26,12 +30,23 @@ per beat keeps every command aligned without padding. The static kernels' stream
 the next run's start and scalars with the current run's last element, so ADD runs at 1
 element/cycle too: 64 beats in 281 / 537 cycles (W = 32 / 64; the handshake kernel had one
 restart bubble per run, AB elements per AB + 1 cycles). MAX has no scalars, so the engine
-offers the maxpool kernel a start token at all times and the elements of successive MAX
-commands continue one long run (a run need not end with a command: each result leaves the
-kernel as soon as its element went in): 1 element/cycle, one beat per AB cycles. Per command
+offers each lane's maxpool kernel a start token at all times and the elements of successive MAX
+commands continue one long run per lane (a run need not end with a command: each result leaves
+the kernel as soon as its element went in): one beat per cycle (AB elements/cycle). Per command
 there is a fixed start-up/drain (the pipeline's fill): a 64-beat command takes 281 / 537 cycles
-(ADD, W = 32 / 64) and 265 / 521 (MAX, to DRAM or TO_X); 2 more than before the X read
-register and the kernel input slices (below) were added.
+(ADD, W = 32 / 64) and 73 (MAX, either width, to DRAM or TO_X: 64 + 9), its first result beat
+on ``wd`` 9 cycles after the command was taken; under write back-pressure the beats follow
+``wd_ready`` (64 beats at ``wd_ready`` one cycle in two: 123..134 cycles).
+
+MAX path: the pair FIFO's head goes whole into one register, ``max_in`` (2W bits: the lane
+kernels start at flops), which every lane kernel reads its two bytes from; a flag per lane and
+input remembers an element taken, and ``max_in`` reloads once every lane took both of its bytes
+(the lanes run in step; the flags only matter if one kernel stalls alone). A result beat is
+taken when every lane kernel has its byte (``y_valid`` of all AB) and the output register is
+free or being emptied: the kernels' 2-entry output buffers hold the beats in flight and stall
+their pipelines in step, and the pair FIFO's credits (``PAIR_FIFO_DEPTH`` beats between the X
+read and ``max_in``) stop the issue, so no further credits are needed; the result goes into the
+output register the LUT path uses, whole.
 
 MUL (flag MUL): ``sat8(RDBPOT(SRDHM(x * s, ma), shift))`` through the mul kernel, one element
 per cycle like ADD; with ``mb`` > 0 the X beat of step i is ``x_off + (i mod mb)`` (a wrapping
@@ -55,13 +70,13 @@ output register whole, as LUT results do. ``x_off`` is the beats per row, ``mb``
 
 Registers on the way (for the clock, see below): S beats enter through a register slice; the X
 buffer's block-RAM read data is registered before anything else (with the S beat beside it)
-and then pushed into the pair FIFO; each kernel input (``a``/``t0`` bytes of X, ``b``/``t1``
-bytes of S) comes from a register slice after the byte select, so the kernels' first stage
-starts at flops.
+and then pushed into the pair FIFO; each ADD/MUL kernel input (``a`` bytes of X, ``b`` bytes
+of S) comes from a register slice after the byte select, and the MAX lane kernels' inputs from
+``max_in``, so the kernels' first stage starts at flops.
 
 Timing structure: the pair FIFO read -> byte select path ends in the input slices before the
-kernels, and the overlap hazard is a register, so neither reaches ``s_ready`` and the read data
-router in one cycle; ``bench/fmax.py`` measures the clock it reaches.
+ADD/MUL kernels (for MAX in ``max_in``), and the overlap hazard is a register select, so
+neither reaches ``s_ready`` and the read data router in one cycle; ``bench/fmax.py`` measures the clock it reaches.
 
 Ports (valid/ready: a beat moves on a rising edge where both are high)
 --------------------------------------------------------------------
@@ -99,12 +114,18 @@ input slice, so a
 LOAD to X that was dispatched before the LOAD feeding S has written X before the first S beat
 arrives (the DMA returns data in command order). Results are written in order. A read of
 X[x_off+r] waits while a result beat still in flight (read, not yet written) targets that
-address: with TO_X and 0 < dst - x_off, read r waits until fewer than dst - x_off beats are in
+address: with TO_X and 0 < d = dst - x_off, read r waits until fewer than d beats are in
 flight, which gives exactly the sequential element-by-element order for any overlap (dst ==
-x_off in place and disjoint ranges never wait). That condition is registered (evaluated on the
-previous cycle's counters), and with TO_X a read is never issued in the cycle right after
-another one (so the lagging condition is never too permissive); at AB cycles per beat this
-costs no throughput. A command is taken only when the previous one
+x_off in place, dst < x_off and disjoint ranges never wait). That condition is registered: on
+the previous cycle's counters the engine compares both ``inflight >= d`` (``overlap_hazard``)
+and ``inflight + 1 >= d`` (``overlap_hazard_after_read``), and the registered issue of that
+cycle (``x_rd_valid``) selects the second if a read was issued then; the read count is thus
+exact and only the write count a cycle old (a write since only lowers inflight), so the
+hazard is never too permissive and reads go back to back. Measured (MAX TO_X, no
+back-pressure, tests/rtl_lib/test_vector_engine.py): a read waits 10 cycles for the write it
+depends on, so 0 < d < 10 runs at d beats per 10 cycles (24 beats: 240 cycles at d = 1, 53 at
+d = 5) and d >= 10, in place or reading ahead at one beat per cycle (33 cycles). The compiler's
+maxpool chain is in place. A command is taken only when the previous one
 has finished (``v_ready = ~busy``), so consecutive VEC commands on X (e.g. the maxpool chain
 LOAD X, VEC MAX TO_X, VEC MAX TO_X, VEC MAX to DRAM) see each other's results.
 X addresses wrap modulo spad_c_depth.
@@ -227,17 +248,24 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         inflight = sub(r, w, CW)
         dst16 = resize(cmd["dst"], CW)
         dist = sub(dst16, cmd["x_off"], CW)
-        # the overlap hazard is evaluated from the previous cycle's counters into a
-        # register (its compares are off the issue path); an issue also blocks the next
-        # cycle's, so the lagging value is never too permissive: inflight can only have
-        # grown by that issue (a result written since only makes it smaller). Cleared on
-        # accept (nothing is in flight when a command starts).
+        # the overlap hazard is evaluated from the previous cycle's counters into
+        # registers (its compares are off the issue path), twice: ``hz0`` for "no read was
+        # issued in that cycle" (inflight >= dist) and ``hz1`` for "one was" (inflight + 1 >=
+        # dist); the registered issue of that cycle (x_rd_valid) picks one. The read count
+        # is then exact and the write count at most one cycle old (a result written since
+        # only makes inflight smaller), so the hazard is never too permissive and reads may
+        # issue back to back (MAX TO_X at one beat per cycle). Cleared on accept (nothing
+        # is in flight when a command starts).
         overlap = to_x & ~is_lut & (dst16.as_uint() > cmd["x_off"].as_uint())
-        hz = NamedReg(1, clk, rst, 0, name="overlap_hazard")
-        hz.next(Mux(accept, overlap & (inflight.as_uint() >= dist.as_uint()),
-                    Bits(1)(0)))
+        dist_m1 = sub(dist, Bits(CW)(1), CW)
+        hz0 = NamedReg(1, clk, rst, 0, name="overlap_hazard")
+        hz0.next(Mux(accept, overlap & (inflight.as_uint() >= dist.as_uint()),
+                     Bits(1)(0)))
+        hz1 = NamedReg(1, clk, rst, 0, name="overlap_hazard_after_read")
+        hz1.next(Mux(accept, overlap & (inflight.as_uint() >= dist_m1.as_uint()),
+                     Bits(1)(0)))
         rd_v = NamedReg(1, clk, rst, 0, name="x_rd_valid")
-        hazard = hz.q | (to_x & rd_v.q)
+        hazard = Mux(rd_v.q, hz0.q, hz1.q)
         lut_occ = NamedReg(LW, clk, rst, 0, name="lut_occupancy")
         lut_room = lut_occ.q != Bits(LW)(LUT_FIFO_DEPTH)
         if rr:
@@ -318,7 +346,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
             read and the byte select end at the slice)."""
             e = NamedReg(EB, clk, rst, 0, name=f"{name}_byte")
             done = NamedReg(1, clk, rst, 0, name=f"{name}_done")
-            valid = head_valid & ~done.q
+            valid = head_valid & ~done.q & ~is_max      # MAX beats go whole to max_in
             data = beat[0:8]
             for k in range(1, AB):
                 data = Mux(e.q == Bits(EB)(k), data, beat[8 * k:8 * k + 8])
@@ -333,11 +361,44 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         a_ready_w, b_ready_w = Wire(Bits(1), "a_ready"), Wire(Bits(1), "b_ready")
         a_valid, a_data, a_fin, a_done = lane_feed("a", x_beat, a_ready_w)
         b_valid, b_data, b_fin, b_done = lane_feed("b", s_beat, b_ready_w)
-        pop = head_valid & a_fin & b_fin
+        ser_pop = head_valid & a_fin & b_fin
+        a_done.next(a_fin & ~ser_pop)
+        b_done.next(b_fin & ~ser_pop)
+
+        # MAX: the head pair goes whole into one register (``max_in``: the kernels start at
+        # flops) and from there to AB maxpool kernels, lane k taking byte k of the X beat
+        # (t0) and of the S beat (t1); per lane and input a flag remembers an element taken,
+        # and max_in is free again once every lane took both of its bytes (the lanes run in
+        # step: the flags only matter if a kernel stalls alone)
+        mi_v = NamedReg(1, clk, rst, 0, name="max_in_v")
+        lane_taken = []
+        mx_t0_ready = [Wire(Bits(1), f"max{k}_t0_ready") for k in range(AB)]
+        mx_t1_ready = [Wire(Bits(1), f"max{k}_t1_ready") for k in range(AB)]
+        mx_flags = []
+        for k in range(AB):
+            f0 = NamedReg(1, clk, rst, 0, name=f"max{k}_t0_done")
+            f1 = NamedReg(1, clk, rst, 0, name=f"max{k}_t1_done")
+            v0, v1 = mi_v.q & ~f0.q, mi_v.q & ~f1.q
+            t0_fin = f0.q | (v0 & mx_t0_ready[k])
+            t1_fin = f1.q | (v1 & mx_t1_ready[k])
+            lane_taken.append(t0_fin & t1_fin)
+            mx_flags.append((f0, f1, v0, v1, t0_fin, t1_fin))
+        mi_consumed = mi_v.q
+        for t in lane_taken:
+            mi_consumed = mi_consumed & t
+        for f0, f1, _, _, t0_fin, t1_fin in mx_flags:
+            f0.next(t0_fin & ~mi_consumed)
+            f1.next(t1_fin & ~mi_consumed)
+        mi_load = ~mi_v.q | mi_consumed
+        max_pop = head_valid & is_max & mi_load
+        mi_v.next(Mux(mi_load, mi_v.q, max_pop))
+        mi_d = NamedReg(2 * W, clk, None, None, ce=max_pop, name="max_in_d")
+        mi_d.next(head)
+        mi_x, mi_s = mi_d.q[0:W], mi_d.q[W:2 * W]
+
+        pop = Mux(is_max, ser_pop, max_pop)
         pop_w.assign(pop)
         pairs.pop(pop)
-        a_done.next(a_fin & ~pop)
-        b_done.next(b_fin & ~pop)
 
         is_mul = cmd["mul"]
         is_add = ~is_max & ~is_lut & ~is_mul
@@ -360,10 +421,16 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
                            s=cmd["shift"], s_valid=tok_valid["s"],
                            start_valid=tok_valid["add_start"],
                            y_ready=y_ready_w & is_add, instance_name="add_kernel")
-        mx = max_kernel(clk=clk, rst=rst, t0=a_data, t0_valid=a_valid & is_max,
-                        t1=b_data, t1_valid=b_valid & is_max,
-                        start_valid=one,  # MAX: one endless stream of runs
-                        y_ready=y_ready_w & is_max, instance_name="max_kernel")
+        max_take_w = Wire(Bits(1), "max_take")
+        mxs = []
+        for k, (_, _, v0, v1, _, _) in enumerate(mx_flags):
+            mk = max_kernel(clk=clk, rst=rst, t0=mi_x[8 * k:8 * k + 8], t0_valid=v0,
+                            t1=mi_s[8 * k:8 * k + 8], t1_valid=v1,
+                            start_valid=one,  # MAX: one endless stream of runs
+                            y_ready=max_take_w, instance_name=f"max_kernel{k}")
+            mx_t0_ready[k].assign(mk.t0_ready)
+            mx_t1_ready[k].assign(mk.t1_ready)
+            mxs.append(mk)
         mul_k = mul_kernel(clk=clk, rst=rst, a=a_data, a_valid=a_valid & is_mul,
                            b=b_data, b_valid=b_valid & is_mul,
                            m0=cmd["ma"], m0_valid=tok_valid["m0"],
@@ -377,12 +444,12 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         tok_ready["ma"].assign(add_k.ma_ready)
         tok_ready["mb"].assign(add_k.mb_ready)
         tok_ready["s"].assign(add_k.s_ready)
-        a_ready_w.assign(Mux(is_max, Mux(is_mul, add_k.a_ready, mul_k.a_ready), mx.t0_ready))
-        b_ready_w.assign(Mux(is_max, Mux(is_mul, add_k.b_ready, mul_k.b_ready), mx.t1_ready))
+        a_ready_w.assign(Mux(is_mul, add_k.a_ready, mul_k.a_ready))
+        b_ready_w.assign(Mux(is_mul, add_k.b_ready, mul_k.b_ready))
 
         # ------------------------------------------------------------ results -> beats
-        y_valid = Mux(is_max, Mux(is_mul, add_k.y_valid, mul_k.y_valid), mx.y_valid)
-        y = Mux(is_max, Mux(is_mul, add_k.y, mul_k.y), mx.y)
+        y_valid = Mux(is_mul, add_k.y_valid, mul_k.y_valid) & ~is_max
+        y = Mux(is_mul, add_k.y, mul_k.y)
         y = Mux(cmd["relu"] & is_add & y[7], y, Bits(8)(0))
         y_fire = y_valid & y_ready_w
         ey = NamedReg(EB, clk, rst, 0, name="y_byte")
@@ -399,9 +466,18 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         lut_fifo.pop(lut_take)
         lut_occ_up = Mux(issue & cmd["lut"], lut_occ.q, inc(lut_occ.q, LW))
         lut_occ.next(Mux(lut_take, lut_occ_up, sub(lut_occ_up, Bits(LW)(1), LW)))
-        lut_out = NamedReg(W, clk, None, None, ce=lut_take, name="lut_out")
-        lut_out.next(lut_fifo.output)
-        out_beat = Mux(is_lut, BitsSignal.concat(list(reversed(lanes))), lut_out.q)
+        # a MAX result beat too: taken when every lane has its byte (the kernels' output
+        # buffers hold the beats in flight; the pair FIFO's credits pace the issue)
+        all_y = is_max & ~is_lut
+        for mk in mxs:
+            all_y = all_y & mk.y_valid
+        max_take = all_y & y_ready_w
+        max_take_w.assign(max_take)
+        max_beat = BitsSignal.concat([mk.y for mk in reversed(mxs)])
+        lut_out = NamedReg(W, clk, None, None, ce=lut_take | max_take, name="lut_out")
+        lut_out.next(Mux(is_max, lut_fifo.output, max_beat))
+        out_beat = Mux(is_lut | is_max, BitsSignal.concat(list(reversed(lanes))), lut_out.q)
+        lut_take = lut_take | max_take        # (lut_occ and the LUT FIFO counted above)
         if rr:
             unit = row_reduce(clk=clk, rst=rst, start=accept, bpr=cmd["x_off"],
                               length=cmd["mb"][0:16], op=cmd["mb"][16:18], m0=cmd["ma"],

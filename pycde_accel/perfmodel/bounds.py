@@ -35,7 +35,7 @@ def bounds(commands, config: AccelConfig) -> dict:
             if c.flags & (VEC_LUT | VEC_LUT_SET | VEC_ROWRED):       # one beat per cycle
                 vec += c.n + 1
             else:
-                vec += c.n * (ab if c.flags & VEC_MAX else ab + tm["add_bubble"]) + tm["vec_startup"]
+                vec += c.n * (1 if c.flags & VEC_MAX else ab + tm["add_bubble"]) + tm["vec_startup"]
             if not c.flags & (VEC_TO_X | VEC_LUT_SET):
                 wr += c.n
     mem = -(-(rd + wr) * ab // charged_bytes_per_cycle(config))

@@ -21,12 +21,13 @@ READ_LATENCY, WRITE_LATENCY = MEMORIES["rtl"]
 #: beyond the row's C cycles of one element each), VEC start-up per command, VEC ADD cycles per
 #: beat beyond AB (the handshake kernel's restart bubble per run; the static pipeline has none),
 #: and the ADD / MAX kernels' drain (last element in -> last result out, beyond one beat's AB
-#: cycles), and the requantize kernel's cycles between tiles (its restart per run)
+#: cycles for ADD, one cycle for MAX: its AB lane kernels take a beat per cycle), and the
+#: requantize kernel's cycles between tiles (its restart per run)
 SCHEDULE_TIMING = {
     "dynamic": {"store_latency": 4, "vec_startup": 6, "add_bubble": 1, "add_drain": -2,
-                "max_drain": -1, "store_bubble": 2},
+                "max_drain": 0, "store_bubble": 2},
     "static": {"store_latency": 32, "vec_startup": 6, "add_bubble": 0, "add_drain": 18,
-               "max_drain": 2, "store_bubble": 0},
+               "max_drain": 3, "store_bubble": 0},
 }
 #: register slices (rtl_lib.common.register_slice, 2 entries, latency 1) in front of dispatch
 #: (the command FIFO's head), of the router (the route FIFO's head) and of the vector engine's

@@ -1,7 +1,8 @@
 """The vector engine: one VEC at a time, a per-command start-up; S beats wait in a 2-entry input
 slice (ahead of their command if need be), leave it one per cycle as the command needs them and
-the ``VEC_PAIR_FIFO_DEPTH`` pair FIFO has room; each beat takes AB cycles (MAX) or AB + the
-route's bubble (ADD), 3 cycles after its S beat left the slice at the earliest; the result beats
+the ``VEC_PAIR_FIFO_DEPTH`` pair FIFO has room; each beat takes one cycle (MAX: AB lane
+kernels) or AB + the route's bubble (ADD, MUL), 3 cycles after its S beat left the slice at the
+earliest; the result beats
 go to the write DMA (one burst command per VEC) or back into X (TO_X) after the kernel's drain.
 LUT_SET / LUT (the function table, engine logic, no kernel) take one S beat per cycle, up to
 ``LUT_CREDITS`` beats in flight, a LUT result beat ``LUT_LATENCY`` cycles after its S beat
@@ -73,7 +74,7 @@ class VecEngine:
         if self.active is None and q and q[0][0] <= t and t > self.busy_until:
             c = self.cmds[q.popleft()[1]]
             mx = bool(c.flags & VEC_MAX)
-            per = self.ab if mx else self.ab + self.add_bubble
+            per = 1 if mx else self.ab + self.add_bubble    # MAX: AB lane kernels, a beat
             lut = bool(c.flags & (VEC_LUT | VEC_LUT_SET))
             if c.flags & VEC_ROWRED:    # one beat per cycle, a fixed drain
                 self.active = _Active(c.n, t + 1, 1, ROWRED_DRAIN, False)

@@ -194,7 +194,8 @@ def test_maxpool_chain(block_sim, tmp_path, w):
 def test_rate(block_sim, tmp_path, w):
     """No back-pressure, n = capacity beats: ADD takes n * AB cycles plus its pipeline fill
     (the static kernel's runs follow each other with no bubble, one run per beat), MAX (to
-    DRAM or TO_X) n * AB plus a few (its runs span commands)."""
+    DRAM or TO_X, the AB lane kernels) n cycles plus a few: one beat per cycle (its runs span
+    commands)."""
     sim = _sim(block_sim, w)
     ab = w // 8
     rng = np.random.default_rng(3)
@@ -206,10 +207,10 @@ def test_rate(block_sim, tmp_path, w):
     m.vec(DEPTH, 0, 0, _i8(rng, DEPTH, ab), mx=True, to_x=True)
     m.dump_x(0x3000)
     res = _run(sim, tmp_path, m, tag="rate")
-    # cycles for DEPTH beats at full rate, 1 element/cycle; fill + drain per command: measured
-    # +25 for ADD (residual_add's pipeline, split multiplies) and +9 for MAX (both +2 since the
-    # X read register and the kernel input slices)
-    ideal = {"add": DEPTH * ab, "max": DEPTH * ab}
+    # cycles for DEPTH beats at full rate: ADD 1 element/cycle, MAX 1 beat/cycle; fill +
+    # drain per command: measured +25 for ADD (residual_add's pipeline, split multiplies) and
+    # +9 for MAX (the X read, its register, the pair FIFO, max_in, the kernel, the output)
+    ideal = {"add": DEPTH * ab, "max": DEPTH}
     ideal["max to_x"] = ideal["max"]
     fill = {"add": 26, "max": 9, "max to_x": 9}
     for (t0, t1), what in zip(res["vec"], ideal):
@@ -221,6 +222,79 @@ def test_rate(block_sim, tmp_path, w):
     for k, what in enumerate(("add", "max")):
         edges = [e for _, e in res["wd"][k * DEPTH:(k + 1) * DEPTH]]
         assert edges[-1] - edges[1] <= ideal[what] * (DEPTH - 2) // DEPTH + 2, (what, edges[:8])
+    edges = [e for _, e in res["wd"][DEPTH:2 * DEPTH]]
+    print(f"W={w} max: first result beat {edges[0] - res['vec'][1][0]} cycles after the "
+          f"command was taken")
+    assert edges[-1] - edges[0] == DEPTH - 1             # MAX: one beat per cycle
+
+
+#: X-region overlaps of a TO_X command (dst - x_off): in place, reading ahead of the writes,
+#: and reading behind them at every distance up to past the engine's read-to-write latency
+DISTS = [0, -1, -5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20]
+#: cycles from a read of X to the first read that may see its result written (measured:
+#: the X read, its register, the pair FIFO, max_in, the kernel, the output register, the write)
+RD_TO_RD = 10
+
+
+@pytest.mark.parametrize("w", WIDTHS)
+@pytest.mark.parametrize("gates", [pytest.param({}, id="full_rate"),
+                                   pytest.param(GATES, id="gaps")])
+def test_to_x_overlap(block_sim, tmp_path, w, gates):
+    """MAX TO_X chains whose write range overlaps the read range at each distance of
+    ``DISTS`` (and ADD TO_X at distances 1 and 2), each command reading what the previous
+    ones wrote: the sequential, element-by-element result (a read of X[x_off + r] sees the
+    write of beat r - (dst - x_off)) with reads back to back, without and with random gaps.
+    At full rate: in place and reading ahead take n cycles plus the fill (no read waits), a
+    distance at or beyond the read-to-write latency too; a shorter one at most that latency
+    per distance's worth of beats."""
+    sim = _sim(block_sim, w)
+    ab = w // 8
+    rng = np.random.default_rng(400 + w + len(gates))
+    m = Model(ab)
+    n = 24
+    m.load_x(0, _i8(rng, DEPTH, ab))
+    lo = 5                                  # room below for negative distances
+    for d in DISTS:
+        x_off = lo if d >= 0 else lo - d
+        m.vec(n, x_off, x_off + d, _i8(rng, n, ab), mx=True, to_x=True)
+    for d in (1, 2):
+        ma, mb, sh = _add_params(rng)
+        m.vec(n, lo, lo + d, _i8(rng, n, ab), ma=ma, mb=mb, shift=sh, relu=True, to_x=True)
+    m.vec(n, lo + 3, lo + 4, _i8(rng, n, ab), mx=True)          # to DRAM after the chain
+    m.dump_x(0x8000)
+    res = _run(sim, tmp_path, m, tag="overlap", seed=9, **gates)
+    if gates:
+        return
+    cyc = {d: t1 - t0 for d, (t0, t1) in zip(DISTS, res["vec"])}
+    print(f"W={w} MAX TO_X, {n} beats, cycles by dst - x_off: {cyc}")
+    for d in (0, -1, -5, RD_TO_RD, 16, 20):
+        assert cyc[d] <= n + 9, (d, cyc[d])
+    for d in DISTS:
+        if d > 0:     # d beats per read-to-dependent-read latency (10), at most 1 per cycle
+            assert cyc[d] <= max(n, -(-n // d) * RD_TO_RD) + 9, (d, cyc[d])
+    assert cyc[1] > 2 * n            # distance 1 waits for each write: the order is enforced
+
+
+@pytest.mark.parametrize("w", WIDTHS)
+def test_max_backpressure(block_sim, tmp_path, w):
+    """MAX to DRAM at one beat per cycle under write-data back-pressure alone (``wd_ready``
+    random, S and X always ready): every beat bit-exact and in order, and the command as fast
+    as the write side lets it (the kernels' output buffers hold the beats and stall the lanes
+    in step, the pair FIFO's credits stop the issue)."""
+    sim = _sim(block_sim, w)
+    ab = w // 8
+    rng = np.random.default_rng(500 + w)
+    m = Model(ab)
+    m.load_x(0, _i8(rng, DEPTH, ab))
+    for k in range(3):
+        m.vec(DEPTH, 0, 0x1000 * (k + 1), _i8(rng, DEPTH, ab), mx=True)
+    p_wd = 0.5
+    res = _run(sim, tmp_path, m, tag="bp", seed=13, p_wd=p_wd)
+    for k, (t0, t1) in enumerate(res["vec"]):
+        edges = [e for _, e in res["wd"][k * DEPTH:(k + 1) * DEPTH]]
+        print(f"W={w} max, wd_ready p={p_wd}: {DEPTH} beats in {t1 - t0} cycles")
+        # about DEPTH / p_wd cycles; the serial engine took DEPTH * AB
+        assert edges[-1] - edges[0] <= 1.5 * DEPTH / p_wd, (k, edges[-1] - edges[0])
 
 
 @pytest.mark.parametrize("w", WIDTHS)
