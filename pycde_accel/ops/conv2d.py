@@ -400,7 +400,7 @@ def output_channels_last(cx, node, n, c, oh, ow):
 
 def emit_wgemm(cx, node, v, pitch, out, *, kernel, stride, pad, dilation, N, slice_, step, mode,
                records: bytes, n_records: int, weight: bytes, relu: bool, bias: bool, group_in: int,
-               shared: bool = False):
+               shared: bool = False, depthwise: bool = False):
     """One WGEMM layer: the packed weight panels and records as data constants."""
     wsym, psym = f"{node.name}.weight", f"{node.name}.params"
     cx.layout.request("const", wsym, len(weight), "weight", node.name)
@@ -411,6 +411,7 @@ def emit_wgemm(cx, node, v, pitch, out, *, kernel, stride, pad, dilation, N, sli
     _, oh, ow, _ = out.shape
     flags = (P.RELU if relu else 0) | (P.BIAS if bias else 0) | (P.PER_TENSOR if mode != P.WG_CONV else 0)
     flags |= P.W_SHARED if shared else 0
+    flags |= P.DEPTHWISE if depthwise else 0
     fields = dict(n=n, in_h=h, in_w=w, out_h=oh, out_w=ow, kernel=P.pack2(*kernel),
                   stride=P.pack2(*stride), pad=P.pack2(*pad), dilation=P.pack2(*dilation),
                   in_pitch=pitch, in_stride_h=v.strides[2], in_stride_n=v.strides[0],
@@ -449,11 +450,18 @@ def lower_wgemm_conv(node, cx) -> None:
     C, AB = cx.C, cx.axi
     sl, step = group_slices(oc, gin, gout, C, AB, pitch)
     n_tiles = -(-oc // C)
-    K = kh * kw * sl
-    kp = align(K, AB)
-    panels = np.zeros((n_tiles * C, kp), np.int8)
     wq = np.asarray(lq.weight, np.int64)
-    for o in range(oc):
+    depthwise = (gin == 1 and gout == 1 and C == AB and sl == C and step == C
+                 and getattr(cx, "depthwise_mode", True))
+    if depthwise:   # the core's depthwise mode: lane j of a panel = channel j's taps
+        kp = align(kh * kw, AB)
+        panels = np.zeros((n_tiles * C, kp), np.int8)
+        panels[:oc, :kh * kw] = wq[:, 0].reshape(oc, kh * kw)
+    else:
+        K = kh * kw * sl
+        kp = align(K, AB)
+        panels = np.zeros((n_tiles * C, kp), np.int8)
+    for o in range(oc if not depthwise else 0):
         nt, gi = o // C, o // gout
         for cl in range(gin):
             byte = gi * gin + cl - nt * step
@@ -465,4 +473,4 @@ def lower_wgemm_conv(node, cx) -> None:
     emit_wgemm(cx, node, v, pitch, out, kernel=(kh, kw), stride=node.stride, pad=(t, l_),
                dilation=node.dilation, N=oc, slice_=sl, step=step, mode=P.WG_CONV, records=recs,
                n_records=n_tiles * C, weight=panels.tobytes(), relu=node.relu,
-               bias=lq.bias is not None, group_in=gin)
+               bias=lq.bias is not None, group_in=gin, depthwise=depthwise)
