@@ -61,7 +61,9 @@ step as one LANES LOAD (ZERO|LANES for padding taps); or per lane, each run of i
 constant address step as one 2-D LOAD. Program order: LOAD P (all records, or the n-tile's C
 records into alternating halves of P), B(0), A(0); per tile: A(next) (the next n-tile's first),
 B(next n-tile) at its first tile, EXEC (REL_A; REL_B on the n-tile's last), STORE. MAXPOOLD is
-MAXPOOL with the taps placed by the dilation.
+MAXPOOL with the taps placed by the dilation. DEPTHWISE (the core's depthwise mode): the same
+schedule with K = taps (one A word per tap), a B panel of ``ceil(taps / AB)`` words per lane
+and EXEC DW.
 """
 
 from __future__ import annotations
@@ -1181,11 +1183,6 @@ SCHEDULERS = {
 }
 
 
-def len_cols(d: P.WinGemm) -> int:
-    """The array's columns a WGEMM n-tile spans (its slice: a depthwise slice is ``cols``)."""
-    return d.slice
-
-
 def _wgemm_array_macs(d: P.WinGemm) -> int:
     """The MACs the array does for the layer's outputs: every output pixel and channel streams
     the whole K = taps * slice (a depthwise conv's slice holds ``cols`` channels, of which the
@@ -1194,6 +1191,6 @@ def _wgemm_array_macs(d: P.WinGemm) -> int:
     n-tile (the columns of the last n-tile past N multiply zero weights: that is its waste)."""
     kh_, kw_ = P.unpack2(d.kernel)
     if d.has(P.DEPTHWISE):
-        return d.n * d.out_h * d.out_w * d.n_tiles * len_cols(d) * kh_ * kw_
+        return d.n * d.out_h * d.out_w * d.n_tiles * d.slice * kh_ * kw_  # slice == cols
     return d.n * d.out_h * d.out_w * d.N * kh_ * kw_ * d.slice
 

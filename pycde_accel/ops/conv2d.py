@@ -9,12 +9,14 @@ lowers them to one WGEMM (:class:`pycde_accel.backend.program.WinGemm`): per n-t
 output channels, the im2col of the input channel slice those channels read (for a depthwise conv
 ``cols`` channels, so K = KH*KW*cols instead of KH*KW*pitch), with the slice's weights packed as
 one panel. The plain case (groups 1, dilation 1, symmetric) keeps the GEMM with IM2COL below.
-A depthwise conv's array MACs are ``cols`` times its model MACs (each output channel's weights
-face one of the slice's ``cols`` channels; ``sim`` shows the waste, 87.5% on 8 columns): no
-packing removes it on this array, whose columns share each lane's A stream, so a column can
-use only the taps of its own channel while the lane carries every column's. A column reading
-byte j of each A beat (a depthwise mode of the core, K = KH*KW per output) is the next step;
-it is RTL (rtl_lib/systolic.py), not a layout.
+A depthwise conv (groups == channels, channel multiplier 1) on an array with cols == AXI bytes
+runs on the core's depthwise mode (WGEMM flag DEPTHWISE, EXEC DW, rtl_lib/systolic.py): A beat
+t is the word of tap t of every lane (the slice's ``cols`` channels), column j multiplies byte j
+of it by lane j of the panel, which holds channel j's taps: K = KH*KW per output and no channel
+padding (``sim``'s padding_waste 0 at a multiple of ``cols`` channels; the last n-tile's empty
+columns otherwise). Elsewhere (cols != AXI bytes, or ``compile_program(depthwise=False)``) it
+stays the slice WGEMM above, whose array MACs are ``cols`` times its model MACs (each output
+channel's weights face one of the slice's ``cols`` channels: 87.5% waste on 8 columns, shown).
 
 * capture: ``aten.conv2d.default`` and ``aten.convolution.default`` (not transposed) with
   integer padding; a BatchNorm right after folds into it.
