@@ -12,8 +12,10 @@ integer reference). Printed per model: the first conv's cycles, its K and its ar
 ways; the whole model's cycles both ways; the speedups; the perf model's error on every layer of
 the new program. ``vgg_cifar`` is bench/vs_cpu.py's VGG-style CIFAR CNN; ``dw`` a
 mobilenet_v2-style 3x3 depthwise pair (stride 1 and 2, 32 channels at 16x16, after a 1x1 conv):
-its padding waste (the array's MACs against the model's) is printed, which no packing removes
-(see pycde_accel/ops/conv2d.py).
+for it "before" is also the depthwise convs as the slice WGEMM (K = taps * cols, ``1 - 1/cols``
+of the array's MACs padding, ``compile_program(..., depthwise=False)``) and "after" the core's
+depthwise mode (EXEC DW, cols == AXI bytes: K = taps); the padding waste (the array's MACs
+against the model's) is printed per layer.
 
 The last stdout line is JSON: per model ``first_conv_cycles`` / ``total_cycles`` (``before``,
 ``after``), ``first_conv_speedup``, ``total_speedup``, ``padding_waste`` (before/after, the
@@ -86,7 +88,9 @@ def main(argv=None) -> int:
             fe = _model(spec)
             res = {}
             for way, host in (("before", False), ("after", True)):
-                cp = compile_program(fe, cfg, host_im2col=host)
+                # dw: before = the slice WGEMM (K = taps * cols), after = the core's DW mode
+                cp = compile_program(fe, cfg, host_im2col=host,
+                                     depthwise=host if spec == "dw" else True)
                 r = simulate(fe, cfg, work / spec.replace("/", "_") / way, sim=sim, compiled=cp)
                 ok &= r.bit_exact
                 conv = next((i for i, s in enumerate(cp.stats) if s["kind"] == "conv2d"), None)

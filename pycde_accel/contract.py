@@ -134,6 +134,9 @@ EXEC = CommandSpec(2, "exec", (
     Flag("rel_b", 2, "release the B bank after the last read"),
     Flag("chain", 4, "more beats of this tile follow in the next EXEC: the core keeps the "
                      "partial sums (clear: the last beat ends the tile)"),
+    Flag("dw", 8, "depthwise (cols == AB only): beat k is word a_word + k of every A lane, "
+                  "and column j multiplies byte j of its lane's word by B beat k (so C[i][j] = "
+                  "sum_k A_i[k*AB + j] * B_j[k]); B as usual (byte k%AB of word b_word + k//AB)"),
 ), doc="one R x C tile on the systolic core from the committed A and B banks")
 
 STORE = CommandSpec(3, "store", (
@@ -181,6 +184,7 @@ OP_LOAD, OP_EXEC, OP_STORE, OP_VEC, OP_FENCE = (c.op for c in COMMANDS)
 LOAD_LANES, LOAD_COMMIT, LOAD_ZERO = (LOAD.flag(n) for n in ("lanes", "commit", "zero"))
 EXEC_REL_A, EXEC_REL_B = EXEC.flag("rel_a"), EXEC.flag("rel_b")
 EXEC_CHAIN = EXEC.flag("chain")
+EXEC_DW = EXEC.flag("dw")
 STORE_RELU, STORE_PER_TENSOR = STORE.flag("relu"), STORE.flag("per_tensor")
 VEC_MAX, VEC_RELU, VEC_TO_X = (VEC.flag(n) for n in ("max", "relu", "to_x"))
 VEC_LUT_SET, VEC_LUT, VEC_MUL = VEC.flag("lut_set"), VEC.flag("lut"), VEC.flag("mul")

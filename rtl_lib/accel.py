@@ -80,7 +80,7 @@ from .. import contract
 from ..config import AccelConfig
 # the command encoding and the structure the software relies on: the contract's
 from ..contract import (CMD_BITS, CMD_FIFO_DEPTH, DST_A, DST_B, DST_CMD, DST_P, DST_S, DST_X,
-                        ENGINE_FIFO_DEPTH, ERR_BAD_OP, EXEC_CHAIN, ERR_CORE, ERR_DMA_RD, ERR_DMA_WR,
+                        ENGINE_FIFO_DEPTH, ERR_BAD_OP, EXEC_CHAIN, EXEC_DW, ERR_CORE, ERR_DMA_RD, ERR_DMA_WR,
                         FETCH_CHUNK, MAX_BURST, MAX_OUTSTANDING, OP_EXEC, OP_FENCE, OP_LOAD,
                         OP_STORE, OP_VEC, PERF_COUNTERS, PERF_CMDS, ROUTE_FIFO_DEPTH, STAMP_DEPTH,
                         STAMP_REGS, hw_info)
@@ -205,6 +205,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                    ex_k=cmd_field(eh, 1, 16), ex_a_word=cmd_field(eh, 2, 16),
                    ex_b_word=cmd_field(eh, 3, 16), ex_rel_a=eh[8], ex_rel_b=eh[9],
                    ex_chain=eh[8 + (EXEC_CHAIN.bit_length() - 1)],
+                   ex_dw=eh[8 + (EXEC_DW.bit_length() - 1)],
                    ex_valid=~execq.empty, c_ready=mm_c_ready)
         rt.ready[DST_A].assign(mm.a_wr_ready)
         rt.ready[DST_B].assign(mm.b_wr_ready)

@@ -18,7 +18,7 @@ Ports (valid/ready: a transfer on a rising edge where both are high)
 * EXEC command: ``ex_k`` (16 bits, >= 1, its words inside the bank; 0 is not a valid K and
   would stream 65536 beats; the K of a whole tile, summed over a CHAIN run, is <= max_k),
   ``ex_a_word``, ``ex_b_word`` (16 bits; the low log2(depth words) bits are used), ``ex_rel_a``,
-  ``ex_rel_b``, ``ex_chain``, ``ex_valid``, ``ex_ready`` (out). ``ex_ready`` is high when no command is
+  ``ex_rel_b``, ``ex_chain``, ``ex_dw``, ``ex_valid``, ``ex_ready`` (out). ``ex_ready`` is high when no command is
   active or the active one issues its last read in this cycle (so commands run back to back).
 * ``c_data`` (C x ACC), ``c_last``, ``c_valid`` (out), ``c_ready``: the core's C stream (R beats
   per tile, row r of C on beat r, ``c_last`` on beat R-1), tiles in EXEC order, through a
@@ -36,7 +36,12 @@ beat k = byte k%AB of word ``a_word + k//AB`` of every A lane (word addresses wr
 depth), B beat k likewise from ``b_word``; ``last`` with k = K-1 unless CHAIN (``ex_chain``):
 then no beat of the command is marked, the core goes on accumulating the same tile with the
 next command's beats, and a run of EXECs with CHAIN on all but the last is one tile of the
-summed K (the K splitting of ``backend/commands.py``). The A bank is released on the
+summed K (the K splitting of ``backend/commands.py``). DW (``ex_dw``, depthwise; only in a build
+with C == AB, ``systolic.has_depthwise``, else ignored): A beat k is the whole word
+``a_word + k`` of every A lane (the A word steps every beat), B beat k as above, and the core
+multiplies byte j of lane i's word into column j: C[i][j] = sum_k A_word_i[a_word + k][j] *
+B_lane_j[k]. The operand FIFO then carries one word per A lane (R*W bits, byte 0 the selected
+byte of a normal beat); the timing below is the same in both modes. The A bank is released on the
 edge the last read is issued if REL_A, the B bank if REL_B (the read still returns the released
 bank's data). So the tile is C[i][j] = sum_k A_lane_i[k] * B_lane_j[k].
 
@@ -44,7 +49,7 @@ Flow control and timing: the scratchpads' reads cannot be stalled (block RAM wit
 latency, ``operand_spad.RD_LATENCY`` = 2), so reads are issued against credits: a read is issued
 only if fewer than ``FIFO_DEPTH`` (4) beats are issued and not yet taken by the core; its data
 goes into the operand FIFO RD_LATENCY edges after the issue, and the core takes the FIFO's head. The FIFO is 4
-registers of R*8 + C*8 + 1 bits (not a ``lutram.Lutram``: a second Lutram of another width in
+registers of R*8 + C*8 + 1 bits (R*W + C*8 + 2 with the depthwise mode) (not a ``lutram.Lutram``: a second Lutram of another width in
 one design gets a uniquified module name, ``pycde_accel_lutram_1``, that ``lutram.sv`` does not
 define). A beat issued on edge e can enter the core on edge e + 3 at the earliest
 (``ISSUE_TO_CORE``); 4 credits sustain the rate (one read per cycle over that round trip).
@@ -80,7 +85,7 @@ from .bits import index_width, inc, log2
 from .common import NamedReg, register_slice
 from .operand_spad import LANE_WIDTH, RD_LATENCY, make_operand_spad
 from .stream import Stream, module
-from .systolic import make_systolic_core
+from .systolic import has_depthwise, make_systolic_core
 
 #: entries of the operand FIFO in front of the core (= read credits; the contract's)
 FIFO_DEPTH = contract.EXEC_CREDITS
@@ -120,7 +125,9 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
     Core = make_systolic_core(config)
     FW = log2(FIFO_DEPTH)
     CNTW = FW + 1
-    EW = R * 8 + C * 8 + 1  # FIFO entry: last, B beat, A beat
+    DWM = has_depthwise(config) and C > 1  # the depthwise mode (DW flag; C == AB)
+    AE = R * W if DWM else R * 8   # FIFO entry's A: one word per lane in the depthwise build
+    EW = AE + C * 8 + 1 + (1 if DWM else 0)  # FIFO entry: (dw,) last, B beat, A
 
     # the scratchpads' producer port (valid, ready, then the payload; see operand_spad)
     wr_a = Stream(valid=1, ready=1, lane=LANE_WIDTH, word=AWA, data=W)
@@ -130,7 +137,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
           **wr_a.sink("a_wr"), "a_commit": Input(Bits(1)),
           **wr_b.sink("b_wr"), "b_commit": Input(Bits(1)),
           **Stream(k=CMD_WIDTH, a_word=CMD_WIDTH, b_word=CMD_WIDTH, rel_a=1, rel_b=1,
-                   chain=1).sink("ex"),
+                   chain=1, dw=1).sink("ex"),
           **c_stream.source("c"),
           **{n: Output(Bits(1)) for n in ("busy", "core_fire", "stall", "err")}}
 
@@ -141,6 +148,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         rel_a = NamedReg(1, clk, None, None, name="cmd_rel_a")
         rel_b = NamedReg(1, clk, None, None, name="cmd_rel_b")
         chain = NamedReg(1, clk, None, None, name="cmd_chain")
+        dwq = NamedReg(1, clk, None, None, name="cmd_dw")
         a_word = NamedReg(AWA, clk, None, None, name="cmd_a_word")
         b_word = NamedReg(AWB, clk, None, None, name="cmd_b_word")
         byte = NamedReg(BW, clk, None, None, name="cmd_byte")
@@ -177,10 +185,12 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         rel_a.next(Mux(accept, rel_a.q, p.ex_rel_a))
         rel_b.next(Mux(accept, rel_b.q, p.ex_rel_b))
         chain.next(Mux(accept, chain.q, p.ex_chain))
+        dwq.next(Mux(accept, dwq.q, p.ex_dw & Bits(1)(int(DWM))))
         word_step = iss & (byte.q == Bits(BW)(AB - 1)) if AB > 1 else iss
+        a_step = (word_step | (iss & dwq.q)) if DWM else word_step  # DW: a word per beat
         a_inc = inc(a_word.q)
         b_inc = inc(b_word.q)
-        a_word.next(Mux(accept, Mux(word_step, a_word.q, a_inc), p.ex_a_word[0:AWA]))
+        a_word.next(Mux(accept, Mux(a_step, a_word.q, a_inc), p.ex_a_word[0:AWA]))
         b_word.next(Mux(accept, Mux(word_step, b_word.q, b_inc), p.ex_b_word[0:AWB]))
         if AB > 1:
             byte_inc = inc(byte.q)
@@ -191,8 +201,11 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
 
         # -- operand FIFO (read data arrives one edge after the issue) ---------------------
         last_d = iss & is_last & ~chain.q         # CHAIN: the tile goes on in the next EXEC
+        dw_d = iss & dwq.q
         for i in range(RD_LATENCY):
             last_d = last_d.reg(clk, rst, name=f"rd_last_d{i}")
+            if DWM:
+                dw_d = dw_d.reg(clk, rst, name=f"rd_dw_d{i}")
         push = spad_a.rd_data_valid
         wr = NamedReg(FW, clk, rst, 0, ce=push, name="fifo_wr")
         wr.next(inc(wr.q))
@@ -201,7 +214,16 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         pop = Wire(Bits(1), "pop")
         rd = NamedReg(FW, clk, rst, 0, ce=pop, name="fifo_rd")
         rd.next(inc(rd.q))
-        entry = BitsSignal.concat([last_d, spad_b.rd_data, spad_a.rd_data])
+        if DWM:  # lane i: its word, byte 0 the selected byte unless DW (the core's a_data)
+            a_lanes = []
+            for i in range(R):
+                wd = spad_a.rd_words[i * W:(i + 1) * W]
+                a_lanes.append(BitsSignal.concat([wd[8:], Mux(dw_d, spad_a.rd_data[8 * i:8 * i + 8],
+                                                             wd[0:8])]))
+            a_ent = BitsSignal.concat(list(reversed(a_lanes))) if R > 1 else a_lanes[0]
+            entry = BitsSignal.concat([dw_d, last_d, spad_b.rd_data, a_ent])
+        else:
+            entry = BitsSignal.concat([last_d, spad_b.rd_data, spad_a.rd_data])
         slots = []
         for i in range(FIFO_DEPTH):
             slot = NamedReg(EW, clk, None, None, ce=push & (wr.q == Bits(FW)(i)),
@@ -211,10 +233,18 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         head = Mux(rd.q, *slots)
         head_last = head[EW - 1]
         c_in_ready = Wire(Bits(1), "c_slice_ready")
+        if DWM:
+            head_last = head[EW - 2]
+            a_bytes = [head[i * W:i * W + 8] for i in range(R)]
+            dw_in = {"a_dw": head[EW - 1], "a_words": head[0:AE]}
+        else:
+            a_bytes = [head[i * 8:i * 8 + 8] for i in range(R)]
+            dw_in = {}
         core = Core(clk=clk, rst=rst,
-                    a_data=head[0:R * 8], a_last=head_last, a_valid=head_valid,
-                    b_data=head[R * 8:R * 8 + C * 8], b_last=head_last,
-                    b_valid=head_valid, c_ready=c_in_ready, instance_name="core")
+                    a_data=BitsSignal.concat(list(reversed(a_bytes))) if R > 1 else a_bytes[0],
+                    a_last=head_last, a_valid=head_valid,
+                    b_data=head[AE:AE + C * 8], b_last=head_last,
+                    b_valid=head_valid, c_ready=c_in_ready, instance_name="core", **dw_in)
         fire = head_valid & core.a_ready
         pop.assign(fire)
         occ_next = (occ.q.as_uint() + push.as_uint()).as_bits(CNTW)

@@ -27,7 +27,8 @@ where ``rd_valid & rd_avail``; it reads word ``rd_word`` of every lane and selec
 ``rd_data_valid`` follow **two cycles later** (read latency 2: the memory's registered read
 port, a register on the raw words, then the byte select as logic, driven by a registered
 ``rd_byte``; the register keeps the block RAM's long clock-to-out off the select). One read per
-cycle.
+cycle. ``rd_words`` (lanes x width, lane i in bits ``[i*width, (i+1)*width)``): the whole words
+of the same read, valid with ``rd_data`` (the registered raw words, no select).
 ``rd_release`` (in): taken on an edge where ``rd_release & rd_avail``; the bank goes back to the
 producer (a read issued on that same edge still returns the released bank's data: the producer
 can write the bank one edge later at the earliest, after the memory has been read).
@@ -85,6 +86,7 @@ def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
           "commit": Input(Bits(1)), "rd_avail": Output(Bits(1)), "rd_valid": Input(Bits(1)),
           "rd_word": Input(Bits(AW)), "rd_byte": Input(Bits(BW)),
           "rd_data": Output(Bits(lanes * 8)), "rd_data_valid": Output(Bits(1)),
+          "rd_words": Output(Bits(lanes * width)),
           "rd_release": Input(Bits(1))}
 
     def build(p):
@@ -135,6 +137,7 @@ def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
         p.rd_data = BitsSignal.concat(list(reversed(lane_bytes))) if lanes > 1 \
             else lane_bytes[0]
         p.rd_data_valid = rd_data_valid.q
+        p.rd_words = BitsSignal.concat(list(reversed(words))) if lanes > 1 else words[0]
         p.wr_ready = wr_ready
         p.rd_avail = rd_avail
 

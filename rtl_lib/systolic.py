@@ -38,6 +38,20 @@ where valid and ready are both high; a sender must hold a beat until it is taken
   beats per tile, beat r is row r of C (lane j = C[r][j], signed, two's complement), tiles in
   input order. ``c_last`` marks beat ``rows - 1``.
 * ``err`` (out): sticky, set if a beat was taken with ``a_last != b_last``.
+* Depthwise mode (``depthwise=True``, built when cols * data_width == axi_data_width, i.e.
+  cols == AB): two more inputs of the A stream, taken on the same edges as ``a_data``:
+  ``a_dw`` (1) and ``a_words`` (rows x cols x data_width; lane i = the word of A row i, byte j
+  in bits ``[(i*cols + j)*dw, ...)``). A beat with ``a_dw`` high feeds PE column j of A row i
+  with byte j of lane i's word (``a_data`` is ignored), so such a tile computes
+  ``C[i][j] = sum_k A_i[k][j] * B[k][j]`` (one channel per column: a depthwise conv with
+  K = taps beats); with ``a_dw`` low the beat is a normal one. The two kinds may be mixed
+  freely, beat by beat, with no change of timing: the latency below holds for both.
+  Inside: the lane's word (its byte 0 being ``a_data`` lane i in normal mode) and ``a_dw``
+  go through the row skew, then along each row byte j through j registers and the flag
+  through a chain of 1-bit registers, so byte j reaches PE (p, j) on the same edge as the A
+  beat that travels along the row; a 2:1 mux in front of PE (p, j)'s A input (j >= 1) picks
+  the byte when the flag is set. Registers: rows*(rows-1)/2 * (cols-1)*dw + 1 more in the skew,
+  rows * (cols*(cols-1)/2 * dw + cols - 1) along the rows.
 
 The core skews the operands itself (row p of the array is fed p cycles later, column j j
 cycles later), so the array is free running: a cycle without an input beat sends a bubble
@@ -104,7 +118,7 @@ accumulators and an output FIFO of ``out_fifo_depth(rows, cols)`` rows of C (+1 
 
 from __future__ import annotations
 
-from pycde import Clock, Module, Output, Reset
+from pycde import Clock, Input, Module, Output, Reset
 from pycde.constructs import Mux
 from pycde.signals import BitsSignal
 from pycde.types import Bits
@@ -163,16 +177,24 @@ def out_fifo_depth(rows: int, cols: int) -> int:
 
 # ---- the generator ---------------------------------------------------------------------------
 
+def has_depthwise(config: AccelConfig) -> bool:
+    """Whether the core (and the EXEC engine) of ``config`` has the depthwise mode: one A word
+    per lane holds exactly the ``cols`` channels of the array."""
+    return config.cols * config.data_width == config.axi_data_width
+
+
 def make_systolic_core(config: AccelConfig) -> type[Module]:
     """The core module class for ``config`` (ConfigError if the config cannot be built)."""
     config.validate()
     rows, cols = config.rows, config.cols
     dw, aw = config.data_width, config.acc_width
+    dwm = has_depthwise(config) and cols > 1
     depth = out_fifo_depth(rows, cols)
     use_dsp = uses_ecp5_dsp(config.target, dw)
     PE = make_pe(dw, aw, use_dsp=use_dsp)
     extra = PE_LATENCY - 2  # drain control timing was first written for a 2-stage PE
-    SkewA = make_skew(rows, dw + 1)           # lane p: A element + last, delayed p
+    aword = cols * dw if dwm else dw          # the A lane through the row skew
+    SkewA = make_skew(rows, aword + 1 + (1 if dwm else 0))  # lane p: A (word), last, dw flag
     SkewV = make_skew(rows, 1, reset=True)    # lane p: valid flag, delayed p
     SkewB = make_skew(cols, dw)               # lane j: B element, delayed j
     Deskew = make_skew(cols, aw, descending=True)  # lane j: delayed cols-1-j
@@ -181,6 +203,8 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
           **Stream(data=rows * dw, last=1).sink("a"),
           **Stream(data=cols * dw, last=1).sink("b"),
           **Stream(data=cols * aw, last=1).source("c"), "err": Output(Bits(1))}
+    if dwm:
+        io.update({"a_dw": Input(Bits(1)), "a_words": Input(Bits(rows * cols * dw))})
 
     def build(ports):
         clk, rst = ports.clk, ports.rst
@@ -213,7 +237,13 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         lanes_a = []
         for p in range(rows):
             i = rows - 1 - p  # the array is mirrored: PE row p holds A row rows-1-p
-            lanes_a.append(BitsSignal.concat([ports.a_last, ports.a_data[i * dw:(i + 1) * dw]]))
+            a_i = ports.a_data[i * dw:(i + 1) * dw]
+            if dwm:  # byte 0 is column 0's operand in both modes; bytes 1.. only depthwise
+                word = ports.a_words[i * cols * dw:(i + 1) * cols * dw]
+                a_i = BitsSignal.concat([word[dw:], Mux(ports.a_dw, a_i, word[0:dw])])
+                lanes_a.append(BitsSignal.concat([ports.a_dw, ports.a_last, a_i]))
+            else:
+                lanes_a.append(BitsSignal.concat([ports.a_last, a_i]))
         skew_a = SkewA(clk=clk, d_in=BitsSignal.concat(list(reversed(lanes_a))),
                        instance_name="skew_a").d_out
         fires = BitsSignal.concat([fire] * rows) if rows > 1 else fire
@@ -242,18 +272,36 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
                 sh[p] = shp.reg(clk, rst, name=f"drain_sh{p}")
 
         # -- the array ------------------------------------------------------------------
-        a_right = [skew_a[p * (dw + 1):p * (dw + 1) + dw] for p in range(rows)]
-        l_right = [skew_a[p * (dw + 1) + dw] for p in range(rows)]
+        lw = aword + 1 + (1 if dwm else 0)
+        a_right = [skew_a[p * lw:p * lw + dw] for p in range(rows)]
+        l_right = [skew_a[p * lw + aword] for p in range(rows)]
+        # depthwise: per row, byte j of the skewed word through j registers, the flag along
+        dw_byte = [[None] * cols for _ in range(rows)]
+        dw_flag = [[None] * cols for _ in range(rows)]
+        if dwm:
+            for p in range(rows):
+                f = skew_a[p * lw + aword + 1]
+                for j in range(1, cols):
+                    f = f.reg(clk, rst, name=f"dw_f_r{p}_c{j}")
+                    dw_flag[p][j] = f
+                    b = skew_a[p * lw + j * dw:p * lw + (j + 1) * dw]
+                    for n in range(j):
+                        b = b.reg(clk, name=f"dw_b_r{p}_c{j}_{n}")
+                    dw_byte[p][j] = b
         v_right = [skew_v[p] for p in range(rows)]
         sh_right = list(sh)
         b_down = [skew_b[j * dw:(j + 1) * dw] for j in range(cols)]
-        if use_dsp:  # the PEs forward the DSP's 18-bit operands (see rtl_lib.pe)
-            a_right = [x.as_sint().as_sint(DSP_WIDTH).as_bits() for x in a_right]
-            b_down = [x.as_sint().as_sint(DSP_WIDTH).as_bits() for x in b_down]
+        def ext(x):  # the PEs forward the DSP's 18-bit operands (see rtl_lib.pe)
+            return x.as_sint().as_sint(DSP_WIDTH).as_bits() if use_dsp else x
+        a_right = [ext(x) for x in a_right]
+        b_down = [ext(x) for x in b_down]
         o_down = [Bits(aw)(0)] * cols
         for p in range(rows):
             for j in range(cols):
-                pe = PE(clk=clk, rst=rst, a_in=a_right[p], b_in=b_down[j], v_in=v_right[p],
+                a_in = a_right[p]
+                if dw_byte[p][j] is not None:
+                    a_in = Mux(dw_flag[p][j], a_in, ext(dw_byte[p][j]))
+                pe = PE(clk=clk, rst=rst, a_in=a_in, b_in=b_down[j], v_in=v_right[p],
                         l_in=l_right[p], sh_in=sh_right[p], o_in=o_down[j],
                         instance_name=f"pe_r{p}_c{j}")
                 a_right[p], v_right[p], l_right[p] = pe.a_out, pe.v_out, pe.l_out
@@ -300,4 +348,4 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         cred_next = (cred_next.as_uint() + pop.as_uint()).as_bits(cw)
         credits.next(cred_next)
 
-    return module(f"systolic_core_{rows}x{cols}_d{dw}_a{aw}", io, build)
+    return module(f"systolic_core_{rows}x{cols}_d{dw}_a{aw}" + ("_dw" if dwm else ""), io, build)

@@ -223,10 +223,19 @@ class Machine:
         if not 1 <= k.K <= lim:
             raise CommandError(f"EXEC K={k.K} outside 1..{lim}")
         ab, bb = self.A.consume(), self.B.consume()
-        a = self._operand(self.A, ab, k.a_word, k.K)
         b = self._operand(self.B, bb, k.b_word, k.K)
+        if k.flags & C_.DW:     # depthwise: word a_word + k of each A lane, column j its byte j
+            if self.C != self.AB:
+                raise CommandError(f"EXEC DW needs cols == AXI bytes, got {self.C} and {self.AB}")
+            if k.a_word + k.K > self.A.data.shape[2]:
+                raise CommandError(f"EXEC: A words {k.a_word}+{k.K} outside depth {self.A.data.shape[2]}")
+            a = self.A.data[ab, :, k.a_word:k.a_word + k.K].view(np.int8).astype(np.int64)
+            prod = np.einsum("ikj,jk->ij", a.reshape(self.R, k.K, self.AB), b)
+        else:
+            a = self._operand(self.A, ab, k.a_word, k.K)
+            prod = a @ b.T
         acc, k_sum = self.partial if self.partial is not None else (0, 0)
-        acc, k_sum = acc + a @ b.T, k_sum + k.K            # a CHAIN run is one tile in the core
+        acc, k_sum = acc + prod, k_sum + k.K            # a CHAIN run is one tile in the core
         if k_sum > self.cfg.max_k:
             raise CommandError(f"EXEC: a tile of K={k_sum} (CHAIN) exceeds max_k={self.cfg.max_k}")
         if k.flags & C_.CHAIN:

@@ -61,7 +61,9 @@ step as one LANES LOAD (ZERO|LANES for padding taps); or per lane, each run of i
 constant address step as one 2-D LOAD. Program order: LOAD P (all records, or the n-tile's C
 records into alternating halves of P), B(0), A(0); per tile: A(next) (the next n-tile's first),
 B(next n-tile) at its first tile, EXEC (REL_A; REL_B on the n-tile's last), STORE. MAXPOOLD is
-MAXPOOL with the taps placed by the dilation.
+MAXPOOL with the taps placed by the dilation. DEPTHWISE (the core's depthwise mode): the same
+schedule with K = taps (one A word per tap), a B panel of ``ceil(taps / AB)`` words per lane
+and EXEC DW.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ from ..config import AccelConfig
 from ..errors import UserError
 from . import program as P
 # the encoding (re-exported: the command values are used under these names throughout)
-from .encoding import (CMD_BYTES, CMD_WORDS, COMMANDS, COMMIT, DST_A, DST_B,  # noqa: F401
+from .encoding import (CMD_BYTES, CMD_WORDS, COMMANDS, COMMIT, DST_A, DST_B, DW,  # noqa: F401
                        DST_NAMES, DST_P, DST_S, DST_X, LANES, OP_EXEC, OP_LOAD, OP_STORE,
                        OP_VEC, REL_A, REL_B, CHAIN, S_PER_TENSOR, S_RELU, V_LUT, V_LUT_SET, V_MAX, V_ROWRED,
                        V_MUL, V_RELU, V_TO_X, ZERO,
@@ -1045,10 +1047,19 @@ def _wgemm(d: P.WinGemm, x: _Ctx) -> list:
     kh_, kw_ = P.unpack2(d.kernel)
     K = kh_ * kw_ * d.slice
     kwords = ceil_div(K, AB)
+    dwm = d.has(P.DEPTHWISE)
+    if dwm:     # the core's depthwise mode: one A word per tap, B lane j = channel j's taps
+        if not (d.slice == C == AB and d.slice_step == C and not d.has(P.W_SHARED)):
+            raise _refuse(d, f"DEPTHWISE needs slice = step = cols = axi bytes ({AB}), got slice "
+                             f"{d.slice}, step {d.slice_step}, cols {C}")
+        K = kh_ * kw_
+        kwords = ceil_div(K, AB)
+        if K > min(cfg.max_k, cfg.spad_a_depth // AB, cfg.spad_b_depth):
+            raise _refuse(d, f"K={K} taps outside 1..min(max_k, spad words)")
     if d.slice <= 0 or d.slice % AB or d.in_pitch % AB or d.slice_step % AB or d.out_pitch % AB:
         raise _refuse(d, f"the channel slice ({d.slice}), its step ({d.slice_step}) and the pixel "
                          f"pitches ({d.in_pitch}, {d.out_pitch}) must be whole AXI beats ({AB} bytes)")
-    if not 1 <= K <= min(cfg.max_k, cfg.spad_a_depth, cfg.spad_b_depth):
+    if not dwm and not 1 <= K <= min(cfg.max_k, cfg.spad_a_depth, cfg.spad_b_depth):
         raise _refuse(d, f"K={K} (a window of {kh_}x{kw_} taps of {d.slice} bytes) outside "
                          f"1..min(max_k, spad depths)")
     if d.n_tiles != ceil_div(d.N, C):
@@ -1105,7 +1116,7 @@ def _wgemm(d: P.WinGemm, x: _Ctx) -> list:
             if ti == 0 and nt + 1 < d.n_tiles and not shared:
                 cmds += b_panel(nt + 1)
             last_b = ti == T - 1 and (not shared or nt == d.n_tiles - 1)
-            cmds.append(Exec(K, 0, 0, REL_A | (REL_B if last_b else 0)))
+            cmds.append(Exec(K, 0, 0, REL_A | (REL_B if last_b else 0) | (DW if dwm else 0)))
             n, oh, ow = pix[0]
             addr = d.out_base + n * d.out_stride_n + oh * d.out_stride_h + ow * d.out_pitch + nt * C
             if len(pix) > 1:
@@ -1175,7 +1186,11 @@ SCHEDULERS = {
 def _wgemm_array_macs(d: P.WinGemm) -> int:
     """The MACs the array does for the layer's outputs: every output pixel and channel streams
     the whole K = taps * slice (a depthwise conv's slice holds ``cols`` channels, of which the
-    channel's weights face one: the rest is padding), padding taps included as in a GEMM."""
+    channel's weights face one: the rest is padding), padding taps included as in a GEMM.
+    DEPTHWISE (the core's depthwise mode): K = taps per output, for every column of every
+    n-tile (the columns of the last n-tile past N multiply zero weights: that is its waste)."""
     kh_, kw_ = P.unpack2(d.kernel)
+    if d.has(P.DEPTHWISE):
+        return d.n * d.out_h * d.out_w * d.n_tiles * d.slice * kh_ * kw_  # slice == cols
     return d.n * d.out_h * d.out_w * d.N * kh_ * kw_ * d.slice
 

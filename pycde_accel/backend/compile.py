@@ -204,7 +204,7 @@ class Compiler:
     tensors so far (:meth:`tensor`, :meth:`set_tensor`, :meth:`put`) and the layers emitted
     (:meth:`emit`, :meth:`gemm`)."""
 
-    def __init__(self, qm, config: AccelConfig, host_im2col: bool = True):
+    def __init__(self, qm, config: AccelConfig, host_im2col: bool = True, depthwise: bool = True):
         self.qm = qm
         self.cfg = config
         self.R, self.C = config.rows, config.cols
@@ -216,6 +216,9 @@ class Compiler:
         #: ``pack_host_inputs`` False keeps every input channels-last, the DMA doing the im2col)
         self.host_im2col: dict[str, dict] = {}
         self.pack_host_inputs = host_im2col
+        #: depthwise convs on the core's depthwise mode (EXEC DW) where cols == AXI bytes;
+        #: False keeps them on the slice WGEMM (K = taps * cols, 1 - 1/cols of it padding)
+        self.depthwise_mode = depthwise
 
     # ---- helpers ---------------------------------------------------------------------------
     def where(self, node) -> str:
@@ -481,14 +484,15 @@ class Compiler:
                          tuple(v.strides) if v else None)
 
 
-def compile_program(frontend_result, config: AccelConfig, *, host_im2col: bool = True) -> CompiledProgram:
+def compile_program(frontend_result, config: AccelConfig, *, host_im2col: bool = True,
+                    depthwise: bool = True) -> CompiledProgram:
     """Compile a :class:`~pycde_accel.frontend.FrontendResult` (or a QuantizedModel).
     ``host_im2col`` False: no model input is written im2col'd by the host (a thin first conv
     then pays channel padding, as before the host packed it; ``bench/thin.py`` compares)."""
     qm = getattr(frontend_result, "quantized", frontend_result)
     config.validate()
     check_config(config)
-    return Compiler(qm, config, host_im2col).run()
+    return Compiler(qm, config, host_im2col, depthwise).run()
 
 
 def check_config(config: AccelConfig) -> None:

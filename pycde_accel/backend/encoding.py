@@ -6,7 +6,7 @@ come from :mod:`pycde_accel.contract` (``LOAD``, ``EXEC``, ``STORE``, ``VEC``):
 
 * :class:`Load`  (op 1): w1 addr, w2 beats, w3 rows, w4 stride, w5 index, w6 word;
   dst A/B/P/X/S (:data:`DST_A` ...), flags LANES, COMMIT, ZERO.
-* :class:`Exec`  (op 2): w1 K, w2 a_word, w3 b_word; flags REL_A, REL_B, CHAIN.
+* :class:`Exec`  (op 2): w1 K, w2 a_word, w3 b_word; flags REL_A, REL_B, CHAIN, DW.
 * :class:`Store` (op 3): w1 addr, w2 valid_rows, w3 stride, w4 p_index; flags RELU, PER_TENSOR.
 * :class:`Vec`   (op 4): w1 n, w2 x_off, w3 dst, w4 ma, w5 mb, w6 shift (ma, mb signed);
   flags MAX, RELU, TO_X, LUT_SET, LUT, MUL.
@@ -31,7 +31,7 @@ from ..contract import (CMD_BYTES, CMD_WORDS, DST_A, DST_B, DST_NAMES, DST_P,  #
 
 # flag masks under the names the compiler uses
 LANES, COMMIT, ZERO = CT.LOAD_LANES, CT.LOAD_COMMIT, CT.LOAD_ZERO
-REL_A, REL_B, CHAIN = CT.EXEC_REL_A, CT.EXEC_REL_B, CT.EXEC_CHAIN
+REL_A, REL_B, CHAIN, DW = CT.EXEC_REL_A, CT.EXEC_REL_B, CT.EXEC_CHAIN, CT.EXEC_DW
 S_RELU, S_PER_TENSOR = CT.STORE_RELU, CT.STORE_PER_TENSOR
 V_MAX, V_RELU, V_TO_X = CT.VEC_MAX, CT.VEC_RELU, CT.VEC_TO_X
 V_LUT_SET, V_LUT, V_MUL = CT.VEC_LUT_SET, CT.VEC_LUT, CT.VEC_MUL

@@ -297,7 +297,11 @@ class _Machine:
     def wgemm(self, d: P.WinGemm, c: LayerCounters) -> None:
         cols, axi = self.cols, self.axi
         kh, kw = P.unpack2(d.kernel)
-        K = kh * kw * d.slice
+        dwm = d.has(P.DEPTHWISE)
+        if dwm and not d.slice == cols == axi:
+            raise ExecutionError(f"layer {d.index}: DEPTHWISE with slice {d.slice}, cols {cols}, "
+                                 f"axi bytes {axi}")
+        K = kh * kw * (1 if dwm else d.slice)
         kp = -(-K // axi) * axi
         if self.cfg and (K > self.cfg.spad_a_depth or K > self.cfg.spad_b_depth or K > self.cfg.max_k):
             raise ExecutionError(f"layer {d.index}: a window of K={K} does not fit the scratchpads / max_k")
@@ -324,7 +328,10 @@ class _Machine:
             a[inside] = self.read(addr[inside], c)
             start = d.w_base + (0 if d.has(P.W_SHARED) else nt * cols * kp)
             w = self.read(np.arange(start, start + cols * kp), c).reshape(cols, kp)[:, :K]
-            acc = _wrap(a.reshape(len(pix), K) @ w.T, self.acc_width)
+            if dwm:     # channel j of the slice against lane j's taps
+                acc = _wrap(np.einsum("ptj,jt->pj", a, w), self.acc_width)
+            else:
+                acc = _wrap(a.reshape(len(pix), K) @ w.T, self.acc_width)
             c.tiles += 1
             ch = nt * cols + np.arange(cols)
             valid = ch < d.N

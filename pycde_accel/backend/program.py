@@ -122,8 +122,10 @@ ND = 4                      # loop dims of element-wise / copy descriptors
 RELU, BIAS, B_PACKED, IM2COL, PER_TENSOR, B_STAT = 1, 2, 4, 8, 16, 32
 #: WGEMM: one weight panel for every n-tile (pooling's unit weights), loaded once
 W_SHARED = 64
+#: WGEMM: a depthwise conv on the core's depthwise mode (slice == cols == axi bytes)
+DEPTHWISE = 128
 FLAG_NAMES = {RELU: "relu", BIAS: "bias", B_PACKED: "b_packed", IM2COL: "im2col", PER_TENSOR: "per_tensor",
-              B_STAT: "b_stationary", W_SHARED: "w_shared"}
+              B_STAT: "b_stationary", W_SHARED: "w_shared", DEPTHWISE: "depthwise"}
 
 A_STATIONARY, B_STATIONARY = 0, 1
 PARAM_RECORD_BYTES = contract.PARAM_RECORD_BYTES
@@ -512,7 +514,11 @@ class WinGemm(Descriptor):
     (flag PER_TENSOR; WG_AVG_PAD counts the taps inside the padded extent ``[-ph, in_h + ph)``,
     as PyTorch's count_include_pad, WG_AVG and WG_ADAPTIVE the taps inside the input).
     ``group_in``: the input channels one output channel reads (its MACs per tap; 1 for pooling).
-    Flags: RELU, BIAS, PER_TENSOR, W_SHARED (every n-tile uses the panel at ``w_base``)."""
+    Flags: RELU, BIAS, PER_TENSOR, W_SHARED (every n-tile uses the panel at ``w_base``),
+    DEPTHWISE (slice == cols == axi bytes, a depthwise conv: ``acc = bias + sum_{ki, kj}
+    x[n, ih, iw, nt * slice_step + j] * W_nt[j][ki * kw + kj]``, the panel's lane j holding
+    channel j's kh * kw taps, K = kh * kw, ``cols * round_up(K, axi_bytes)`` bytes per n-tile;
+    the EXEC's DW mode)."""
     index: int = 0
     flags: int = 0
     in_base: int = 0

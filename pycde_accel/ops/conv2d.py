@@ -9,12 +9,14 @@ lowers them to one WGEMM (:class:`pycde_accel.backend.program.WinGemm`): per n-t
 output channels, the im2col of the input channel slice those channels read (for a depthwise conv
 ``cols`` channels, so K = KH*KW*cols instead of KH*KW*pitch), with the slice's weights packed as
 one panel. The plain case (groups 1, dilation 1, symmetric) keeps the GEMM with IM2COL below.
-A depthwise conv's array MACs are ``cols`` times its model MACs (each output channel's weights
-face one of the slice's ``cols`` channels; ``sim`` shows the waste, 87.5% on 8 columns): no
-packing removes it on this array, whose columns share each lane's A stream, so a column can
-use only the taps of its own channel while the lane carries every column's. A column reading
-byte j of each A beat (a depthwise mode of the core, K = KH*KW per output) is the next step;
-it is RTL (rtl_lib/systolic.py), not a layout.
+A depthwise conv (groups == channels, channel multiplier 1) on an array with cols == AXI bytes
+runs on the core's depthwise mode (WGEMM flag DEPTHWISE, EXEC DW, rtl_lib/systolic.py): A beat
+t is the word of tap t of every lane (the slice's ``cols`` channels), column j multiplies byte j
+of it by lane j of the panel, which holds channel j's taps: K = KH*KW per output and no channel
+padding (``sim``'s padding_waste 0 at a multiple of ``cols`` channels; the last n-tile's empty
+columns otherwise). Elsewhere (cols != AXI bytes, or ``compile_program(depthwise=False)``) it
+stays the slice WGEMM above, whose array MACs are ``cols`` times its model MACs (each output
+channel's weights face one of the slice's ``cols`` channels: 87.5% waste on 8 columns, shown).
 
 * capture: ``aten.conv2d.default`` and ``aten.convolution.default`` (not transposed) with
   integer padding; a BatchNorm right after folds into it.
@@ -400,7 +402,7 @@ def output_channels_last(cx, node, n, c, oh, ow):
 
 def emit_wgemm(cx, node, v, pitch, out, *, kernel, stride, pad, dilation, N, slice_, step, mode,
                records: bytes, n_records: int, weight: bytes, relu: bool, bias: bool, group_in: int,
-               shared: bool = False):
+               shared: bool = False, depthwise: bool = False):
     """One WGEMM layer: the packed weight panels and records as data constants."""
     wsym, psym = f"{node.name}.weight", f"{node.name}.params"
     cx.layout.request("const", wsym, len(weight), "weight", node.name)
@@ -411,6 +413,7 @@ def emit_wgemm(cx, node, v, pitch, out, *, kernel, stride, pad, dilation, N, sli
     _, oh, ow, _ = out.shape
     flags = (P.RELU if relu else 0) | (P.BIAS if bias else 0) | (P.PER_TENSOR if mode != P.WG_CONV else 0)
     flags |= P.W_SHARED if shared else 0
+    flags |= P.DEPTHWISE if depthwise else 0
     fields = dict(n=n, in_h=h, in_w=w, out_h=oh, out_w=ow, kernel=P.pack2(*kernel),
                   stride=P.pack2(*stride), pad=P.pack2(*pad), dilation=P.pack2(*dilation),
                   in_pitch=pitch, in_stride_h=v.strides[2], in_stride_n=v.strides[0],
@@ -449,11 +452,18 @@ def lower_wgemm_conv(node, cx) -> None:
     C, AB = cx.C, cx.axi
     sl, step = group_slices(oc, gin, gout, C, AB, pitch)
     n_tiles = -(-oc // C)
-    K = kh * kw * sl
-    kp = align(K, AB)
-    panels = np.zeros((n_tiles * C, kp), np.int8)
     wq = np.asarray(lq.weight, np.int64)
-    for o in range(oc):
+    depthwise = (gin == 1 and gout == 1 and C == AB and sl == C and step == C
+                 and getattr(cx, "depthwise_mode", True))
+    if depthwise:   # the core's depthwise mode: lane j of a panel = channel j's taps
+        kp = align(kh * kw, AB)
+        panels = np.zeros((n_tiles * C, kp), np.int8)
+        panels[:oc, :kh * kw] = wq[:, 0].reshape(oc, kh * kw)
+    else:
+        K = kh * kw * sl
+        kp = align(K, AB)
+        panels = np.zeros((n_tiles * C, kp), np.int8)
+    for o in range(oc if not depthwise else 0):
         nt, gi = o // C, o // gout
         for cl in range(gin):
             byte = gi * gin + cl - nt * step
@@ -465,4 +475,4 @@ def lower_wgemm_conv(node, cx) -> None:
     emit_wgemm(cx, node, v, pitch, out, kernel=(kh, kw), stride=node.stride, pad=(t, l_),
                dilation=node.dilation, N=oc, slice_=sl, step=step, mode=P.WG_CONV, records=recs,
                n_records=n_tiles * C, weight=panels.tobytes(), relu=node.relu,
-               bias=lq.bias is not None, group_in=gin)
+               bias=lq.bias is not None, group_in=gin, depthwise=depthwise)

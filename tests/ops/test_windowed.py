@@ -18,6 +18,7 @@ from torch import nn
 
 import pycde_accel
 from pycde_accel.backend import cmdexec, compile_program, executor
+from pycde_accel.backend import program as P
 from pycde_accel.config import AccelConfig
 from pycde_accel.frontend import capture, design, intmodule, quantize as q, reference
 from pycde_accel.ops.avgpool2d import AvgPool2d
@@ -369,10 +370,11 @@ def test_depthwise_reads_one_tile_of_channels():
     dw = d.compiled.program.layers[1]
     assert (dw.KIND, dw.slice, dw.slice_step, dw.n_tiles) == ("wgemm", CFG.cols, CFG.cols, 4)
     # model MACs (Node.macs): every output value times its 3x3 taps of one input channel; the
-    # array's: every output streams the slice of 8 channels per tap, 7 of them padding
+    # array's in the core's depthwise mode (cols == AXI bytes): the same, column j = channel j
+    assert CFG.cols * 8 == CFG.axi_data_width and dw.has(P.DEPTHWISE)
     assert d.compiled.stats[1]["macs"] == 4 * 4 * 32 * 9
-    assert d.compiled.stats[1]["array_macs"] == 4 * 4 * 32 * 9 * CFG.cols
-    assert d.compiled.stats[1]["padding_waste"] == 1 - 1 / CFG.cols
+    assert d.compiled.stats[1]["array_macs"] == 4 * 4 * 32 * 9
+    assert d.compiled.stats[1]["padding_waste"] == 0
 
 
 # ---- Verilator -------------------------------------------------------------------------------
@@ -384,3 +386,32 @@ def test_verilator_bit_exact(which, pause, request, build_accel, tmp_path):
     r = simulate(d.frontend, CFG, tmp_path, sim=build_accel(CFG), axi_pause=pause)
     assert r.bit_exact, r.mismatches
     assert "wgemm" in [layer["op"] for layer in r.layers]
+
+
+class _DwNet(nn.Module):
+    """conv -> depthwise 3x3 stride 1 -> depthwise 3x3 stride 2 (padding) -> pointwise."""
+
+    def __init__(self, ch):
+        super().__init__()
+        self.c = nn.Conv2d(3, ch, 3, padding=1)
+        self.d1 = nn.Conv2d(ch, ch, 3, padding=1, groups=ch)
+        self.d2 = nn.Conv2d(ch, ch, 3, stride=2, padding=1, groups=ch)
+        self.pw = nn.Conv2d(ch, 8, 1)
+
+    def forward(self, x):
+        return self.pw(F.relu(self.d2(F.relu(self.d1(F.relu(self.c(x)))))))
+
+
+@pytest.mark.parametrize("ch", [8, 16, 12])
+def test_depthwise_mode_verilator_bit_exact(ch, build_accel, tmp_path):
+    """The core's depthwise mode (EXEC DW) on a whole model, bit-exact in Verilator; its array
+    MACs are the model's (12 channels: the second n-tile's 4 empty columns are the waste)."""
+    from pycde_accel.simulate import simulate
+    d = _design(_DwNet(ch), (1, 3, 7, 6))
+    dws = [i for i, l in enumerate(d.compiled.program.layers) if l.KIND == "wgemm"]
+    assert len(dws) == 2 and all(d.compiled.program.layers[i].has(P.DEPTHWISE) for i in dws)
+    for i in dws:
+        s = d.compiled.stats[i]
+        assert s["padding_waste"] == round(1 - ch / (-(-ch // CFG.cols) * CFG.cols), 6)
+    r = simulate(d.frontend, CFG, tmp_path, sim=build_accel(CFG), axi_pause=0.2)
+    assert r.bit_exact, r.mismatches

@@ -6,7 +6,7 @@ writes it with its numpy reference)::
     {"rows", "cols", "acc_width",
      "a_banks": [{"writes": [[lane, word, data], ...], "commit_with_last": bool}, ...],
      "b_banks": [...],                       # in commit order; each bank ends with a commit
-     "execs": [[k, a_word, b_word, rel_a, rel_b(, chain)], ...],
+     "execs": [[k, a_word, b_word, rel_a, rel_b(, chain(, dw))], ...],
      "tiles": [[[C[0][0], C[0][1], ...], ...], ...],   # expected tile per EXEC without chain
                                                        # (summed over its CHAIN run; signed)
      "p_wr", "p_ex", "p_c": probability a write / EXEC / c_ready is offered in a cycle,
@@ -113,6 +113,8 @@ async def program(dut):
                 dut.ex_k.value, dut.ex_a_word.value, dut.ex_b_word.value = k, aw, bw
                 dut.ex_rel_a.value, dut.ex_rel_b.value = ra, rb
                 dut.ex_chain.value = chain[0] if chain else 0
+                if len(chain) > 1:      # [chain, dw]: a depthwise EXEC
+                    dut.ex_dw.value = chain[1]
                 dut.ex_valid.value = 1
                 if _u(dut.ex_ready):
                     ev["accepts"].append(edge_index(PERIOD_NS) + 1)

@@ -91,6 +91,10 @@ class _Spad:
         flat = np.roll(self.snap[epoch], -word, axis=1).reshape(self.lanes, -1)
         return flat[:, :k].view(np.int8).astype(np.int64)
 
+    def word_rows(self, epoch, word, k):
+        """lanes x k x AB int8: the words word.. word+k-1 of each lane (a depthwise EXEC)."""
+        return np.roll(self.snap[epoch], -word, axis=1)[:, :k].view(np.int8).astype(np.int64)
+
 
 def random_plan(seed, groups, ks, max_per_a=3):
     """``groups`` lists (one per A bank) of 1..max_per_a Ks drawn from ``ks`` (list or rng->K)."""
@@ -100,31 +104,39 @@ def random_plan(seed, groups, ks, max_per_a=3):
 
 
 def make_program(cfg, seed, plan, *, p_rel_b=0.6, style="mixed", extra=2, b_with_a=False,
-                 p_chain=0.0):
+                 p_chain=0.0, p_dw=0.0):
     """EXECs per ``plan`` (a list of groups, each the Ks of the EXECs of one A bank, REL_A on
     the group's last); B released with probability p_rel_b (or with A if ``b_with_a``); the
     last EXEC releases both. Random a_word/b_word offsets; random operand bytes. With
     ``p_chain`` an EXEC but the last has CHAIN with that probability: its sums carry into the
-    next EXEC's tile (the expected tiles are the sums over each CHAIN run)."""
+    next EXEC's tile (the expected tiles are the sums over each CHAIN run). With ``p_dw`` an
+    EXEC is depthwise (DW) with that probability: K words of every A lane, column j takes byte j
+    (C[i][j] = sum_k A_i word k byte j * B_j[k]); a CHAIN run is all DW or all normal."""
     rng = random.Random(seed)
     R, C, ab = cfg.rows, cfg.cols, cfg.axi_data_width // 8
     aw, bw = spad_words(cfg)
     A, B = _Spad(R, aw, ab, rng), _Spad(C, bw, ab, rng)
     ea, eb = A.new_epoch(), B.new_epoch()
     execs, uses = [], []
+    dw_run = False
     for g, group in enumerate(plan):
         n = len(group)
         for i, k in enumerate(group):
+            dw = dw_run if execs and execs[-1][5:6] == [1] else rng.random() < p_dw
+            dw_run = dw
+            k = min(k, aw // 2) if dw else k    # K words of every A lane
             nw = -(-k // ab)
-            a_word = rng.randrange(aw - nw + 1)
+            nwa = k if dw else nw
+            a_word = rng.randrange(aw - nwa + 1)
             b_word = rng.randrange(bw - nw + 1)
             rel_a = i == n - 1
             last = g == len(plan) - 1 and rel_a
             rel_b = last or (rel_a if b_with_a else rng.random() < p_rel_b)
-            A.use(ea, a_word, nw)
+            A.use(ea, a_word, nwa)
             B.use(eb, b_word, nw)
             chain = not last and rng.random() < p_chain
-            execs.append([k, a_word, b_word, int(rel_a), int(rel_b)] + ([int(chain)] if p_chain else []))
+            tail = [int(chain), int(dw)] if p_dw else [int(chain)] if p_chain else []
+            execs.append([k, a_word, b_word, int(rel_a), int(rel_b)] + tail)
             uses.append((ea, eb))
             if rel_a and not last:
                 ea = A.new_epoch()
@@ -137,7 +149,10 @@ def make_program(cfg, seed, plan, *, p_rel_b=0.6, style="mixed", extra=2, b_with
     run = 0
     for ex, (ea, eb) in zip(execs, uses):
         k, a_word, b_word = ex[:3]
-        run = run + A.operand(ea, a_word, k) @ B.operand(eb, b_word, k).T
+        if ex[6:7] == [1]:
+            run = run + np.einsum("ikj,jk->ij", A.word_rows(ea, a_word, k), B.operand(eb, b_word, k))
+        else:
+            run = run + A.operand(ea, a_word, k) @ B.operand(eb, b_word, k).T
         if ex[5:6] == [1]:
             continue
         c = ((run & mask) ^ (1 << (cfg.acc_width - 1))) - (1 << (cfg.acc_width - 1))
@@ -213,6 +228,35 @@ def test_chained_execs(cache_root, tmp_path):
     assert len(prog["tiles"]) < len(prog["execs"])
     res = _run(sim, tmp_path, prog, p_wr=0.7, p_ex=0.8, p_c=0.5)
     assert res["fires"] == sum(e[0] for e in prog["execs"])
+
+
+DW = [(2, 8, 64, 31, 0.0), (4, 4, 32, 32, 0.5), (2, 8, 64, 33, 0.5)]
+
+
+@pytest.mark.parametrize("rows,cols,w,seed,p_chain", DW, ids=["2x8-w64", "4x4-w32-chain",
+                                                             "2x8-w64-chain"])
+def test_depthwise_execs(cache_root, tmp_path, rows, cols, w, seed, p_chain):
+    """DW (C == AB): depthwise EXECs mixed with normal ones (the kinds follow each other in the
+    array), with CHAIN, under random gaps and C back-pressure; every tile bit-exact."""
+    cfg = _cfg(rows, cols, w=w)
+    sim = _build(cache_root, cfg)
+    prog = make_program(cfg, seed, random_plan(seed, 6, _k_mix(cfg)), p_chain=p_chain, p_dw=0.5,
+                        extra=1)
+    kinds = {e[6] for e in prog["execs"]}
+    assert kinds == {0, 1}, kinds
+    res = _run(sim, tmp_path, prog, p_wr=0.7, p_ex=0.8, p_c=0.6)
+    assert res["fires"] == sum(e[0] for e in prog["execs"])
+
+
+def test_depthwise_back_to_back_rate(cache_root, tmp_path):
+    """DW EXECs back to back, both banks preloaded: the same run_cycles as normal EXECs."""
+    cfg = _cfg(4, 4, w=32)
+    sim = _build(cache_root, cfg)
+    ks = [9, 1, 30, 4, 3, 17]
+    prog = make_program(cfg, 7, [ks[:3], ks[3:]], b_with_a=True, extra=0, p_dw=1.0)
+    assert all(e[6] == 1 for e in prog["execs"])
+    res = _run(sim, tmp_path, prog, preload=2)
+    assert res["last_c"] - res["first_fire"] + 1 == run_cycles(4, 4, ks) + C_SLICE_LATENCY
 
 
 def test_refusals():
