@@ -217,10 +217,20 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
             cmd[nm] = r.q
         n, is_max, to_x = cmd["n"], cmd["max"], cmd["to_x"]
         lut_set = cmd["lut_set"]
-        is_lut = cmd["lut_set"] | cmd["lut"]     # the table path: S beats only, no kernel
+
+        def decoded(name, value):
+            """A decision on the command, decoded from the command ports into a register
+            when it is taken: its fanout (every kernel's valids, the issue and ready muxes)
+            starts at a flop, not at the command registers through the decode."""
+            r = NamedReg(1, clk, None, None, ce=accept, name=f"cmd_is_{name}")
+            r.next(value)
+            return r.q
+
+        # the table path (LUT_SET, LUT; ROWRED too): S beats only, no kernel
+        v_lut = p.v_lut_set | p.v_lut | (p.v_rowred if rr else Bits(1)(0))
+        is_lut = decoded("lut", v_lut)
         if rr:      # ROWRED: S beats only too, into the row-reduction unit
             is_rr = cmd["rowred"]
-            is_lut = is_lut | is_rr
 
         def counter(name, fire):
             """Beats/tokens of this command: cleared on accept, +1 per fire."""
@@ -400,20 +410,31 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         pop_w.assign(pop)
         pairs.pop(pop)
 
-        is_mul = cmd["mul"]
-        is_add = ~is_max & ~is_lut & ~is_mul
+        v_add = ~p.v_max & ~v_lut & ~p.v_mul
+        is_mul = decoded("mul", p.v_mul)
+        is_add = decoded("add", v_add)
+        relu_add = decoded("relu_add", p.v_relu & v_add)
         y_ready_w = Wire(Bits(1), "y_ready")
-        # one start token per run (= per beat), scalars once per run, for the active kernel
+        # one start token per run (= per beat), scalars once per run, for the active kernel.
+        # Each token's valid is a register (the kernel's take, the enable of its scalar
+        # registers, starts at a flop): set on accept when the command is of its kernel and
+        # n > 0, and after each take from the counter's next value (cleared with the n-th).
         tok_ready = {nm: Wire(Bits(1), f"{nm}_tok_ready")
                      for nm in ("add_start", "ma", "mb", "s", "mul_start", "m0", "mul_s")}
         tok_valid = {}
-        for nm, sel in (("add_start", is_add), ("ma", is_add), ("mb", is_add),
-                        ("s", is_add), ("mul_start", is_mul), ("m0", is_mul),
-                        ("mul_s", is_mul)):
-            vld = Wire(Bits(1), f"{nm}_tok_valid")
-            cnt = counter(f"{nm}_tokens", vld & tok_ready[nm])
-            vld.assign(busy.q & sel & (cnt != n))
-            tok_valid[nm] = vld
+        n_nz = p.v_n != Bits(16)(0)
+        for nm, sel in (("add_start", v_add), ("ma", v_add), ("mb", v_add),
+                        ("s", v_add), ("mul_start", p.v_mul), ("m0", p.v_mul),
+                        ("mul_s", p.v_mul)):
+            vld = NamedReg(1, clk, rst, 0, name=f"{nm}_tok_valid")
+            take = vld.q & tok_ready[nm]
+            cnt = NamedReg(CW, clk, rst, 0, name=f"{nm}_tokens")
+            cnt_next = Mux(accept, Mux(take, cnt.q, inc(cnt.q, CW)), Bits(CW)(0))
+            cnt.next(cnt_next)
+            # (a run takes its tokens only while busy; the n-th take clears the valid, so
+            # it is low again by the time the command finishes)
+            vld.next(Mux(accept, vld.q & (cnt_next != n), sel & n_nz))
+            tok_valid[nm] = vld.q
         add_k = add_kernel(clk=clk, rst=rst, a=a_data, a_valid=a_valid & is_add,
                            b=b_data, b_valid=b_valid & is_add,
                            ma=cmd["ma"], ma_valid=tok_valid["ma"],
@@ -450,7 +471,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         # ------------------------------------------------------------ results -> beats
         y_valid = Mux(is_mul, add_k.y_valid, mul_k.y_valid) & ~is_max
         y = Mux(is_mul, add_k.y, mul_k.y)
-        y = Mux(cmd["relu"] & is_add & y[7], y, Bits(8)(0))
+        y = Mux(relu_add & y[7], y, Bits(8)(0))
         y_fire = y_valid & y_ready_w
         ey = NamedReg(EB, clk, rst, 0, name="y_byte")
         ey.next(Mux(y_fire, ey.q, inc(ey.q, EB)))
