@@ -162,18 +162,21 @@ FMAX_POINTS: tuple[FmaxPoint, ...] = (
               "python -m pycde_accel synth mlp --target ecp5-85f (default config), RTL of commit "
               "878e961 (main: the fmax slices and the FENCE/stamp dispatch): 77 MULT18X18D, "
               "37 DP16KD, 21824 TRELLIS_COMB, seed 1"),
-    FmaxPoint(16, 8, 32, 64, 1024, 256, 83.28,
+    FmaxPoint(16, 8, 32, 64, 1024, 256, 63.59,
               "python -m pycde_accel synth mlp --array 16x8 --target ecp5-85f, RTL of commit "
-              "07c1dc0: 141 MULT18X18D, 61 DP16KD, 27687 TRELLIS_COMB (synth cache entry "
-              "c2078752d555a752dc833eb47bafd4de)"),
+              "67dfa09 (main, 2026-12-02): 141 MULT18X18D, 61 DP16KD, 28724 TRELLIS_COMB, "
+              "seed 1 (53 min on a loaded machine)"),
 )
-# The two points are of different RTL: the 16x8 is of commit 07c1dc0, the 8x8 of 878e961 (the
-# periphery slices: scratchpad write stage, write arbiter / C stream slices, registered issue,
-# fetch and counter decisions; and the FENCE/stamp dispatch); at 07c1dc0 the 16x8 placed faster than the 8x8, so the slope
-# between them here owes as much to the RTL as to the array size: a 16x8 placement at the new
-# RTL is the next point to add. Critical path of the 8x8 point: the vector engine's decoded
-# command (cmd_lut_set) through the add kernel's run_active into its scalar registers (10.9 ns,
-# 8.8 of it routing).
+# Both points are of main's RTL after the periphery slices (878e961 and 67dfa09 differ in host
+# code only, not in the RTL the slices touch). Critical path of the 16x8 point (15.73 ns, 13.29
+# of it routing): a LUT-RAM FIFO's read address (fifo_rd_addr_5 -> fifo_mem_5, the write data
+# path towards m_axi_wdata) through the vector engine's write-ready logic and its y_byte
+# enable into vector.out_valid_q, with two 3 ns routes: the larger array spreads the periphery
+# across the die. Critical path of the 8x8 point: the vector engine's decoded command
+# (cmd_lut_set) through the add kernel's run_active into its scalar registers (10.9 ns, 8.8 of
+# it routing). On record, not fitted: the 16x8 at the older RTL of commit 07c1dc0 placed at
+# 83.28 MHz (141 MULT18X18D, 61 DP16KD, 27687 TRELLIS_COMB, synth cache entry
+# c2078752d555a752dc833eb47bafd4de), when the 8x8 placed at 81.91.
 # On record but not fitted: the default config at commit c1a6013 (branch fmax, before the
 # FENCE dispatch) placed at 87.15 MHz (critical path: the vector engine's command FIFO read into
 # its issue decision, lut_occupancy); the default config at commit 07c1dc0 (synth cache entry
