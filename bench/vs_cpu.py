@@ -1,7 +1,8 @@
 """The accelerator against this machine's CPU: float PyTorch (1 thread and all threads) next to
 the accelerator's latency at its placed Fmax, per model, with the device-peak fraction.
 
-    python bench/vs_cpu.py [--only NAME ...] [--reps N] [--fmax MHZ] [--array RxC] [--work DIR]
+    python bench/vs_cpu.py [--only NAME ...] [--reps N] [--fmax MHZ] [--array RxC] [--spad N]
+                           [--work DIR]
 
 Models: the built-ins (mlp, lenet5, resblock), every example under ``examples/`` that is a CNN
 (its module holds an ``nn.Conv2d``), and two CIFAR-size CNNs defined here (1x3x32x32):
@@ -227,6 +228,9 @@ def main(argv=None) -> int:
     ap.add_argument("--fmax", type=float, default=None, metavar="MHZ",
                     help="the accelerator's clock (default: the placed Fmax of the config)")
     ap.add_argument("--array", default=None, metavar="RxC", help="array shape (default: the default config)")
+    ap.add_argument("--spad", type=int, default=None, metavar="N",
+                    help="A and B scratchpad depth (spad_a_depth = spad_b_depth; default: the "
+                         "default config's)")
     ap.add_argument("--work", type=Path, help="keep the simulation and synthesis folders here")
     args = ap.parse_args(argv)
 
@@ -241,6 +245,13 @@ def main(argv=None) -> int:
     if args.array:
         r, c = parse_array(args.array)
         cfg = cfg.replace(rows=r, cols=c)
+    if args.spad is not None:
+        cfg = cfg.replace(spad_a_depth=args.spad, spad_b_depth=args.spad)
+    try:
+        cfg.validate()
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     only = args.only or []
     # the examples are loaded (to see which are CNNs) only when a run needs them
     names = ([n for n in (*BUILTINS, *CIFAR) if n in only]
@@ -317,7 +328,8 @@ def main(argv=None) -> int:
         print(f"  note: the array holds {cfg.rows * cfg.cols} of {device.dsp} DSPs, so even every "
               f"PE busy every cycle gives {ceiling:.3f} of the device's peak")
     print(json.dumps({**fig, "fmax_mhz": round(fmax, 2), "fmax_source": source,
-                      "array": cfg.array, "target": device.name, "device_dsp": device.dsp,
+                      "array": cfg.array, "spad_a_depth": cfg.spad_a_depth,
+                      "spad_b_depth": cfg.spad_b_depth, "target": device.name, "device_dsp": device.dsp,
                       "reps": args.reps, "cpu_all_threads": all_threads(),
                       "load_average_1min": None if load is None else round(load, 2),
                       "targets": TARGETS, "targets_missed": missed, "models": results},

@@ -162,25 +162,29 @@ FMAX_POINTS: tuple[FmaxPoint, ...] = (
               "python -m pycde_accel synth mlp --target ecp5-85f (default config), RTL of commit "
               "c0b123e (branch timing: the vector engine's decoded command selects and kernel "
               "token valids registered): 77 MULT18X18D, 37 DP16KD, 22070 TRELLIS_COMB, seed 1"),
-    FmaxPoint(16, 8, 32, 64, 1024, 256, 83.28,
+    FmaxPoint(16, 8, 32, 64, 1024, 256, 63.59,
               "python -m pycde_accel synth mlp --array 16x8 --target ecp5-85f, RTL of commit "
-              "07c1dc0: 141 MULT18X18D, 61 DP16KD, 27687 TRELLIS_COMB (synth cache entry "
-              "c2078752d555a752dc833eb47bafd4de)"),
+              "67dfa09 (main, 2026-12-02): 141 MULT18X18D, 61 DP16KD, 28724 TRELLIS_COMB, "
+              "seed 1 (53 min on a loaded machine)"),
 )
-# The two points are of different RTL: the 16x8 is of commit 07c1dc0, the 8x8 of c0b123e (the
-# periphery slices: scratchpad write stage, write arbiter / C stream slices, registered issue,
-# fetch and counter decisions; the FENCE/stamp dispatch; the vector engine's registered
-# command decode); at 07c1dc0 the 16x8 placed faster than the 8x8, so the slope
-# between them here owes as much to the RTL as to the array size: a 16x8 placement at the new
-# RTL is the next point to add. Critical path of the 8x8 point: the read router's head beat
-# (route_head_d, rtl_lib/read_router.py) through a carry-chain compare into the operand
-# scratchpads' lane write enables (matmul.spad_a/spad_b lane*_wen_q; 11.5 ns, 8.6 of it
-# routing); the vector engine's command path of the 91.77 point is gone from it (seed-to-seed
-# spread is about +-8 MHz, so the lower figure is that path's placement, not a regression).
-# On record but not fitted: the default config at commit 878e961 (main) placed at 91.77 MHz
-# (seed 1; 77 MULT18X18D, 37 DP16KD, 21824 TRELLIS_COMB; critical path: the vector engine's
-# decoded command (cmd_lut_set) through the add kernel's run_active into its scalar registers,
-# 10.9 ns, 8.8 of it routing); the default config at commit c1a6013 (branch fmax, before the
+# The two points are of main's RTL after the periphery slices, but not of one commit: the 8x8
+# of c0b123e (its vector engine's command decode registered), the 16x8 of 67dfa09 (before
+# it). Critical path of the 8x8 point: the read router's head beat (route_head_d,
+# rtl_lib/read_router.py) through a carry-chain compare into the operand scratchpads' lane
+# write enables (matmul.spad_a/spad_b lane*_wen_q; 11.5 ns, 8.6 of it routing); the vector
+# engine's command path of the 91.77 point is gone from it (seed-to-seed spread is about +-8
+# MHz, so the lower figure is that path's placement, not a regression). Critical path of the
+# 16x8 point (15.73 ns, 13.29 of it routing): a LUT-RAM FIFO's read address (fifo_rd_addr_5 ->
+# fifo_mem_5, the write data path towards m_axi_wdata) through the vector engine's
+# write-ready logic and its y_byte enable into vector.out_valid_q, with two 3 ns routes: the
+# larger array spreads the periphery across the die.
+# On record but not fitted: the 16x8 at the older RTL of commit 07c1dc0 placed at 83.28 MHz
+# (141 MULT18X18D, 61 DP16KD, 27687 TRELLIS_COMB, synth cache entry
+# c2078752d555a752dc833eb47bafd4de), when the 8x8 placed at 81.91; the default config at
+# commit 878e961 (main) placed at 91.77 MHz (seed 1; 77 MULT18X18D, 37 DP16KD, 21824
+# TRELLIS_COMB; critical path: the vector engine's decoded command (cmd_lut_set) through the
+# add kernel's run_active into its scalar registers, 10.9 ns, 8.8 of it routing); the default
+# config at commit c1a6013 (branch fmax, before the
 # FENCE dispatch) placed at 87.15 MHz (critical path: the vector engine's command FIFO read into
 # its issue decision, lut_occupancy); the default config at commit 07c1dc0 (synth cache entry
 # 75f4e6939ae74eeb427878670266fa91) placed at 81.91 MHz; at commit 9d1fa13 (branch fmax, the
