@@ -29,7 +29,8 @@ placed Fmax (so: model MACs / (cycles x DSP count)). Targets (issue 16):
 target, met or missed and by how much. Ends with one JSON line: ``min_speedup_vs_cpu_1t``,
 ``geomean_speedup_vs_cpu_1t``, ``device_peak_fraction``, ``fmax_mhz``, ``fmax_source``,
 ``targets_missed`` and ``models`` (per model: cpu_1t_us, cpu_all_us, cycles, accel_us,
-speedup_vs_cpu_1t, speedup_vs_cpu_all, model_macs, accel_gmacs, bit_exact).
+speedup_vs_cpu_1t, speedup_vs_cpu_all, model_macs, accel_gmacs, bit_exact,
+max_model_error_pct: the perf model's worst per-layer error against these Verilator cycles).
 """
 
 from __future__ import annotations
@@ -210,11 +211,14 @@ def measure(name: str, cfg, fmax: float, work: Path, reps: int, warmup: int) -> 
         raise SystemExit(f"error: {name}: the accelerator's output is not bit-exact "
                          f"({'; '.join(r.mismatches)})")
     acc_us = r.total_cycles / fmax
+    errs = [abs(l["predicted_cycles"] - l["cycles"]) / l["cycles"] * 100 for l in r.layers
+            if l.get("predicted_cycles") is not None and l["cycles"]]
     return {"cpu_1t_us": round(t1, 2), "cpu_all_us": round(tn, 2), "cpu_all_threads": all_threads(),
             "cycles": r.total_cycles, "accel_us": round(acc_us, 2),
             "speedup_vs_cpu_1t": round(t1 / acc_us, 4), "speedup_vs_cpu_all": round(tn / acc_us, 4),
             "model_macs": r.macs, "accel_gmacs": round(r.macs / acc_us / 1e3, 4),
-            "bit_exact": r.bit_exact}
+            "bit_exact": r.bit_exact,
+            "max_model_error_pct": round(max(errs), 3) if errs else None}
 
 
 def main(argv=None) -> int:
@@ -289,7 +293,9 @@ def main(argv=None) -> int:
                   f"{m['cpu_all_us']:>10.1f} us  accel {m['accel_us']:>10.1f} us "
                   f"({m['cycles']} cycles, bit-exact)  speedup 1t {m['speedup_vs_cpu_1t']:6.3f}  "
                   f"all {m['speedup_vs_cpu_all']:6.3f}  {m['accel_gmacs']:.3f} GMAC/s of "
-                  f"{m['model_macs']} MACs", flush=True)
+                  f"{m['model_macs']} MACs; perf model worst layer "
+                  f"{'-' if m['max_model_error_pct'] is None else m['max_model_error_pct']}%",
+                  flush=True)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

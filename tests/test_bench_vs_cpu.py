@@ -35,6 +35,8 @@ def test_vs_cpu_on_mlp(tmp_path_factory):
     assert m["accel_us"] == round(m["cycles"] / 80, 2)
     assert abs(m["speedup_vs_cpu_1t"] - m["cpu_1t_us"] / m["accel_us"]) < 1e-3 * m["speedup_vs_cpu_1t"]
     assert m["model_macs"] == 109184
+    # the perf model's worst layer against these cycles (the 5% bound)
+    assert m["max_model_error_pct"] is not None and 0 <= m["max_model_error_pct"] < 5
     # one model: the geomean and the minimum are its speedup; no VGG run, no peak fraction
     assert fig["min_speedup_vs_cpu_1t"] == fig["geomean_speedup_vs_cpu_1t"] == round(
         m["speedup_vs_cpu_1t"], 4)
