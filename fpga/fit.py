@@ -158,22 +158,25 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 86.68,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 95.45,
               "python -m pycde_accel synth mlp --target ecp5-85f (default config), RTL of commit "
-              "c0b123e (branch timing: the vector engine's decoded command selects and kernel "
-              "token valids registered): 77 MULT18X18D, 37 DP16KD, 22070 TRELLIS_COMB, seed 1"),
+              "cc173d7 (main: the depthwise core mode, MAX at a beat per cycle, the vector "
+              "engine's command decode registered): 77 MULT18X18D, 37 DP16KD, 24458 "
+              "TRELLIS_COMB, seed 1 (synth cache entry fd5be43740e8)"),
     FmaxPoint(16, 8, 32, 64, 1024, 256, 63.59,
               "python -m pycde_accel synth mlp --array 16x8 --target ecp5-85f, RTL of commit "
               "67dfa09 (main, 2026-12-02): 141 MULT18X18D, 61 DP16KD, 28724 TRELLIS_COMB, "
               "seed 1 (53 min on a loaded machine)"),
 )
 # The two points are of main's RTL after the periphery slices, but not of one commit: the 8x8
-# of c0b123e (its vector engine's command decode registered), the 16x8 of 67dfa09 (before
-# it). Critical path of the 8x8 point: the read router's head beat (route_head_d,
-# rtl_lib/read_router.py) through a carry-chain compare into the operand scratchpads' lane
-# write enables (matmul.spad_a/spad_b lane*_wen_q; 11.5 ns, 8.6 of it routing); the vector
-# engine's command path of the 91.77 point is gone from it (seed-to-seed spread is about +-8
-# MHz, so the lower figure is that path's placement, not a regression). Critical path of the
+# of cc173d7, the 16x8 of 67dfa09 (before the depthwise mode, the lane-parallel MAX and the
+# registered vector command decode). Critical path of the 8x8 point (10.48 ns, 7.42 of it
+# routing): the read DMA's burst splitter (dma.rd.split.burst_addr_q) through a carry chain
+# into m_axi_arlen. Placed on the way, not fitted: commit c0b123e (branch timing, the vector
+# command decode registered, before the depthwise and MAX changes) at 86.68 MHz, critical
+# path the read router's head beat (route_head_d) through a carry-chain compare into the
+# operand scratchpads' lane write enables (11.5 ns, 8.6 routing); seed-to-seed spread is
+# about +-8 MHz, so one seed ranks RTL changes only roughly. Critical path of the
 # 16x8 point (15.73 ns, 13.29 of it routing): a LUT-RAM FIFO's read address (fifo_rd_addr_5 ->
 # fifo_mem_5, the write data path towards m_axi_wdata) through the vector engine's
 # write-ready logic and its y_byte enable into vector.out_valid_q, with two 3 ns routes: the
