@@ -459,17 +459,17 @@ def lower_wgemm_conv(node, cx) -> None:
         kp = align(kh * kw, AB)
         panels = np.zeros((n_tiles * C, kp), np.int8)
         panels[:oc, :kh * kw] = wq[:, 0].reshape(oc, kh * kw)
-    else:
+    else:           # the slice WGEMM: channel byte of the slice at every tap
         K = kh * kw * sl
         kp = align(K, AB)
         panels = np.zeros((n_tiles * C, kp), np.int8)
-    for o in range(oc if not depthwise else 0):
-        nt, gi = o // C, o // gout
-        for cl in range(gin):
-            byte = gi * gin + cl - nt * step
-            for ki in range(kh):
-                for kj in range(kw):
-                    panels[o, (ki * kw + kj) * sl + byte] = wq[o, cl, ki, kj]
+        for o in range(oc):
+            nt, gi = o // C, o // gout
+            for cl in range(gin):
+                byte = gi * gin + cl - nt * step
+                for ki in range(kh):
+                    for kj in range(kw):
+                        panels[o, (ki * kw + kj) * sl + byte] = wq[o, cl, ki, kj]
     recs = L.pack_params(lq.bias, lq.m0, lq.shift, n_tiles * C)
     t, l_, _, _ = node.pads()
     emit_wgemm(cx, node, v, pitch, out, kernel=(kh, kw), stride=node.stride, pad=(t, l_),
