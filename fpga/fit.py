@@ -8,14 +8,15 @@ that does not fit, with the numbers, and otherwise returns the estimate.
   (18x18 on ECP5, Artix-7 and Cyclone V; 16x16 SB_MAC16 on iCE40), else ceil(w/dsp_width)^2;
   plus the post-op kernels' ``KERNEL_DSP``: their wide multiplies are split into 16x16 limb
   products (``lowering.split_mul``), counted as the MULT18X18D cells Yosys leaves of them in the
-  placed accelerator (``KERNEL_DSP_BY_KERNEL``): 4 in requantize (store engine), 4 in
+  placed accelerator (``KERNEL_DSP_BY_KERNEL``): 4 in requantize (store engine, once per store
+  lane: ``config.lanes``), 4 in
   residual_add (two 32-bit products; Yosys narrows two limb products into fabric) and 5 in
   mul_requantize (vector engine: one 16x16 product before the 32x32 requantize product).
 * BRAM: the accelerator's memories (``memories``), each the fewest blocks over the block's
   aspect ratios (``Device.bram_shapes``): the A and B operand scratchpads (one memory per lane,
   R lanes for A and C for B, of ``2 * spad_*_depth / AB`` words of ``axi_data_width`` bits: both
   banks), the store engine's parameter memories (bias, m0, shift: ``spad_c_depth`` x 32 bits
-  each) and the vector engine's X buffer (``spad_c_depth`` beats of ``axi_data_width`` bits).
+  each, one copy per store lane) and the vector engine's X buffer (``spad_c_depth`` beats of ``axi_data_width`` bits).
 * Fmax (``predict_fmax``): a model fitted to placed whole accelerators (``FMAX_POINTS``, each
   with where it came from): the clock period as a straight line in the array's accumulator
   bits (rows x cols x acc_width), slope never negative, at most the PE array's own Fmax. The
@@ -54,6 +55,12 @@ KERNEL_DSP_BY_KERNEL = {"requantize": 4, "residual_add": 4, "mul_requantize": 5}
 KERNEL_DSP = sum(KERNEL_DSP_BY_KERNEL.values())
 
 
+def kernel_dsp(config: AccelConfig) -> int:
+    """The post-op kernels' multipliers: ``KERNEL_DSP`` with the requantize kernel once per
+    store lane (``config.lanes``)."""
+    return KERNEL_DSP + (config.lanes - 1) * KERNEL_DSP_BY_KERNEL["requantize"]
+
+
 @dataclass(frozen=True)
 class FitEstimate:
     dsp: int
@@ -83,7 +90,9 @@ def memories(config: AccelConfig) -> list[tuple[str, int, int]]:
     a_words, b_words = 2 * max(1, c.spad_a_depth // ab), 2 * max(1, c.spad_b_depth // ab)
     return ([(f"A{i}", a_words, w) for i in range(c.rows)] +
             [(f"B{j}", b_words, w) for j in range(c.cols)] +
-            [(f"P_{nm}", c.spad_c_depth, 32) for nm in ("bias", "m0", "shift")] +
+            [(f"P_{nm}" + (f"_{l}" if c.lanes > 1 else ""), c.spad_c_depth, 32)
+             for l in range(c.lanes)
+             for nm in ("bias", "m0", "shift")] +
             [("X", c.spad_c_depth, w)])
 
 
@@ -91,7 +100,7 @@ def estimate(config: AccelConfig, device: Device) -> FitEstimate:
     pes = config.rows * config.cols
     mems = memories(config)
     return FitEstimate(
-        dsp=pes * dsp_per_mac(config.data_width, device) + KERNEL_DSP,
+        dsp=pes * dsp_per_mac(config.data_width, device) + kernel_dsp(config),
         bram=sum(blocks_for(d, w, device.bram_shapes) for _, d, w in mems),
         lut=pes * config.acc_width * LUT_PER_PE_ACC_BIT + LUT_PERIPHERY,
         scratchpad_kbit=sum(d * w for _, d, w in mems) / 1024,
@@ -115,7 +124,7 @@ def overruns(config: AccelConfig, device: Device) -> list[str]:
     over = []
     if est.dsp > device.dsp:
         over.append(f"{est.dsp} DSP multipliers ({config.rows}x{config.cols} PEs x "
-                    f"{dsp_per_mac(config.data_width, device)} + {KERNEL_DSP} in the post-op "
+                    f"{dsp_per_mac(config.data_width, device)} + {kernel_dsp(config)} in the post-op "
                     f"kernels) but it has {device.dsp}")
     if est.bram > device.bram:
         over.append(f"{est.bram} block RAMs for {est.scratchpad_kbit:g} kbit of memories "

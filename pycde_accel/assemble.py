@@ -57,9 +57,9 @@ def lower_accel_kernel(kernel, out: Path, route: str = KERNEL_ROUTE):
 
 def requant_kernel(config: AccelConfig):
     """The kernel the store engine (``rtl_lib.store_engine``) instantiates: per-channel
-    requantize of R*C elements (one run per tile)."""
+    requantize of R*C/L elements (one run per tile in each of its ``L = config.lanes`` lanes)."""
     from .lowering import kernels
-    return kernels.requantize(n=config.rows * config.cols, per_channel=True)
+    return kernels.requantize(n=config.rows * config.cols // config.lanes, per_channel=True)
 
 
 def vector_kernels(config: AccelConfig, max_run: int = MAX_RUN):

@@ -8,6 +8,7 @@ same :class:`AccelConfig`. It round-trips through JSON (``to_json`` / ``from_jso
 from __future__ import annotations
 
 import dataclasses
+import math
 import json
 import re
 from dataclasses import dataclass
@@ -51,6 +52,11 @@ class AccelConfig:
                      ``board`` (the default: the target's board memory, bytes per cycle =
                      its peak bytes/s / ``clock_mhz``; ``pycde_accel.perfmodel.memory``) or
                      ``ideal`` (no limit beyond one AXI beat per cycle per channel).
+    store_lanes:     requantize kernels the STORE engine runs side by side (a power of two;
+                     ``lanes`` below: the engine uses the largest power of two <= it that
+                     divides both cols and the AXI beat, so a C tile takes R*C/lanes cycles).
+                     Each lane costs the kernel's 4 MULT18X18D and 3 parameter-memory blocks
+                     (``fpga.fit``); the default 4 keeps 16x8 on the ECP5-85F (141 + 12 of 156).
     """
 
     rows: int = 8
@@ -69,11 +75,19 @@ class AccelConfig:
     clock_mhz: float = 100.0
     schedule: str = "static"
     memory: str = "board"
+    store_lanes: int = 4
 
     # ---- derived -------------------------------------------------------------------------
     @property
     def array(self) -> str:
         return f"{self.rows}x{self.cols}"
+
+    @property
+    def lanes(self) -> int:
+        """The STORE engine's lanes: the largest power of two <= ``store_lanes`` dividing both
+        ``cols`` and the AXI beat (``axi_data_width / 8`` bytes)."""
+        return math.gcd(1 << (max(1, self.store_lanes).bit_length() - 1), self.cols,
+                        self.axi_data_width // 8)
 
     # ---- checks --------------------------------------------------------------------------
     def validate(self) -> "AccelConfig":
@@ -115,6 +129,9 @@ class AccelConfig:
             raise ConfigError(f"config: clock_mhz must be a positive number, got {self.clock_mhz!r}")
         if self.axil_data_width not in (32, 64):
             raise ConfigError(f"config: axil_data_width must be 32 or 64, got {self.axil_data_width!r}")
+        v = self.store_lanes
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1 or v & (v - 1) or v > 64:
+            raise ConfigError(f"config: store_lanes must be a power of two in 1..64, got {v!r}")
         return self
 
     # ---- serialization -------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """The STORE engine: C tiles from the systolic core -> bias + requantize (+ReLU) -> DMA write.
 
 ``make_store_engine(config, requant)`` -> module ``store_engine_{R}x{C}``, where ``requant`` is
-the streaming module of the lowered per-channel requantize kernel (R*C elements per run), a
-parameter: the engine does not know how it is made. ``pycde_accel.assemble`` makes it::
+the streaming module of the lowered per-channel requantize kernel (R*C/L elements per run, L =
+``config.lanes``; the engine instantiates it L times), a parameter: the engine does not know
+how it is made. ``pycde_accel.assemble`` makes it::
 
     kernel, lowered = lower_accel_kernel(requant_kernel(config), out)  # CIRCT, static route
     #   (pipeline dialect), wide multiplies and variable shifts split
@@ -59,23 +60,29 @@ until it is taken)
 
 Pipeline and throughput
 -----------------------
+``L = config.lanes`` lanes (``store_lanes``: the largest power of two <= it dividing C and AB),
+each with its own copy of the parameter memory (one read port per lane; every write goes to
+all copies) and its own instance of the kernel (``R*C/L`` elements per run); element (r, j)
+goes to lane ``j % L``, so the lanes of one cycle are a group of L consecutive bytes of a row.
 core beat (-> hold register while the beat buffer is busy: ``c_ready`` is ``~hold_valid``, a
 register, so the element pipeline's stall never reaches the core) -> beat buffer (C
-accumulators, read out one per cycle) -> S1 (parameter memory read,
-latency 1: ``seq.hlmem`` x3, 32-bit bias/m0/shift, block RAM) -> S2 (registers: acc, bias,
+accumulators, read out one group of L per cycle) -> S1 (parameter memory read, latency 1:
+``seq.hlmem`` x3 per lane, 32-bit bias/m0/shift, block RAM) -> S2 (registers: acc, bias,
 m0, shift; x = acc + bias is added after them, so no logic follows the block RAMs) -> S3 (a
-register slice holding x, m0, shift: the kernel's input stall ends there) -> kernel
-(``x``/``m0``/``shift`` element streams, one start token per tile) -> y -> ReLU -> byte
-packer -> ``wd`` register. One element per cycle end to end (the kernel's rate), so a tile occupies the engine ``R*C`` cycles; tiles are not serialized: the kernel (a fixed-
-latency pipeline, ~30 stages) takes the next run's start token with the last element of the
-current run, so tile t+1's elements enter it while tile t's results drain and its bytes are
-written; up to ``QUEUE`` = 4 commands are queued so that short tiles (2x4: 8 elements) keep
-the pipeline full. Measured (Verilator, nothing gated, all rows valid): T tiles take about
-``T*R*C + 45`` cycles from the first C beat taken to the last data beat taken (2x4: 8 tiles,
-64 elements in 109 cycles; 4x8: 256 in 291; the constant is the fill and drain; 107 and 290
-before the S3 slice). A full-rate C tile from
-the core (one every ``max(K, R)`` cycles) is faster than this only when ``K < R*C``; the core
-then waits on ``c_ready`` (its output FIFO holds the rest).
+register slice holding x, m0, shift of all lanes: the kernels' input stall ends there) ->
+L kernels (``x``/``m0``/``shift`` element streams, one start token per tile each; fed and
+drained together, so they run in lockstep) -> y x L -> ReLU -> byte packer (L bytes per
+cycle) -> ``wd`` register. L elements per cycle end to end, so a tile occupies the engine
+``R*C/L`` cycles; tiles are not serialized: a kernel (a fixed-latency pipeline, ~30 stages)
+takes the next run's start token with the last element of the current run, so tile t+1's
+elements enter it while tile t's results drain and its bytes are written; up to ``QUEUE`` = 4
+commands are queued so that short tiles keep the pipeline full. Measured (Verilator, nothing
+gated, all rows valid): T tiles take about ``T*R*C/L + 45`` cycles from the first C beat taken
+to the last data beat taken (4x8: 256 elements in 291 cycles at L=1, 163 at L=2, 109 at L=4;
+8x8 with L=8: 512 in 109; the constant is the fill and drain), but a tile takes at least about
+4 cycles (2x4 at L=4, 2-element runs: 8 tiles in 79). A full-rate C tile from the core (one
+every ``max(K, R)`` cycles) is faster than this only when ``K < R*C/L``; the core then waits
+on ``c_ready`` (its output FIFO holds the rest).
 
 Timing structure: the element stall chain (kernel in_ready -> S2 -> S1 -> beat buffer ->
 ``c_ready`` -> the C FIFO) is cut by the hold register at ``c_ready`` and by the S3 slice at the
@@ -134,9 +141,14 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
     BPR = C // AB
     D = config.spad_c_depth
     PA = index_width(D)
-    JW = index_width(C)
+    L = config.lanes                 # lanes: elements per cycle, a power of two dividing AB
+    G = C // L                       # groups of L elements per row
+    GB = AB // L                     # groups per AXI beat
+    LL = (L - 1).bit_length()
+    LGB = (GB - 1).bit_length()      # low bits of the group index that index a beat's group
+    JW = index_width(G)
     RW = index_width(R)
-    LAB = (AB - 1).bit_length()  # low bits of j that index a byte within a beat
+    sfx = [""] if L == 1 else [f"_{l}" for l in range(L)]
     OW = index_width(3 * QUEUE + 2)    # outstanding command counter width
 
     io = {"clk": Clock(), "rst": Reset(), **Stream(data=C * ACC, last=1).sink("c"),
@@ -168,16 +180,16 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         p.wc_stride = wc_head[AW + 16:2 * AW + 16]
         p.wc_beats = Bits(16)(BPR)
 
-        # -- parameter memory: bias, m0, shift, one 32-bit memory each --------------------
+        # -- parameter memory: bias, m0, shift, one 32-bit memory each, one copy per lane ----
         p.p_wr_ready = one
         rec = p.p_wr_index[2:2 + PA] if 2 + PA <= 32 else _fit(p.p_wr_index[2:32], PA)
         word = p.p_wr_index[0:2]
-        raddr = Wire(Bits(PA), "param_raddr")
-        params = [dual_port_mem(clk, rst, f"param_{nm}", 32, D, rec, p.p_wr_data,
-                                p.p_wr_valid & (word == Bits(2)(w)), raddr)
-                  for w, nm in enumerate(("bias", "m0", "shift"))]
+        raddr = [Wire(Bits(PA), f"param_raddr{sfx[l]}") for l in range(L)]
+        params = [[dual_port_mem(clk, rst, f"param_{nm}{sfx[l]}", 32, D, rec, p.p_wr_data,
+                                 p.p_wr_valid & (word == Bits(2)(w)), raddr[l])
+                   for w, nm in enumerate(("bias", "m0", "shift"))] for l in range(L)]
 
-        # -- S0: the beat buffer, read out one element per cycle ------------------------
+        # -- S0: the beat buffer, read out one group of L elements per cycle ----------------
         s1_load = Wire(Bits(1), "s1_load")
         bb_v = NamedReg(1, clk, rst, 0, name="bb_valid")
         bb_j = NamedReg(JW, clk, rst, 0, name="bb_col")
@@ -185,8 +197,8 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         bb_pidx = NamedReg(PA, clk, None, None, name="bb_p_index")
         bb_pt = NamedReg(1, clk, None, None, name="bb_per_tensor")
         f_row = NamedReg(RW, clk, rst, 0, name="feed_row")
-        bb_last_j = bb_j.q == Bits(JW)(C - 1) if C > 1 else one
-        s0_move = bb_v.q & s1_load  # element bb_j moves into S1
+        bb_last_j = bb_j.q == Bits(JW)(G - 1) if G > 1 else one
+        s0_move = bb_v.q & s1_load  # group bb_j moves into S1
         bb_free = ~bb_v.q | (s0_move & bb_last_j)
         f_head = fq.output
         # a C beat taken while the beat buffer is busy waits in the hold register, so
@@ -212,86 +224,114 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         else:
             f_row.next(Bits(RW)(0))
         bb_v.next(load_bb | (bb_v.q & ~(s0_move & bb_last_j)))
-        if C > 1:
+        if G > 1:
             bb_j.next(Mux(s0_move, bb_j.q, Mux(bb_last_j, inc(bb_j.q), Bits(JW)(0))))
         else:
             bb_j.next(Bits(JW)(0))
         bb_data.next(Mux(load_bb, bb_data.q, Mux(hold_v.q, p.c_data, h_data.q)))
         bb_pidx.next(Mux(load_bb, bb_pidx.q, Mux(hold_v.q, f_head[0:PA], h_pidx.q)))
         bb_pt.next(Mux(load_bb, bb_pt.q, Mux(hold_v.q, f_head[PA], h_pt.q)))
-        # kernel start tokens owed: one per tile, counted when its first beat is taken
-        start_ready = Wire(Bits(1), "k_start_ready")
-        owed = NamedReg(OW, clk, rst, 0, name="start_owed")
-        start_valid = owed.q != Bits(OW)(0)
-        start_fire = start_valid & start_ready
+        # kernel start tokens owed, per lane: one per tile, counted when its first beat is
+        # taken (the lanes run in lockstep; a counter each keeps every kernel's handshake its own)
+        start_ready = [Wire(Bits(1), f"k_start_ready{sfx[l]}") for l in range(L)]
         first_row = c_fire & (f_row.q == Bits(RW)(0))
-        owed_up = Mux(first_row, owed.q, inc(owed.q))
-        owed.next(Mux(start_fire, owed_up, (owed_up.as_uint() - 1).as_bits(OW)))
+        start_valid = []
+        for l in range(L):
+            owed = NamedReg(OW, clk, rst, 0, name=f"start_owed{sfx[l]}")
+            sv = owed.q != Bits(OW)(0)
+            owed_up = Mux(first_row, owed.q, inc(owed.q))
+            owed.next(Mux(sv & start_ready[l], owed_up, (owed_up.as_uint() - 1).as_bits(OW)))
+            start_valid.append(sv)
 
-        # element j of the beat buffer and its parameter record
-        lanes = [bb_data.q[j * ACC:(j + 1) * ACC] for j in range(C)]
-        s0_acc = Mux(bb_j.q, *lanes) if C > 1 else lanes[0]
-        j_pa = _fit(bb_j.q, PA)
-        s0_rec = Mux(bb_pt.q, add(bb_pidx.q, j_pa, PA), bb_pidx.q)
+        # group bb_j of the beat buffer (elements j = bb_j*L + l) and their parameter records
+        GWD = L * ACC
+        groups = [bb_data.q[g * GWD:(g + 1) * GWD] for g in range(G)]
+        s0_grp = Mux(bb_j.q, *groups) if G > 1 else groups[0]
+        s0_acc, s0_rec = [], []
+        for l in range(L):
+            s0_acc.append(s0_grp[l * ACC:(l + 1) * ACC])
+            jl = BitsSignal.concat([bb_j.q, Bits(LL)(l)]) if LL else bb_j.q
+            s0_rec.append(Mux(bb_pt.q, add(bb_pidx.q, _fit(jl, PA), PA), bb_pidx.q))
 
         # -- S1: parameters read (address held while S1 stalls) -------------------------
         s2_take = Wire(Bits(1), "s2_take")
         s1_v = NamedReg(1, clk, rst, 0, name="s1_valid")
-        s1_acc = NamedReg(XW, clk, None, None, ce=s1_load, name="s1_acc")
-        s1_rec = NamedReg(PA, clk, None, None, ce=s1_load, name="s1_rec")
         s1_adv = s1_v.q & s2_take
         s1_load.assign(~s1_v.q | s1_adv)
         s1_v.next(Mux(s1_load, s1_v.q, bb_v.q))
-        s1_acc.next(_sext32(s0_acc))
-        s1_rec.next(s0_rec)
-        raddr.assign(Mux(s1_load, s1_rec.q, s0_rec))
-        bias, m0, shift = params
+        s1_acc = []
+        for l in range(L):
+            a_l = NamedReg(XW, clk, None, None, ce=s1_load, name=f"s1_acc{sfx[l]}")
+            r_l = NamedReg(PA, clk, None, None, ce=s1_load, name=f"s1_rec{sfx[l]}")
+            a_l.next(_sext32(s0_acc[l]))
+            r_l.next(s0_rec[l])
+            raddr[l].assign(Mux(s1_load, r_l.q, s0_rec[l]))
+            s1_acc.append(a_l)
 
         # -- S2: x = acc + bias (int32 wrap), forked to the kernel's three inputs ---------
         s2_v = NamedReg(1, clk, rst, 0, name="s2_valid")
         # the block RAM outputs go straight into S2's registers (a DP16KD's clock-to-out
         # is ~5.8 ns on ECP5: no adder after it); the bias is added after S2, in front of
         # the kernel's first stage
-        s2_acc = NamedReg(XW, clk, None, None, ce=s2_take, name="s2_acc")
-        s2_bias = NamedReg(XW, clk, None, None, ce=s2_take, name="s2_bias")
-        s2_m0 = NamedReg(XW, clk, None, None, ce=s2_take, name="s2_m0")
-        s2_sh = NamedReg(XW, clk, None, None, ce=s2_take, name="s2_shift")
-        s2_acc.next(s1_acc.q)
-        s2_bias.next(bias)
-        s2_x = add(s2_acc.q, s2_bias.q, XW)
-        s2_m0.next(m0)
-        s2_sh.next(shift)
-        # S3: a register slice between S2 and the kernel: the kernel's stall (its input
+        s2_words = []
+        for l in range(L):
+            bias, m0, shift = params[l]
+            s2_acc = NamedReg(XW, clk, None, None, ce=s2_take, name=f"s2_acc{sfx[l]}")
+            s2_bias = NamedReg(XW, clk, None, None, ce=s2_take, name=f"s2_bias{sfx[l]}")
+            s2_m0 = NamedReg(XW, clk, None, None, ce=s2_take, name=f"s2_m0{sfx[l]}")
+            s2_sh = NamedReg(XW, clk, None, None, ce=s2_take, name=f"s2_shift{sfx[l]}")
+            s2_acc.next(s1_acc[l].q)
+            s2_bias.next(bias)
+            s2_m0.next(m0)
+            s2_sh.next(shift)
+            s2_words.append(BitsSignal.concat([s2_sh.q, s2_m0.q,
+                                               add(s2_acc.q, s2_bias.q, XW)]))
+        # S3: a register slice between S2 and the kernels: the kernels' stall (their input
         # ready) ends at the slice, and S2's advance depends on registers only (the chain
         # kernel ready -> S2 -> S1 -> beat buffer -> hold register was the accelerator's
         # critical path); x = acc + bias is computed into it
         names = ("x", "m0", "shift")
-        k_ready = {nm: Wire(Bits(1), f"k_{nm}_ready") for nm in names}
         s3_take = Wire(Bits(1), "s3_take")
         s3_v, s3_d, s3_ready = register_slice(
-            clk, rst, s2_v.q, BitsSignal.concat([s2_sh.q, s2_m0.q, s2_x]), s3_take, "s3")
-        s3_in = {"x": s3_d[0:XW], "m0": s3_d[XW:2 * XW], "shift": s3_d[2 * XW:3 * XW]}
-        sent = {nm: NamedReg(1, clk, rst, 0, name=f"s3_{nm}_sent") for nm in names}
-        k_valid = {nm: s3_v & ~sent[nm].q for nm in names}
-        done_or_taking = [sent[nm].q | k_ready[nm] for nm in names]
-        s3_adv = s3_v & done_or_taking[0] & done_or_taking[1] & done_or_taking[2]
+            clk, rst, s2_v.q, BitsSignal.concat(s2_words[::-1]), s3_take, "s3")
+        k_ready, k_valid, sent, s3_in = [], [], [], []
+        done = []
+        for l in range(L):
+            base = 3 * XW * l
+            s3_in.append({nm: s3_d[base + i * XW:base + (i + 1) * XW]
+                          for i, nm in enumerate(names)})
+            k_ready.append({nm: Wire(Bits(1), f"k_{nm}_ready{sfx[l]}") for nm in names})
+            sent.append({nm: NamedReg(1, clk, rst, 0, name=f"s3_{nm}_sent{sfx[l]}")
+                         for nm in names})
+            k_valid.append({nm: s3_v & ~sent[l][nm].q for nm in names})
+            done += [sent[l][nm].q | k_ready[l][nm] for nm in names]
+        s3_adv = s3_v
+        for d in done:
+            s3_adv = s3_adv & d
         s3_take.assign(s3_adv)
-        for nm in names:
-            sent[nm].next(Mux(s3_adv, sent[nm].q | (k_valid[nm] & k_ready[nm]), zero))
+        for l in range(L):
+            for nm in names:
+                sent[l][nm].next(Mux(s3_adv, sent[l][nm].q |
+                                     (k_valid[l][nm] & k_ready[l][nm]), zero))
         s2_adv = s2_v.q & s3_ready
         s2_take.assign(~s2_v.q | s2_adv)
         s2_v.next(Mux(s2_take, s2_v.q, s1_v.q))
 
-        # -- the kernel ---------------------------------------------------------------------
+        # -- the kernels: one per lane -------------------------------------------------------
         y_ready = Wire(Bits(1), "k_y_ready")
-        k = requant(clk=clk, rst=rst, x=s3_in["x"], x_valid=k_valid["x"], m0=s3_in["m0"],
-                    m0_valid=k_valid["m0"], shift=s3_in["shift"],
-                    shift_valid=k_valid["shift"],
-                    start_valid=start_valid, y_ready=y_ready, instance_name="requant")
-        k_ready["x"].assign(k.x_ready)
-        k_ready["m0"].assign(k.m0_ready)
-        k_ready["shift"].assign(k.shift_ready)
-        start_ready.assign(k.start_ready)
+        ks = []
+        for l in range(L):
+            k = requant(clk=clk, rst=rst, x=s3_in[l]["x"], x_valid=k_valid[l]["x"],
+                        m0=s3_in[l]["m0"], m0_valid=k_valid[l]["m0"], shift=s3_in[l]["shift"],
+                        shift_valid=k_valid[l]["shift"], start_valid=start_valid[l],
+                        y_ready=y_ready, instance_name=f"requant{sfx[l]}")
+            for nm in names:
+                k_ready[l][nm].assign(getattr(k, f"{nm}_ready"))
+            start_ready[l].assign(k.start_ready)
+            ks.append(k)
+        y_all = ks[0].y_valid
+        for k in ks[1:]:
+            y_all = y_all & k.y_valid
 
         # -- output: ReLU, pack bytes into beats, drop rows >= valid rows ------------------
         o_j = NamedReg(JW, clk, rst, 0, name="out_col")
@@ -299,18 +339,22 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         wd_v = NamedReg(1, clk, rst, 0, name="wd_valid_q")
         o_head = oq.output
         o_rows, o_relu = o_head[0:16], o_head[16]
-        beat_end = (o_j.q[0:LAB] == Bits(LAB)(AB - 1)) if LAB else one
+        beat_end = (o_j.q[0:LGB] == Bits(LGB)(GB - 1)) if LGB else one
         wd_busy = wd_v.q & ~p.wd_ready
         y_rdy = ~oq.empty & ~(beat_end & wd_busy)
-        y_ready.assign(y_rdy)
-        y_fire = k.y_valid & y_rdy
-        y = k.y
-        byte = Mux(o_relu & y[7], y, Bits(8)(0))
-        o_last_j = o_j.q == Bits(JW)(C - 1) if C > 1 else one
+        # a lane's result is taken when every lane has one (they run in lockstep)
+        y_ready.assign(y_rdy & y_all)
+        y_fire = y_all & y_rdy
+        lane_bytes = []
+        for k in ks:
+            y = k.y
+            lane_bytes.append(Mux(o_relu & y[7], y, Bits(8)(0)))
+        grp = BitsSignal.concat(lane_bytes[::-1]) if L > 1 else lane_bytes[0]
+        o_last_j = o_j.q == Bits(JW)(G - 1) if G > 1 else one
         o_last_r = o_r.q == Bits(RW)(R - 1) if R > 1 else one
         tile_end = y_fire & o_last_j & o_last_r
         oq.pop(tile_end)
-        if C > 1:
+        if G > 1:
             o_j.next(Mux(y_fire, o_j.q, Mux(o_last_j, inc(o_j.q), Bits(JW)(0))))
         else:
             o_j.next(Bits(JW)(0))
@@ -321,12 +365,13 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             o_r.next(Bits(RW)(0))
         row_kept = o_r.q.as_uint(16) < o_rows.as_uint()
         push = y_fire & beat_end & row_kept.as_bits()
-        if AB > 1:
-            pack = NamedReg(W - 8, clk, None, None, ce=y_fire, name="pack")
-            pack.next(BitsSignal.concat([byte, pack.q[8:W - 8]]) if AB > 2 else byte)
-            beat = BitsSignal.concat([byte, pack.q])
+        GBW = 8 * L
+        if GB > 1:
+            pack = NamedReg(W - GBW, clk, None, None, ce=y_fire, name="pack")
+            pack.next(BitsSignal.concat([grp, pack.q[GBW:W - GBW]]) if GB > 2 else grp)
+            beat = BitsSignal.concat([grp, pack.q])
         else:
-            beat = byte
+            beat = grp
         wd_data = NamedReg(W, clk, None, None, ce=push, name="wd_data_q")
         wd_data.next(beat)
         wd_v.next(push | wd_busy)

@@ -75,8 +75,15 @@ def test_prediction_is_above_every_bound_and_reported(fe_cache, host):
     assert d["total_cycles"] == pred.total_cycles == sum(l["predicted_cycles"] for l in d["layers"])
     conv = d["layers"][0]
     # the DMA im2col over 1 channel padded to 8: its loads and the fetch bound it; with the
-    # input im2col'd by the host (K = 25, 4 beats per pixel), the STOREs of its 6 channels do
-    assert conv["op"] == "gemm" and conv["bottleneck"] == ("store" if host else "read")
+    # input im2col'd by the host (K = 25, 4 beats per pixel) the loads still do with the
+    # default 4 store lanes, where one lane (R*C cycles per tile) made the STOREs bound it
+    assert conv["op"] == "gemm" and conv["bottleneck"] == "read"
+    if host:
+        cfg1 = AccelConfig(store_lanes=1)
+        d1 = perfmodel.predict(compile_program(fe_cache("lenet5"), cfg1, host_im2col=True),
+                               cfg1).to_dict()
+        assert d1["layers"][0]["bottleneck"] == "store"
+        assert d1["layers"][0]["predicted_cycles"] > conv["predicted_cycles"]
     # maxpool: the vector engine takes a beat per cycle (AB lane kernels), so the loads of its
     # taps (X and S, one beat per cycle on the one read channel) bound it
     mp = pred.layers[1]

@@ -29,7 +29,7 @@ def bounds(commands, config: AccelConfig) -> dict:
                 exec_ += max(run, config.rows)
                 run = 0
         elif op == OP_STORE:
-            store += config.rows * config.cols
+            store += config.rows * config.cols // config.lanes   # L lanes
             wr += c.valid_rows * (config.cols // ab)
         elif op == OP_VEC:
             if c.flags & (VEC_LUT | VEC_LUT_SET | VEC_ROWRED):       # one beat per cycle

@@ -38,7 +38,7 @@ class LayerSim:
         self.rdma, self.wdma = ReadDma(rl, self.mem), WriteDma(wl, self.mem)
         self.mm = MatmulUnit(cmds, R, C, engq[1])
         self.store = StoreEngine(cmds, R, C, ab, tm["store_latency"], tm["store_bubble"], engq[2],
-                                 self.mm, self.wdma)
+                                 self.mm, self.wdma, config.lanes)
         self.vec = VecEngine(cmds, ab, tm, engq[3], self.wdma)
         self.load = LoadEngine(cmds, ab, W // 32, self.rdma, self.fetch, self.dispatch,
                                self.mm.spad, self.vec)

@@ -1,6 +1,7 @@
-"""The store engine: STORE commands (``STORE_QUEUE`` queued), one row of C taken every ``cols``
-cycles from the core's output FIFO, its ``cols / AB`` beats leaving the requantize kernel one
-every AB cycles after the route's store latency, one 2-D DMA write per tile (valid rows only);
+"""The store engine: STORE commands (``STORE_QUEUE`` queued), one row of C taken every
+``cols / L`` cycles (``L = config.lanes`` requantize kernels side by side) from the core's
+output FIFO, its ``cols / AB`` beats leaving the kernels one every ``AB / L`` cycles after the
+route's store latency, one 2-D DMA write per tile (valid rows only);
 the kernel's restart bubble between tiles (``store_bubble``)."""
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from .dma import bursts
 
 class StoreEngine:
     __slots__ = ("cmds", "R", "C", "ab", "lat", "bubble", "q", "mm", "wdma", "queued",
-                 "take_next", "busy_until")
+                 "take_next", "busy_until", "lanes")
 
     def __init__(self, cmds, rows: int, cols: int, ab: int, latency: int, bubble: int,
-                 queue: deque, matmul, wdma):
+                 queue: deque, matmul, wdma, lanes: int = 1):
         self.cmds, self.R, self.C, self.ab = cmds, rows, cols, ab
         self.lat, self.bubble = latency, bubble
+        self.lanes = lanes
         self.q, self.mm, self.wdma = queue, matmul, wdma   # queue: Dispatch.engq[2]
         self.queued = deque()     # accepted commands: [rows to take, valid_rows, addr, stride]
         self.take_next = 0
@@ -40,22 +42,23 @@ class StoreEngine:
             R, C, ab = self.R, self.C, self.ab
             out_rows.popleft()
             self.mm.out_held -= 1
-            self.take_next = t + C
+            L = self.lanes
+            self.take_next = t + C // L
             sc = self.queued[0]
             r = R - sc[0]
             sc[0] -= 1
             moved = True
             if r < sc[1]:
-                # the row's C/AB beats leave the kernel one every AB cycles
+                # the row's C/AB beats leave the kernels one every AB/L cycles
                 beats = self.wdma.beats
                 for b in range(C // ab):
-                    beats.append(t + (b + 1) * ab + self.lat)
+                    beats.append(t + (b + 1) * (ab // L) + self.lat)
             if r == 0:
                 self.wdma.aw.extend(bursts(sc[2], C // ab, sc[1], sc[3], ab))
             if sc[0] == 0:
                 self.take_next += self.bubble
                 self.queued.popleft()
-                self.busy_until = max(self.busy_until, t + C + self.lat)
+                self.busy_until = max(self.busy_until, t + C // L + self.lat)
         return moved
 
     def idle(self, t) -> bool:
