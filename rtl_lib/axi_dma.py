@@ -103,6 +103,16 @@ def _check(data_width, addr_width, max_burst, max_outstanding, beat_width, row_w
         raise ConfigError("axi dma: beat_width and row_width must be >= 1")
 
 
+def _le_pow2(x: BitsSignal, bound: int) -> BitsSignal:
+    """``x <= bound`` for a power of two ``bound`` < 2**width(x), as bit tests (no carry
+    chain): the bits above ``bound``'s are zero and, if ``bound``'s bit is set, those below."""
+    k, w = bound.bit_length() - 1, x.type.width
+    assert bound == 1 << k and k < w
+    hi_zero = x[k + 1:w] == Bits(w - k - 1)(0) if k + 1 < w else Bits(1)(1)
+    lo_zero = x[0:k] == Bits(k)(0) if k > 0 else Bits(1)(1)
+    return hi_zero & (~x[k] | lo_zero)
+
+
 def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: int = 256,
                         beat_width: int = 16, row_width: int = 16) -> type[Module]:
     """Command -> stream of bursts (``burst_addr``, ``burst_len`` = beats-1 as AXI ``*len``,
@@ -135,9 +145,11 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
         issue = active.q & (~b_valid.q | p.burst_ready)
 
         # beats to the next 4 KiB boundary: page_beats - (addr within the page, in beats).
-        # Timing: every quantity below comes from registers through one carry chain at
-        # most (the burst cap, whether the row ends, the next address and the beats left
-        # are each chosen between values computed in parallel), not a chain of chains.
+        # Timing: the decisions (the burst cap, whether the row ends) come from registers
+        # through one carry chain at most: ``left <= to_page`` is ``left + in_page <= page``,
+        # one adder then bit tests against the power of two (``_le_pow2``), not an adder
+        # into a comparator; the next address and the beats left are chosen between values
+        # computed in parallel.
         in_page = addr.q[lsb:12].as_uint(BW)
         to_page = sub(Bits(BW)(page_beats), in_page.as_bits(BW), BW)
         left = row_left.q.as_uint(BW).as_bits(BW)
@@ -145,9 +157,9 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
         # one 256-beat burst and page_beats - maxb is 0, which as an untyped constant is 0 bits)
         page_cap = in_page > UInt(BW)(page_beats - maxb)
         cap = Mux(page_cap, Bits(BW)(maxb), to_page)  # min(to_page, maxb)
-        fits_max = left.as_uint() <= maxb
+        fits_max = _le_pow2(left, maxb) if maxb & (maxb - 1) == 0 else left.as_uint() <= maxb
         left_in = (left.as_uint(BW + 1) + in_page.as_uint(BW + 1)).as_bits(BW + 1)
-        fits_page = left_in.as_uint() <= page_beats   # left <= to_page
+        fits_page = _le_pow2(left_in, page_beats)   # left <= to_page, no second carry chain
         row_done = Mux(page_cap, fits_max, fits_page)  # left <= cap
         cap_m1 = Mux(page_cap, Bits(BW)(maxb - 1), sub(to_page, Bits(BW)(1), BW))
         blen_m1 = Mux(row_done, cap_m1, sub(left, Bits(BW)(1), BW))  # burst beats - 1
