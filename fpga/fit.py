@@ -107,6 +107,16 @@ def estimate(config: AccelConfig, device: Device) -> FitEstimate:
     )
 
 
+def fit_store_lanes(config: AccelConfig, device: Device) -> AccelConfig:
+    """``config`` with ``store_lanes`` halved until the DSP multipliers fit ``device`` (each
+    lane is a requantize kernel's multipliers), down to 1; unchanged when it fits already.
+    The CLI and the DSE build what a target can hold: 4 lanes on the ECP5-85F, 1 on a
+    2x4 ECP5-25F."""
+    while (config.store_lanes > 1 and estimate(config, device).dsp > device.dsp):
+        config = config.replace(store_lanes=config.store_lanes // 2)
+    return config
+
+
 def check_fit(config: AccelConfig, device: Device) -> FitEstimate:
     """The estimate, or UserError listing each resource the config needs more of than exists."""
     est = estimate(config, device)

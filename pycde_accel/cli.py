@@ -293,6 +293,8 @@ def config_from_args(args: argparse.Namespace) -> AccelConfig:
     if getattr(args, "target", None):
         from .fpga import get_device
         cfg = cfg.replace(target=get_device(args.target).name)
+    from .fpga import fit, get_device
+    cfg = fit.fit_store_lanes(cfg, get_device(cfg.target))   # as many lanes as the DSPs allow
     if getattr(args, "schedule", None) and args.command != "ir":
         cfg = cfg.replace(schedule=args.schedule)
     if getattr(args, "memory", None):

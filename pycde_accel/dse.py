@@ -121,6 +121,8 @@ class Candidate:
             key += f"/b{c.spad_b_depth}"
         if c.max_k != AccelConfig.max_k:
             key += f"/k{c.max_k}"
+        if c.lanes != AccelConfig(rows=c.rows, cols=c.cols, axi_data_width=c.axi_data_width).lanes:
+            key += f"/st{c.lanes}"     # fewer STORE lanes than the default: the DSPs ran out
         return key
 
     @property
@@ -195,7 +197,7 @@ class Candidate:
         d = {"key": self.key, "rows": c.rows, "cols": c.cols, "axi_data_width": c.axi_data_width,
              "spad_a_depth": c.spad_a_depth, "spad_b_depth": c.spad_b_depth,
              "spad_c_depth": c.spad_c_depth, "max_k": c.max_k, "acc_width": c.acc_width,
-             "status": self.status, "reason": self.reason,
+             "store_lanes": c.lanes, "status": self.status, "reason": self.reason,
              "reasons": list(self.reasons),
              "resources": dict(self.resources), "util": round(self.util, 4),
              "predicted_cycles": self.predicted_cycles,
@@ -258,6 +260,8 @@ def space(base: AccelConfig | None = None, *, rows: Iterable[int] = DEFAULT_ROWS
     from .config import required_acc_width
     from .contract import check_config
     from .errors import ConfigError
+    from .fpga import fit
+    from .fpga.devices import get_device
 
     base = base or AccelConfig()
     ks = tuple(max_k) if max_k is not None else (base.max_k,)
@@ -273,7 +277,7 @@ def space(base: AccelConfig | None = None, *, rows: Iterable[int] = DEFAULT_ROWS
             check_config(cfg)
         except ConfigError:
             continue
-        out.append(cfg)
+        out.append(fit.fit_store_lanes(cfg, get_device(cfg.target)))
     return out
 
 

@@ -80,3 +80,17 @@ def test_synthesize_refuses_before_running_yosys(tmp_path):
     with pytest.raises(UserError, match="does not fit ice40-up5k"):
         synthesize([sv], "x", "ice40-up5k", work, config=AccelConfig(rows=4, cols=4))
     assert not work.exists()
+
+
+def test_fit_store_lanes_halves_until_the_dsps_fit():
+    from fpga.fit import fit_store_lanes
+    small = get_device("ecp5-25f")
+    cfg = AccelConfig(rows=2, cols=4, axi_data_width=32)
+    assert cfg.lanes == 4 and estimate(cfg, small).dsp > small.dsp
+    fitted = fit_store_lanes(cfg, small)
+    assert fitted.store_lanes < cfg.store_lanes and estimate(fitted, small).dsp <= small.dsp
+    assert fit_store_lanes(fitted.replace(store_lanes=2), small).store_lanes == fitted.store_lanes
+    big = get_device("ecp5-85f")
+    assert fit_store_lanes(AccelConfig(), big) == AccelConfig()          # 4 lanes fit there
+    # nothing helps a config whose array alone is too big: it ends at one lane, still refused
+    assert fit_store_lanes(AccelConfig(rows=16, cols=16), small).store_lanes == 1
