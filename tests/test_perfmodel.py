@@ -116,6 +116,26 @@ def test_bursts_follow_the_dma_splitter():
     assert sum(perfmodel._bursts(64, 98, 8, 784, 8)) == 98 * 8
 
 
+def test_read_port_frees_when_the_last_burst_is_in_the_splitter_register():
+    # rtl_lib.axi_dma: the splitter's output register holds one burst beyond the
+    # MAX_OUTSTANDING in flight, and the command port is free the cycle after the last
+    # burst entered it (a 2-D LOAD of MAX_OUTSTANDING + 1 bursts frees the port for a fetch
+    # while its bursts wait for R beats to be taken)
+    from pycde_accel.contract import MAX_OUTSTANDING
+    from pycde_accel.perfmodel.dma import ReadDma
+
+    dma = ReadDma(3)
+    dma.issue([24] * (MAX_OUTSTANDING + 1))
+    for t in range(1, 20):
+        dma.step(t)
+    assert dma.inflight == MAX_OUTSTANDING
+    assert dma.ready(20)
+    assert not dma.idle()
+    dma.issue([8])
+    dma.step(20)
+    assert not dma.ready(21)              # the register is still taken: nothing moves on
+
+
 @pytest.mark.parametrize("schedule,add_per_beat", [("dynamic", 9), ("static", 8)])
 def test_vector_rates(schedule, add_per_beat):
     """LOAD X, LOAD S, VEC of n beats: MAX takes one cycle per beat (AB lane kernels), so it

@@ -3,10 +3,11 @@ order) and the write side (AW, W beats, B responses), as ``rtl_lib.axi_dma`` run
 
 * :func:`bursts`: the burst lengths of one 2-D transfer (<= ``MAX_BURST`` beats, never across a
   ``BURST_BOUNDARY``).
-* :class:`ReadDma`: the splitter issues one burst per cycle while fewer than ``MAX_OUTSTANDING``
-  are in flight; it takes the next command the cycle after the last burst of the current one;
-  a burst's first beat comes ``read_latency`` cycles after it is issued. The router takes the
-  beats (:mod:`.load`).
+* :class:`ReadDma`: the splitter puts one burst per cycle into its output register, which
+  issues it while fewer than ``MAX_OUTSTANDING`` are in flight (so one burst more than those
+  waits there); it takes the next command the cycle after the last burst of the current one
+  entered the register; a burst's first beat comes ``read_latency`` cycles after it is
+  issued. The router takes the beats (:mod:`.load`).
 * :class:`WriteDma`: one AW per cycle (``MAX_OUTSTANDING`` bursts until their B response), one
   W beat per cycle as the engines offer them, B ``write_latency`` after a burst's last beat.
 
@@ -54,13 +55,14 @@ def bursts(addr: int, beats: int, rows: int, stride: int, ab: int) -> list[int]:
 
 
 class ReadDma:
-    __slots__ = ("rl", "split_q", "split_free", "inflight", "rq", "mem")
+    __slots__ = ("rl", "split_q", "split_free", "held", "inflight", "rq", "mem")
 
     def __init__(self, read_latency: int, mem: Budget | None = None):
         self.rl = read_latency
         self.mem = _budget(mem)
-        self.split_q = deque()    # bursts still to issue for the active command: lengths
+        self.split_q = deque()    # bursts still to split off the active command: lengths
         self.split_free = 0       # time the splitter can take a new command
+        self.held = None          # the burst in the splitter's output register (its length)
         self.inflight = 0
         self.rq = deque()         # [available time, beats left] bursts in flight, in order
 
@@ -69,19 +71,27 @@ class ReadDma:
         return not self.split_q and t >= self.split_free
 
     def issue(self, lengths) -> None:
-        """A command of bursts ``lengths`` taken (the port is busy until they are issued)."""
+        """A command of bursts ``lengths`` taken (the port is busy until they are split)."""
         self.split_q.extend(lengths)
         self.split_free = INF
 
     def step(self, t) -> bool:
-        """The splitter: one burst per cycle."""
-        if self.split_q and self.inflight < MAX_OUTSTANDING:
-            self.rq.append([t + self.rl, self.split_q.popleft()])
-            self.inflight += 1
+        """The splitter: one burst per cycle into its output register (from the edge after
+        the command is taken), which issues it (AR) while fewer than ``MAX_OUTSTANDING`` are
+        in flight; the port takes the next command the cycle after the last burst entered
+        the register (it may still wait there for the outstanding limit)."""
+        moved = False
+        if self.held is None and self.split_q:
+            self.held = self.split_q.popleft()
             if not self.split_q:
                 self.split_free = t + 1
-            return True
-        return False
+            moved = True
+        if self.held is not None and self.inflight < MAX_OUTSTANDING:
+            self.rq.append([t + self.rl, self.held])
+            self.inflight += 1
+            self.held = None
+            moved = True
+        return moved
 
     def due(self, t) -> bool:
         """An R beat is due from the memory (its burst's latency has passed)."""
@@ -102,7 +112,7 @@ class ReadDma:
             self.inflight -= 1
 
     def idle(self) -> bool:
-        return not self.split_q and self.inflight == 0
+        return not self.split_q and self.held is None and self.inflight == 0
 
     def wakes(self, t, out: list, routing: bool) -> None:
         if routing and self.rq:

@@ -5,7 +5,8 @@
   when the route FIFO (``ROUTE_FIFO_DEPTH`` plus its head's 2-entry slice) has room. A route
   entry reaches the router 2 cycles after it is pushed.
 * The router: one beat per cycle from the head route entry, in order, when its destination takes
-  it: A/B (a bank must be free: double-buffered banks, COMMIT after the last beat), P (32 bits
+  it: A/B (a bank must be free: double-buffered banks, COMMIT after the last beat; none is
+  in the cycle after a commit), P (32 bits
   per cycle), S (into the vector engine's 2-entry input slice), X, or the command FIFO's packer;
   ZERO loads write one beat per cycle with no DMA.
 """
@@ -40,7 +41,9 @@ class LoadEngine:
         if not (e_t <= t and (zero or self.dma.beat_ready(t))):
             return False
         if dst == DST_A or dst == DST_B:
-            ok = self.spad[dst].full < 2
+            sp = self.spad[dst]
+            # no bank is free in the cycle after a commit (the producer moves on when it lands)
+            ok = sp.full < 2 and not any(d > 0 for _, d in sp.pending)
         elif dst == DST_P:
             ok = t >= self.p_next
         elif dst == DST_S:
