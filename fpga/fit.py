@@ -16,7 +16,8 @@ that does not fit, with the numbers, and otherwise returns the estimate.
   aspect ratios (``Device.bram_shapes``): the A and B operand scratchpads (one memory per lane,
   R lanes for A and C for B, of ``2 * spad_*_depth / AB`` words of ``axi_data_width`` bits: both
   banks), the store engine's parameter memories (bias, m0, shift: ``spad_c_depth`` x 32 bits
-  each, one copy per store lane) and the vector engine's X buffer (``spad_c_depth`` beats of ``axi_data_width`` bits).
+  each, one copy per store lane) and the vector engine's X buffer (``spad_c_depth`` beats of
+  ``axi_data_width`` bits).
 * Fmax (``predict_fmax``): a model fitted to placed whole accelerators (``FMAX_POINTS``, each
   with where it came from): the clock period as a straight line in the array's accumulator
   bits (rows x cols x acc_width), slope never negative, at most the PE array's own Fmax. The
@@ -110,8 +111,8 @@ def estimate(config: AccelConfig, device: Device) -> FitEstimate:
 def fit_store_lanes(config: AccelConfig, device: Device) -> AccelConfig:
     """``config`` with ``store_lanes`` halved until the DSP multipliers fit ``device`` (each
     lane is a requantize kernel's multipliers), down to 1; unchanged when it fits already.
-    The CLI and the DSE build what a target can hold: 4 lanes on the ECP5-85F, 1 on a
-    2x4 ECP5-25F."""
+    The CLI and the DSE build what a target can hold: 4 lanes for 8x8 on the ECP5-85F, 2 for
+    2x4 on the ECP5-25F."""
     while (config.store_lanes > 1 and estimate(config, device).dsp > device.dsp):
         config = config.replace(store_lanes=config.store_lanes // 2)
     return config

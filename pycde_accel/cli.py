@@ -290,10 +290,9 @@ def config_from_args(args: argparse.Namespace) -> AccelConfig:
         # (4 columns -> 32 bit); fewer than 4 columns cannot be served (validate says why).
         while cfg.axi_data_width > 32 and (cols * cfg.data_width) % cfg.axi_data_width:
             cfg = cfg.replace(axi_data_width=cfg.axi_data_width // 2)
-    if getattr(args, "target", None):
-        from .fpga import get_device
-        cfg = cfg.replace(target=get_device(args.target).name)
     from .fpga import fit, get_device
+    if getattr(args, "target", None):
+        cfg = cfg.replace(target=get_device(args.target).name)
     cfg = fit.fit_store_lanes(cfg, get_device(cfg.target))   # as many lanes as the DSPs allow
     if getattr(args, "schedule", None) and args.command != "ir":
         cfg = cfg.replace(schedule=args.schedule)
