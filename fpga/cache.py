@@ -13,6 +13,10 @@ script, logs, cell statistics, netlist, nextpnr report), written into a temporar
 renamed into place, so a half-written entry is never used. ``restore`` copies an entry into
 the work folder; the caller then parses those files exactly as after a real run.
 
+``locked(key)``: held around look-up, run and store, so two identical runs at once (two
+processes of a test run, two DSE workers, two shells) run the tools once: the second waits for
+the first and is answered from its entry.
+
 Root: ``$PYCDE_ACCEL_SYNTH_CACHE``, else ``$XDG_CACHE_HOME/pycde-accel/synth``, else
 ``~/.cache/pycde-accel/synth``; delete it to reclaim the space. ``PYCDE_ACCEL_SYNTH_CACHE=off``
 disables the cache.
@@ -20,6 +24,8 @@ disables the cache.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -56,6 +62,34 @@ def key(work: Path, files: list[str], top: str, device: str, seed: int, freq_mhz
         h.update(f.encode() + b"\0")
         h.update(hashlib.sha256((work / f).read_bytes()).digest())
     return h.hexdigest()[:32]
+
+
+@contextlib.contextmanager
+def locked(k: str, waiting=lambda: None):
+    """Hold entry ``k``'s lock (an flock on ``<root>/.<k>.lock``) for the body; ``waiting()`` is
+    called once if another process holds it. No lock when the cache is off or its folder cannot
+    be written (the run then goes ahead unlocked)."""
+    r = root()
+    fh = None
+    if r is not None:
+        try:
+            r.mkdir(parents=True, exist_ok=True)
+            fh = open(r / f".{k}.lock", "w")
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                waiting()
+                fcntl.flock(fh, fcntl.LOCK_EX)
+        except OSError:
+            if fh is not None:
+                fh.close()
+            fh = None
+    try:
+        yield
+    finally:
+        if fh is not None:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+            fh.close()
 
 
 def restore(k: str, work: Path) -> bool:

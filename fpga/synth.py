@@ -114,55 +114,58 @@ def synthesize(sv_files: Sequence[os.PathLike | str], top: str, target: str | De
     files = stage_sources(sv_files, work)
     versions = {"yosys": tool_version("yosys"), "nextpnr": tool_version(device.nextpnr[0])}
     ckey = cache.key(work, files, top, device.name, seed, freq_mhz, place, versions)
-    hit = cache.restore(ckey, work)
+    # one run per key at a time: an identical run started meanwhile waits, then reuses it
+    with cache.locked(ckey, lambda: progress(
+            f"waiting for an identical synthesis run in another process (cache {ckey[:12]})")):
+        hit = cache.restore(ckey, work)
 
-    if hit:
-        progress(f"yosys + {device.nextpnr[0]}: the same sources, device, seed and clock were "
-                 f"synthesized before; reusing that run (synthesis cache {ckey[:12]})")
-        stats = yosys.parse_stat(work / yosys.STAT)
-    else:
-        progress(f"yosys: {device.yosys_synth} of {top} ({len(files)} file{'s' if len(files) != 1 else ''})")
-        t0 = time.monotonic()
-        stats = yosys.run_yosys(files, top, device, work, progress)
-        progress(f"yosys: done in {time.monotonic() - t0:.0f} s")
-    res = yosys.classify(stats.cells, device.family)
-    main = {k: res.pop(k) for k in ("lut", "ff", "dsp", "bram", "carry")}
-    check_synthesized(main, top, device, work)
-    tools = {"yosys": tool_version("yosys")}
-
-    pnr, note = None, ""
-    if not place:
-        note = "synthesis only (place=False)"
-    elif device.family == "ice40" and stats.port_bits > device.io:
-        note = (f"not placed: the top has {stats.port_bits} port bits but the {device.package} "
-                f"package has {device.io} IO pins, and nextpnr-ice40 has no out-of-context mode")
-    else:
         if hit:
-            pnr = nextpnr.parse_report(work / nextpnr.REPORT)
+            progress(f"yosys + {device.nextpnr[0]}: the same sources, device, seed and clock were "
+                     f"synthesized before; reusing that run (synthesis cache {ckey[:12]})")
+            stats = yosys.parse_stat(work / yosys.STAT)
         else:
-            progress(f"{device.nextpnr[0]}: place and route, seed {seed}, towards {freq_mhz:g} MHz")
+            progress(f"yosys: {device.yosys_synth} of {top} ({len(files)} file{'s' if len(files) != 1 else ''})")
             t0 = time.monotonic()
-            pnr = nextpnr.run_nextpnr(device, work, seed, freq_mhz, progress)
-        tools["nextpnr"] = tool_version(device.nextpnr[0])
-        fmax = min((c["achieved_mhz"] for c in pnr.clocks.values()), default=None)
-        if not hit:
-            progress(f"{device.nextpnr[0]}: done in {time.monotonic() - t0:.0f} s"
-                     + (f", Fmax {fmax:.1f} MHz" if fmax is not None else ""))
-    if note:
-        progress(note)
+            stats = yosys.run_yosys(files, top, device, work, progress)
+            progress(f"yosys: done in {time.monotonic() - t0:.0f} s")
+        res = yosys.classify(stats.cells, device.family)
+        main = {k: res.pop(k) for k in ("lut", "ff", "dsp", "bram", "carry")}
+        check_synthesized(main, top, device, work)
+        tools = {"yosys": tool_version("yosys")}
 
-    report = SynthReport(
-        target=device.name, part=device.part, family=device.family, top=top,
-        files=tuple(files), seed=seed, freq_mhz=float(freq_mhz), **main,
-        cells=stats.cells, port_bits=stats.port_bits,
-        available={"lut": device.lut, "ff": device.ff, "dsp": device.dsp, "bram": device.bram},
-        placed=pnr is not None,
-        clocks=pnr.clocks if pnr else {},
-        utilization={k: v for k, v in pnr.utilization.items() if v["used"]} if pnr else {},
-        critical_paths=pnr.critical_paths if pnr else (),
-        extra=res, note=note, tools=tools,
-        config=config.to_dict() if config is not None else None)
-    report.write(work)
-    if not hit:
-        cache.store(ckey, work)
+        pnr, note = None, ""
+        if not place:
+            note = "synthesis only (place=False)"
+        elif device.family == "ice40" and stats.port_bits > device.io:
+            note = (f"not placed: the top has {stats.port_bits} port bits but the {device.package} "
+                    f"package has {device.io} IO pins, and nextpnr-ice40 has no out-of-context mode")
+        else:
+            if hit:
+                pnr = nextpnr.parse_report(work / nextpnr.REPORT)
+            else:
+                progress(f"{device.nextpnr[0]}: place and route, seed {seed}, towards {freq_mhz:g} MHz")
+                t0 = time.monotonic()
+                pnr = nextpnr.run_nextpnr(device, work, seed, freq_mhz, progress)
+            tools["nextpnr"] = tool_version(device.nextpnr[0])
+            fmax = min((c["achieved_mhz"] for c in pnr.clocks.values()), default=None)
+            if not hit:
+                progress(f"{device.nextpnr[0]}: done in {time.monotonic() - t0:.0f} s"
+                         + (f", Fmax {fmax:.1f} MHz" if fmax is not None else ""))
+        if note:
+            progress(note)
+
+        report = SynthReport(
+            target=device.name, part=device.part, family=device.family, top=top,
+            files=tuple(files), seed=seed, freq_mhz=float(freq_mhz), **main,
+            cells=stats.cells, port_bits=stats.port_bits,
+            available={"lut": device.lut, "ff": device.ff, "dsp": device.dsp, "bram": device.bram},
+            placed=pnr is not None,
+            clocks=pnr.clocks if pnr else {},
+            utilization={k: v for k, v in pnr.utilization.items() if v["used"]} if pnr else {},
+            critical_paths=pnr.critical_paths if pnr else (),
+            extra=res, note=note, tools=tools,
+            config=config.to_dict() if config is not None else None)
+        report.write(work)
+        if not hit:
+            cache.store(ckey, work)
     return report

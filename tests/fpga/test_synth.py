@@ -1,6 +1,8 @@
 """Real Yosys + nextpnr runs on the tiny design (a few seconds each once YoWASP is compiled)."""
 
 import json
+import time
+from pathlib import Path
 
 import pytest
 
@@ -127,13 +129,47 @@ def test_a_nextpnr_failure_is_one_line_naming_the_tool(tmp_path):
     assert (tmp_path / "nextpnr.log").is_file()
 
 
+def _entries(cache_dir: Path) -> list[Path]:
+    """The cache's entries (its lock files are not entries)."""
+    return [p for p in cache_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
+
+
+def test_two_identical_runs_at_once_run_the_tools_once(tiny_sv, tmp_path, monkeypatch):
+    """Two synthesize calls of one design at the same time (two test workers, two DSE workers):
+    the second waits on the cache entry's lock, says so, and is answered from the first run."""
+    import threading
+    from pycde_accel.fpga import nextpnr
+    monkeypatch.setenv("PYCDE_ACCEL_SYNTH_CACHE", str(tmp_path / "cache"))
+    real, calls, inside = nextpnr.run_nextpnr, [], threading.Event()
+
+    def counted(*a, **k):
+        calls.append(1)
+        inside.set()
+        time.sleep(1.0)                     # the other run arrives while this one places
+        return real(*a, **k)
+    monkeypatch.setattr(nextpnr, "run_nextpnr", counted)
+    seen, reps = [], {}
+
+    def run(name):
+        reps[name] = synthesize(tiny_sv, "TinyMac", "ecp5-25f", tmp_path / name, seed=4,
+                                freq_mhz=80, progress=seen.append)
+    a = threading.Thread(target=run, args=("a",))
+    a.start()
+    assert inside.wait(300)
+    run("b")
+    a.join()
+    assert len(calls) == 1 and reps["a"].to_dict() == reps["b"].to_dict()
+    assert any(s.startswith("waiting for an identical synthesis run") for s in seen)
+    assert len(_entries(tmp_path / "cache")) == 1
+
+
 def test_an_identical_run_comes_from_the_synthesis_cache(tiny_sv, tiny_maker, tmp_path, monkeypatch):
     """Same sources, top, device, seed and clock: the second run reads the first one's tool
     outputs (no Yosys, no nextpnr) and reports exactly the same; other sources run the tools."""
     from pycde_accel.fpga import nextpnr, yosys
     monkeypatch.setenv("PYCDE_ACCEL_SYNTH_CACHE", str(tmp_path / "cache"))
     first = synthesize(tiny_sv, "TinyMac", "ecp5-25f", tmp_path / "a", seed=2, freq_mhz=90)
-    assert len(list((tmp_path / "cache").iterdir())) == 1
+    assert len(_entries(tmp_path / "cache")) == 1
 
     def ran(*_a, **_k):
         raise AssertionError("a synthesis tool ran for an identical design")
@@ -150,7 +186,7 @@ def test_an_identical_run_comes_from_the_synthesis_cache(tiny_sv, tiny_maker, tm
             synthesize(tiny_sv, "TinyMac", "ecp5-25f", tmp_path / "c", seed=3, freq_mhz=90)
     other = tiny_maker(tmp_path / "sv18", acc_width=18)
     rep = synthesize(other, "TinyMac", "ecp5-25f", tmp_path / "d", seed=2, freq_mhz=90)
-    assert rep.ff > first.ff and len(list((tmp_path / "cache").iterdir())) == 2
+    assert rep.ff > first.ff and len(_entries(tmp_path / "cache")) == 2
     monkeypatch.setenv("PYCDE_ACCEL_SYNTH_CACHE", "off")
     with monkeypatch.context() as m:
         m.setattr(yosys, "run_yosys", ran)
