@@ -24,6 +24,13 @@ _HYPOTHESIS_HOME = tempfile.TemporaryDirectory(prefix="pycde-accel-hypothesis-")
 configuration.set_hypothesis_home_dir(_HYPOTHESIS_HOME.name)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests in an xdist group run first (``--dist loadgroup`` in pyproject.toml: a group goes
+    to one worker, in order): the group of the default array's placements is the slow set's
+    longest chain, so it starts at once and the other workers run the rest beside it."""
+    items.sort(key=lambda it: it.get_closest_marker("xdist_group") is None)   # stable
+
+
 
 @pytest.fixture(scope="session", autouse=True)
 def synth_cache(tmp_path_factory):
