@@ -33,6 +33,9 @@ SCHEDULE_TIMING = {
 #: (the command FIFO's head), of the router (the route FIFO's head) and of the vector engine's
 #: S input
 SLICE = 2
+#: the write arbiter's skid buffer on each engine's write data (rtl_lib.skid_buffer, latency
+#: 1): a beat an engine offers reaches the arbiter's data slice one cycle later
+WD_SKID = 1
 DONE_LATENCY = 1        # everything idle -> done seen by the cycle counter
 START_LATENCY = 1       # start -> first fetch request
 #: the core: a tile's first result row this many cycles after its last beat, beyond rows + cols
