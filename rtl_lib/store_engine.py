@@ -68,25 +68,29 @@ core beat (-> hold register while the beat buffer is busy: ``c_ready`` is ``~hol
 register, so the element pipeline's stall never reaches the core) -> beat buffer (C
 accumulators, read out one group of L per cycle) -> S1 (parameter memory read, latency 1:
 ``seq.hlmem`` x3 per lane, 32-bit bias/m0/shift, block RAM) -> S2 (registers: acc, bias,
-m0, shift; x = acc + bias is added after them, so no logic follows the block RAMs) -> S3 (a
-register slice holding x, m0, shift of all lanes: the kernels' input stall ends there) ->
-L kernels (``x``/``m0``/``shift`` element streams, one start token per tile each; fed and
-drained together, so they run in lockstep) -> y x L -> ReLU -> byte packer (L bytes per
-cycle) -> ``wd`` register. L elements per cycle end to end, so a tile occupies the engine
+m0, shift; x = acc + bias is added after them, so no logic follows the block RAMs) -> S3 (one
+register slice per lane holding that lane's x, m0, shift: its kernel's input stall ends
+there; S2 moves when every lane's slice ``in_ready``, a flop, is high) -> L kernels
+(``x``/``m0``/``shift`` element streams, one start token per tile each) -> Y (one register
+slice per lane on the kernel's ``y``: the kernel's ``y_ready`` is its slice's ``in_ready``
+flop) -> the join (every lane's Y slice valid; the lanes are fed and drained together, so
+they run in lockstep, at most two elements apart) -> ReLU -> byte packer (L bytes per
+cycle) -> ``wd`` register. No combinational path runs from one lane's kernel to another's:
+the joins are ANDs of slice flops. L elements per cycle end to end, so a tile occupies the engine
 ``R*C/L`` cycles; tiles are not serialized: a kernel (a fixed-latency pipeline, ~30 stages)
 takes the next run's start token with the last element of the current run, so tile t+1's
 elements enter it while tile t's results drain and its bytes are written; up to ``QUEUE`` = 4
 commands are queued so that short tiles keep the pipeline full. Measured (Verilator, nothing
-gated, all rows valid): T tiles take about ``T*R*C/L + 45`` cycles from the first C beat taken
-to the last data beat taken (4x8: 256 elements in 291 cycles at L=1, 163 at L=2, 109 at L=4;
-8x8 with L=8: 512 in 109; the constant is the fill and drain), but a tile takes at least about
-4 cycles (2x4 at L=4, 2-element runs: 8 tiles in 79). A full-rate C tile from the core (one
+gated, all rows valid): T tiles take about ``T*R*C/L + 46`` cycles from the first C beat taken
+to the last data beat taken (4x8: 256 elements in 292 cycles at L=1, 164 at L=2, 110 at L=4;
+8x8 with L=8: 512 in 110; the constant is the fill and drain), but a tile takes at least about
+4 cycles (2x4 at L=4, 2-element runs: 8 tiles in 81). A full-rate C tile from the core (one
 every ``max(K, R)`` cycles) is faster than this only when ``K < R*C/L``; the core then waits
 on ``c_ready`` (its output FIFO holds the rest).
 
 Timing structure: the element stall chain (kernel in_ready -> S2 -> S1 -> beat buffer ->
-``c_ready`` -> the C FIFO) is cut by the hold register at ``c_ready`` and by the S3 slice at the
-kernel; ``bench/fmax.py`` measures the clock it reaches.
+``c_ready`` -> the C FIFO) is cut by the hold register at ``c_ready`` and by the per-lane S3 slices at
+the kernels, the output stall by the per-lane Y slices; ``bench/fmax.py`` measures the clock it reaches.
 """
 
 from __future__ import annotations
@@ -286,52 +290,67 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             s2_sh.next(shift)
             s2_words.append(BitsSignal.concat([s2_sh.q, s2_m0.q,
                                                add(s2_acc.q, s2_bias.q, XW)]))
-        # S3: a register slice between S2 and the kernels: the kernels' stall (their input
-        # ready) ends at the slice, and S2's advance depends on registers only (the chain
-        # kernel ready -> S2 -> S1 -> beat buffer -> hold register was the accelerator's
-        # critical path); x = acc + bias is computed into it
+        # S3: one register slice per lane between S2 and its kernel (that lane's x, m0,
+        # shift words): a kernel's stall (its input ready) ends at its own slice, and S2's
+        # advance depends on registers only, the slices' in_ready flops (the chain kernel
+        # ready -> S2 -> S1 -> beat buffer -> hold register was the accelerator's critical
+        # path, and one slice shared by the lanes ran a lane's ready into every lane's
+        # CE); x = acc + bias is computed into it. S2 moves when every lane's slice can
+        # take a word, so the lanes' slices are loaded together; each then feeds its
+        # kernel's three inputs on its own (at most two words apart between lanes)
         names = ("x", "m0", "shift")
-        s3_take = Wire(Bits(1), "s3_take")
-        s3_v, s3_d, s3_ready = register_slice(
-            clk, rst, s2_v.q, BitsSignal.concat(s2_words[::-1]), s3_take, "s3")
+        s3_in_ready = []
         k_ready, k_valid, sent, s3_in = [], [], [], []
-        done = []
+        s2_all_ready = one
+        s3_takes = [Wire(Bits(1), f"s3_take{sfx[l]}") for l in range(L)]
+        s3_vs = []
+        s2_adv_w = Wire(Bits(1), "s2_adv")
         for l in range(L):
-            base = 3 * XW * l
-            s3_in.append({nm: s3_d[base + i * XW:base + (i + 1) * XW]
-                          for i, nm in enumerate(names)})
+            v_l, d_l, r_l = register_slice(clk, rst, s2_adv_w, s2_words[l], s3_takes[l],
+                                           f"s3{sfx[l]}")
+            s3_vs.append(v_l)
+            s2_all_ready = s2_all_ready & r_l
+            s3_in.append({nm: d_l[i * XW:(i + 1) * XW] for i, nm in enumerate(names)})
             k_ready.append({nm: Wire(Bits(1), f"k_{nm}_ready{sfx[l]}") for nm in names})
             sent.append({nm: NamedReg(1, clk, rst, 0, name=f"s3_{nm}_sent{sfx[l]}")
                          for nm in names})
-            k_valid.append({nm: s3_v & ~sent[l][nm].q for nm in names})
-            done += [sent[l][nm].q | k_ready[l][nm] for nm in names]
-        s3_adv = s3_v
-        for d in done:
-            s3_adv = s3_adv & d
-        s3_take.assign(s3_adv)
-        for l in range(L):
+            k_valid.append({nm: v_l & ~sent[l][nm].q for nm in names})
+            adv_l = v_l
             for nm in names:
-                sent[l][nm].next(Mux(s3_adv, sent[l][nm].q |
+                adv_l = adv_l & (sent[l][nm].q | k_ready[l][nm])
+            s3_takes[l].assign(adv_l)
+            for nm in names:
+                sent[l][nm].next(Mux(adv_l, sent[l][nm].q |
                                      (k_valid[l][nm] & k_ready[l][nm]), zero))
-        s2_adv = s2_v.q & s3_ready
+        s2_adv = s2_v.q & s2_all_ready
+        s2_adv_w.assign(s2_adv)
         s2_take.assign(~s2_v.q | s2_adv)
         s2_v.next(Mux(s2_take, s2_v.q, s1_v.q))
 
         # -- the kernels: one per lane -------------------------------------------------------
-        y_ready = Wire(Bits(1), "k_y_ready")
-        ks = []
+        # each kernel's y goes through a register slice of its own lane (the kernel's
+        # y_ready is the slice's in_ready, a flop), so the join below is over the slices'
+        # out_valid flops and no lane's output stall reaches another lane's kernel
+        y_ready = Wire(Bits(1), "y_slice_ready")
+        ks, ys, y_vs = [], [], []
         for l in range(L):
+            k_y_ready = Wire(Bits(1), f"k_y_ready{sfx[l]}")
             k = requant(clk=clk, rst=rst, x=s3_in[l]["x"], x_valid=k_valid[l]["x"],
                         m0=s3_in[l]["m0"], m0_valid=k_valid[l]["m0"], shift=s3_in[l]["shift"],
                         shift_valid=k_valid[l]["shift"], start_valid=start_valid[l],
-                        y_ready=y_ready, instance_name=f"requant{sfx[l]}")
+                        y_ready=k_y_ready, instance_name=f"requant{sfx[l]}")
             for nm in names:
                 k_ready[l][nm].assign(getattr(k, f"{nm}_ready"))
             start_ready[l].assign(k.start_ready)
+            yv_l, yd_l, yr_l = register_slice(clk, rst, k.y_valid, k.y, y_ready,
+                                              f"y{sfx[l]}")
+            k_y_ready.assign(yr_l)
             ks.append(k)
-        y_all = ks[0].y_valid
-        for k in ks[1:]:
-            y_all = y_all & k.y_valid
+            ys.append(yd_l)
+            y_vs.append(yv_l)
+        y_all = y_vs[0]
+        for v in y_vs[1:]:
+            y_all = y_all & v
 
         # -- output: ReLU, pack bytes into beats, drop rows >= valid rows ------------------
         o_j = NamedReg(JW, clk, rst, 0, name="out_col")
@@ -346,8 +365,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         y_ready.assign(y_rdy & y_all)
         y_fire = y_all & y_rdy
         lane_bytes = []
-        for k in ks:
-            y = k.y
+        for y in ys:
             lane_bytes.append(Mux(o_relu & y[7], y, Bits(8)(0)))
         grp = BitsSignal.concat(lane_bytes[::-1]) if L > 1 else lane_bytes[0]
         o_last_j = o_j.q == Bits(JW)(G - 1) if G > 1 else one

@@ -18,10 +18,18 @@ write commands, ``wd_*`` data); ``wr``: the wires of the write DMA's ``cmd_*`` a
   command was taken (both engines do), so the head is always the next data's owner.
 * Register slices (``common.register_slice``, latency 1, full rate): the picked command goes
   to the DMA through ``arb_cmd_q`` and the data beats through ``arb_data_q``, so neither the
-  engines' logic nor the DMA's burst splitter reaches the other in one cycle. A command or a
-  beat is taken from its engine when its slice can take it and reaches the DMA one edge later.
-* ``own`` (the FIFO), ``idle`` (no command or data still owed to the DMA: the owner FIFO and
-  both slices empty, for the top's idle) and ``wfire`` (a data beat went to the DMA).
+  engines' logic nor the DMA's burst splitter reaches the other in one cycle. A command is
+  taken from its engine when its slice can take it and reaches the DMA one edge later.
+* Each writer's ``wd`` beats enter through a skid buffer of their own (``{name}_wd_skid``,
+  ``rtl_lib.skid_buffer``, 2 entries, latency 1, full rate) before the owner's select: the
+  ``wd_ready`` an engine sees is that buffer's flop, so the owner FIFO's read and the data
+  slice reach neither engine's output logic in one cycle. A data beat taken from its engine
+  on edge e reaches the DMA's ``in`` after edge e + 1 (2 edges: the skid buffer and
+  ``arb_data_q``), one beat per cycle per writer when the DMA takes one per cycle; a writer
+  whose beats are not the owner FIFO's head has at most 2 of them taken ahead.
+* ``own`` (the FIFO), ``idle`` (no command or data still owed to the DMA: the owner FIFO,
+  both slices and both skid buffers empty, for the top's idle) and ``wfire`` (a data beat
+  went to the DMA).
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from pycde.types import Bits
 
 from .bits import inc
 from .common import NamedReg, register_slice
+from .skid_buffer import make_skid_buffer
 
 #: write commands whose data is still to come
 OWNER_FIFO_DEPTH = 4
@@ -76,6 +85,17 @@ class WriteArbiter:
         b_wc_ready.assign(~own.full & c_in_ready & ~a_wants)
         own.push(BitsSignal.concat([Mux(pick_b, a.wc_rows, b.wc_rows),
                                     Mux(pick_b, a.wc_beats, b.wc_beats), pick_b]), wc_fire)
+        # each writer's data beats come in through a skid buffer (rtl_lib.skid_buffer): the
+        # ready the engine sees (its wd_ready) is the buffer's flop, so the owner FIFO's read
+        # (o_b, o_valid) and the data slice's ready end at the buffers and do not run on into
+        # the engines' output logic
+        Skid = make_skid_buffer(a.wd_data.type.width)
+        skid_ready = {n: Wire(Bits(1), f"{n}_wd_skid_out_ready") for n in self._names}
+        a_in, b_in = (Skid(clk=clk, rst=rst, in_data=e.wd_data, in_valid=e.wd_valid,
+                           out_ready=skid_ready[n], instance_name=f"{n}_wd_skid")
+                      for n, e in zip(self._names, (a, b)))
+        a_wd_ready.assign(a_in.in_ready)
+        b_wd_ready.assign(b_in.in_ready)
         oh = own.output
         o_b, o_bpr, o_rows = oh[0], oh[1:17], oh[17:33]
         o_valid = ~own.empty
@@ -84,20 +104,21 @@ class WriteArbiter:
         # the owner's data beats go to the DMA through a register slice (data_q)
         d_ready = Wire(Bits(1), "arb_data_slice_ready")
         d_valid, d_data, d_in_ready = register_slice(
-            clk, rst, o_valid & Mux(o_b, a.wd_valid, b.wd_valid),
-            Mux(o_b, a.wd_data, b.wd_data), d_ready, "arb_data_q")
+            clk, rst, o_valid & Mux(o_b, a_in.out_valid, b_in.out_valid),
+            Mux(o_b, a_in.out_data, b_in.out_data), d_ready, "arb_data_q")
         d_ready.assign(wr_in_ready)
         wr["in_data"].assign(d_data)
         wr["in_valid"].assign(d_valid)
-        wfire = o_valid & Mux(o_b, a.wd_valid, b.wd_valid) & d_in_ready
+        wfire = o_valid & Mux(o_b, a_in.out_valid, b_in.out_valid) & d_in_ready
         wb_last = wbeat.q == o_bpr
         wr_last = wrow.q == o_rows
         w_last = wb_last & wr_last
         wbeat.next(Mux(wfire, wbeat.q, Mux(wb_last, inc(wbeat.q, 16), Bits(16)(1))))
         wrow.next(Mux(wfire & wb_last, wrow.q, Mux(wr_last, inc(wrow.q, 16), Bits(16)(1))))
         own.pop(wfire & w_last)
-        a_wd_ready.assign(o_valid & ~o_b & d_in_ready)
-        b_wd_ready.assign(o_valid & o_b & d_in_ready)
+        skid_ready[self._names[0]].assign(o_valid & ~o_b & d_in_ready)
+        skid_ready[self._names[1]].assign(o_valid & o_b & d_in_ready)
         self.own = own
         self.wfire = d_valid & wr_in_ready
-        self.idle = own.empty & ~c_valid & c_in_ready & ~d_valid & d_in_ready
+        self.idle = (own.empty & ~c_valid & c_in_ready & ~d_valid & d_in_ready &
+                     ~a_in.out_valid & ~b_in.out_valid)

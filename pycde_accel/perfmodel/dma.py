@@ -9,7 +9,8 @@ order) and the write side (AW, W beats, B responses), as ``rtl_lib.axi_dma`` run
   entered the register; a burst's first beat comes ``read_latency`` cycles after it is
   issued. The router takes the beats (:mod:`.load`).
 * :class:`WriteDma`: one AW per cycle (``MAX_OUTSTANDING`` bursts until their B response), one
-  W beat per cycle as the engines offer them, B ``write_latency`` after a burst's last beat.
+  W beat per cycle as the engines offer them (``WD_SKID`` cycles later: the write arbiter's skid
+  buffer in front of its data slice), B ``write_latency`` after a burst's last beat.
 
 Both draw their R and W beats on one :class:`~.memory.Budget` (the board's bytes per cycle;
 an R beat before a W beat of the same cycle, as ``sim/axi_mem.sv``); without one, or with the
@@ -22,7 +23,7 @@ from collections import deque
 
 from ..contract import BURST_BOUNDARY, MAX_BURST, MAX_OUTSTANDING
 from .memory import Budget
-from .timing import INF
+from .timing import INF, WD_SKID
 
 _NO_LIMIT = None
 
@@ -149,7 +150,8 @@ class WriteDma:
             self.inflight += 1
             self.lens.append(self.aw.popleft())
             moved = True
-        self.want = want = bool(self.beats) and self.beats[0] <= t and bool(self.lens)
+        self.want = want = (bool(self.beats) and self.beats[0] + WD_SKID <= t and
+                            bool(self.lens))
         if want and (not self.mem.on or self.mem.w_ok):
             if self.mem.on:
                 self.mem.take_w()
@@ -166,6 +168,6 @@ class WriteDma:
 
     def wakes(self, out: list) -> None:
         if self.beats:
-            out.append(self.beats[0])
+            out.append(self.beats[0] + WD_SKID)
         if self.b:
             out.append(self.b[0])

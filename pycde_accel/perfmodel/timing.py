@@ -24,15 +24,18 @@ READ_LATENCY, WRITE_LATENCY = MEMORIES["rtl"]
 #: cycles for ADD, one cycle for MAX: its AB lane kernels take a beat per cycle), and the
 #: requantize kernel's cycles between tiles (its restart per run)
 SCHEDULE_TIMING = {
-    "dynamic": {"store_latency": 4, "vec_startup": 6, "add_bubble": 1, "add_drain": -2,
+    "dynamic": {"store_latency": 5, "vec_startup": 6, "add_bubble": 1, "add_drain": -2,
                 "max_drain": 0, "store_bubble": 2},
-    "static": {"store_latency": 32, "vec_startup": 6, "add_bubble": 0, "add_drain": 18,
+    "static": {"store_latency": 33, "vec_startup": 6, "add_bubble": 0, "add_drain": 18,
                "max_drain": 3, "store_bubble": 0},
 }
 #: register slices (rtl_lib.common.register_slice, 2 entries, latency 1) in front of dispatch
 #: (the command FIFO's head), of the router (the route FIFO's head) and of the vector engine's
 #: S input
 SLICE = 2
+#: the write arbiter's skid buffer on each engine's write data (rtl_lib.skid_buffer, latency
+#: 1): a beat an engine offers reaches the arbiter's data slice one cycle later
+WD_SKID = 1
 DONE_LATENCY = 1        # everything idle -> done seen by the cycle counter
 START_LATENCY = 1       # start -> first fetch request
 #: the core: a tile's first result row this many cycles after its last beat, beyond rows + cols

@@ -206,12 +206,12 @@ def test_store_rate(name, block_sim, tmp_path):
     lanes = cfg.lanes
     print(f"{name}: {elems} elements, {lanes} lanes, in {span} cycles")
     # measured: elems + 45 at 2x4, + 35 at 4x8 (fill and drain: the parameter read, the
-    # register slice in front of the kernel, its 28-stage static pipeline and output buffer,
+    # register slices in front of and behind each kernel, its 28-stage static pipeline and output buffer,
     # the byte packer); no per-tile gap
     # with L lanes a tile takes R*C/L cycles, but at least about 4: 2x4 with 4 lanes (2-element
-    # runs per kernel) measured 64 elements in 79 cycles, 8 tiles of ~4 cycles + the fill
+    # runs per kernel) measured 64 elements in 81 cycles, 8 tiles of ~4 cycles + the fill
     tiles = len(phases[0]["tiles"])
-    assert span <= tiles * max(cfg.rows * cfg.cols // lanes, 4) + 48, (span, elems, lanes)
+    assert span <= tiles * max(cfg.rows * cfg.cols // lanes, 4) + 50, (span, elems, lanes)
 
 
 @pytest.mark.slow
