@@ -178,21 +178,27 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 95.45,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 83.82,
               "python -m pycde_accel synth mlp --target ecp5-85f (default config), RTL of commit "
-              "cc173d7 (main: the depthwise core mode, MAX at a beat per cycle, the vector "
-              "engine's command decode registered): 77 MULT18X18D, 37 DP16KD, 24458 "
-              "TRELLIS_COMB, seed 1 (synth cache entry fd5be43740e8)"),
+              "0593636 (4 STORE lanes, a register slice per lane before and after its kernel, "
+              "the write arbiter's skid buffers): 89 MULT18X18D, 46 DP16KD, 16996 LUT4, 39166 "
+              "FF, seed 1"),
     FmaxPoint(16, 8, 32, 64, 1024, 256, 63.59,
               "python -m pycde_accel synth mlp --array 16x8 --target ecp5-85f, RTL of commit "
               "67dfa09 (main, 2026-12-02): 141 MULT18X18D, 61 DP16KD, 28724 TRELLIS_COMB, "
               "seed 1 (53 min on a loaded machine)"),
 )
+# Critical path of the 8x8 point (11.93 ns, 9.57 of it routing): a top-level LUT-RAM FIFO's
+# count (fifo_count_2) into its read address. On the way to it: 755262b (4 STORE lanes) at
+# 78.67 MHz, critical path the write path's FIFO read through the STORE engine's wd_valid_q
+# into its output queue; f5fff8e (the write arbiter's skid buffers) at 74.40 MHz, critical
+# path across the 4 lanes (requant_3's output occupancy -> the shared S3 slice's advance ->
+# requant_1's input enable); cc173d7 (before the lanes) at 95.45 MHz.
 # The two points are of main's RTL after the periphery slices, but not of one commit: the 8x8
-# of cc173d7, the 16x8 of 67dfa09 (before the depthwise mode, the lane-parallel MAX and the
-# registered vector command decode). Critical path of the 8x8 point (10.48 ns, 7.42 of it
-# routing): the read DMA's burst splitter (dma.rd.split.burst_addr_q) through a carry chain
-# into m_axi_arlen. Placed on the way, not fitted: commit c0b123e (branch timing, the vector
+# of 0593636, the 16x8 of 67dfa09 (before the depthwise mode, the lane-parallel MAX and the
+# registered vector command decode, the store lanes). Critical path of cc173d7's 8x8 (10.48
+# ns, 7.42 of it routing): the read DMA's burst splitter (dma.rd.split.burst_addr_q) through a
+# carry chain into m_axi_arlen. Placed on the way, not fitted: commit c0b123e (branch timing, the vector
 # command decode registered, before the depthwise and MAX changes) at 86.68 MHz, critical
 # path the read router's head beat (route_head_d) through a carry-chain compare into the
 # operand scratchpads' lane write enables (11.5 ns, 8.6 routing); seed-to-seed spread is
