@@ -93,7 +93,7 @@ Vivado/Quartus targets write project scripts into DIR/vivado/ or DIR/quartus/.
 
 examples:
   python -m pycde_accel synth --target ecp5-85f --out out/default
-  python -m pycde_accel synth --array 2x4 --target ecp5-25f --out out/small
+  python -m pycde_accel synth --array 2x4 --target ecp5-85f --out out/small
   python -m pycde_accel synth --target xc7a100t     # Vivado Tcl + XDC, no Vivado needed
 """
 
@@ -232,7 +232,7 @@ the ranking is the local pool's.
 
 examples:
   python -m pycde_accel dse mlp --target ecp5-25f
-  python -m pycde_accel dse lenet5 --target ecp5-25f --top 5 --confirm 1 --synth
+  python -m pycde_accel dse lenet5 --rows 2,4 --cols 4,8 --top 5 --confirm 1 --synth
   python -m pycde_accel dse resblock --target ecp5-25f --rows 2,4 --cols 4,8 --axi 32
 """
 

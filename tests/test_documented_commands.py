@@ -188,7 +188,7 @@ def test_the_default_array_placements_are_one_group():
     grouped = [cmds for _w, cmds in SCENARIOS if any(_places_the_default_array(c) for c in cmds)]
     assert len(grouped) >= 3
     assert "python -m pycde_accel synth --target ecp5-85f --out out/mlp" in [c for g in grouped for c in g]
-    assert not _places_the_default_array("python -m pycde_accel synth --array 2x4 --target ecp5-25f --out o")
+    assert not _places_the_default_array("python -m pycde_accel synth --array 2x4 --target ecp5-85f --out o")
     assert not _places_the_default_array("python -m pycde_accel synth --array 4x4 --out o")
 
 
