@@ -188,8 +188,9 @@ FMAX_POINTS: tuple[FmaxPoint, ...] = (
               "67dfa09 (main, 2026-12-02): 141 MULT18X18D, 61 DP16KD, 28724 TRELLIS_COMB, "
               "seed 1 (53 min on a loaded machine)"),
 )
-# Critical path of the 8x8 point (11.93 ns, 9.57 of it routing): a top-level LUT-RAM FIFO's
-# count (fifo_count_2) into its read address. On the way to it: 755262b (4 STORE lanes) at
+# Critical path of the 8x8 point (11.93 ns, 9.57 of it routing): the STORE command queue's
+# count (dispatch's LUT-RAM FIFO, fifo_count_2) through the engine's intake into its read
+# address. On the way to it: 755262b (4 STORE lanes) at
 # 78.67 MHz, critical path the write path's FIFO read through the STORE engine's wd_valid_q
 # into its output queue; f5fff8e (the write arbiter's skid buffers) at 74.40 MHz, critical
 # path across the 4 lanes (requant_3's output occupancy -> the shared S3 slice's advance ->
@@ -198,8 +199,8 @@ FMAX_POINTS: tuple[FmaxPoint, ...] = (
 # of 0593636, the 16x8 of 67dfa09 (before the depthwise mode, the lane-parallel MAX and the
 # registered vector command decode, the store lanes). Critical path of cc173d7's 8x8 (10.48
 # ns, 7.42 of it routing): the read DMA's burst splitter (dma.rd.split.burst_addr_q) through a
-# carry chain into m_axi_arlen. Placed on the way, not fitted: commit c0b123e (branch timing, the vector
-# command decode registered, before the depthwise and MAX changes) at 86.68 MHz, critical
+# carry chain into m_axi_arlen. Placed on the way, not fitted: commit c0b123e (branch timing,
+# the vector command decode registered, before the depthwise and MAX changes) at 86.68 MHz, critical
 # path the read router's head beat (route_head_d) through a carry-chain compare into the
 # operand scratchpads' lane write enables (11.5 ns, 8.6 routing); seed-to-seed spread is
 # about +-8 MHz, so one seed ranks RTL changes only roughly. Critical path of the
