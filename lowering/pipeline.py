@@ -13,9 +13,10 @@ Routes (``schedule`` chooses: dynamic, static, calyx):
   rewrites of docs/toolchain.md: :mod:`.passes`), ~1 element per cycle.
 * ``dynamic-stock``: CIRCT's own handshake lowering with ``handshake-insert-buffers``, the
   baseline the bench compares against.
-* ``static``: scf -> ``pipeline.scheduled`` (project pass ``pycde-accel-scf-to-pipeline``: one
-  stage per op level, II=1, fixed latency, stall on back-pressure) -> hw (lower-pipeline-to-hw)
-  -> SV; the kernel's ports are element streams (``inK``, ``in_valid``/``in_ready``, ``out0``).
+* ``static``: scf -> ``pipeline.scheduled`` (project pass ``pycde-accel-scf-to-pipeline``: ops
+  chained into stages up to a delay budget, :mod:`.schedule`, II=1, fixed latency, stall on
+  back-pressure) -> hw (lower-pipeline-to-hw) -> SV; the kernel's ports are element streams
+  (``inK``, ``in_valid``/``in_ready``, ``out0``).
 * ``calyx`` (= ``static-calyx``): scf -> calyx -> the project's calyx passes -> fsm -> hw -> SV
   (:data:`STATIC_LIMIT` says which passes stand in for the ones this CIRCT lacks, and the cost);
   the kernel's ports are ``go``/``done``, scalars and each memory as seq_mem ports, which
@@ -128,8 +129,8 @@ _CALYX_HW_PER_TOP = Stage(
     _CALYX_HW.doc + ", one kernel at a time")
 _PIPELINE = Stage(
     "pipeline", "circt", "pycde-accel-scf-to-pipeline",
-    "the scf.for body as a pipeline.scheduled in an hw.module: one op level per stage, II=1, "
-    "fixed latency, stall on !out0_ready (static schedule)")
+    "the scf.for body as a pipeline.scheduled in an hw.module: ops chained up to a stage delay "
+    "budget (lowering.schedule), II=1, fixed latency, stall on !out0_ready (static schedule)")
 _PIPELINE_HW = Stage(
     "hw", "circt", "map-arith-to-comb,pipeline-explicit-regs,lower-pipeline-to-hw,canonicalize",
     "hw + seq: arith -> comb, stage registers made explicit, pipeline lowered to registers")

@@ -1,13 +1,14 @@
 """Wide multiplies of a kernel split into 16x16-bit partial products, for the static route.
 
-The static route (``pycde-accel-scf-to-pipeline``) gives every arith op its own pipeline stage,
-but one ``arith.muli`` on i64 (requantize's SaturatingRoundingDoublingHighMul) or i32
+The static route (``pycde-accel-scf-to-pipeline``) chains arith ops into stages by their
+delay (``lowering.schedule``), but one ``arith.muli`` on i64 (requantize's
+SaturatingRoundingDoublingHighMul) or i32
 (residual_add's ``a*ma``) is still one stage: Yosys maps it to several MULT18X18D whose partial
 products are summed in fabric in the same cycle (requantize_pc alone placed at 83 MHz on
 ECP5-85F, its critical path DSP -> 64-bit adder chain). ``split_wide_muls(kernel)`` returns the
 same kernel (same name, ports, function) whose body computes each wide product from unsigned
-16-bit limbs instead, so that the static schedule puts every 16x16 product (one DSP, nothing
-else) in a stage of its own and the sums in the following ones:
+16-bit limbs instead, so that the static schedule puts every 16x16 product (one DSP, with only
+wiring before it) in a stage of its own and the sums in the following ones:
 
 * ``muli(extsi a : iH, extsi b : iH) : i2H`` (the full signed product, H = W/2 = 32 here):
   ``au*bu - ((a<0 ? bu : 0) + (b<0 ? au : 0)) << H`` where ``au``/``bu`` are the zero-extended

@@ -77,7 +77,7 @@ flop) -> the join (every lane's Y slice valid; the lanes are fed and drained tog
 they run in lockstep, at most two elements apart) -> ReLU -> byte packer (L bytes per
 cycle) -> ``wd`` register. No combinational path runs from one lane's kernel to another's:
 the joins are ANDs of slice flops. L elements per cycle end to end, so a tile occupies the engine
-``R*C/L`` cycles; tiles are not serialized: a kernel (a fixed-latency pipeline, ~30 stages)
+``R*C/L`` cycles; tiles are not serialized: a kernel (a fixed-latency pipeline, ~13 stages)
 takes the next run's start token with the last element of the current run, so tile t+1's
 elements enter it while tile t's results drain and its bytes are written; up to ``QUEUE`` = 4
 commands are queued so that short tiles keep the pipeline full. Measured (Verilator, nothing

@@ -9,9 +9,10 @@ read inside the loop. Anything else is refused with a diagnostic.
 Output: ``hw.module @k`` with ports ``clock``, ``reset``, ``inK`` per function argument except
 the output (tensor elements and scalars, in argument order; scalars must be held during a run),
 ``in_valid`` / ``in_ready``, ``out0`` / ``out0_valid`` / ``out0_ready``. Every load and scalar
-is a pipeline input; each arith op sits in stage ``max(stage its operands are ready)`` and its
-result is registered into the next stage (one op level per stage; constants are repeated in each
-stage that uses them, so they are never registered). II = 1; latency = the number of stages.
+is a pipeline input; the arith ops are chained into stages by :mod:`lowering.schedule` (as
+soon as possible, each stage up to a delay budget: wiring is free, a DSP multiply has a stage of
+its own) and the result is registered once more; constants are repeated in each stage that uses
+them, so they are never registered. II = 1; latency = the number of stages.
 Stall: ``stall = !out0_ready`` freezes every stage (CIRCT's stall support), so ``in_ready =
 out0_ready``; ``out0_valid`` is a register chain of accepted inputs (the same enables as the
 stages), so it does not depend on ``out0_ready``. The arith ops are mapped to comb by
@@ -27,6 +28,7 @@ After:   hw.module @clamp(in %clock, in %reset, in %in0 : i8, in %in_valid, in %
 
 from __future__ import annotations
 
+from .. import schedule
 from ._util import ir_of
 
 NAME = "pycde-accel-scf-to-pipeline"
@@ -49,7 +51,33 @@ def _itype(t) -> str:
     return s
 
 
-def _convert(func, ir) -> str:
+def _const_value(op, ir) -> int:
+    attr = op.attributes["value"]
+    try:
+        return ir.IntegerAttr(attr).value
+    except (TypeError, ValueError):
+        return ir.BoolAttr(attr).value if hasattr(ir, "BoolAttr") else 0
+
+
+_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+
+
+def _sched_op(op, key) -> schedule.Op:
+    kind = op.name.removeprefix("arith.")
+    ty = op.operands[-1].type if kind in ("cmpi", "select") else op.operands[0].type
+    pred = None
+    if kind == "cmpi":
+        pred = _PREDICATES[int(str(op.attributes["predicate"]).split(":")[0].strip())]
+    return schedule.Op(kind, _width(ty), [key(v) for v in op.operands],
+                       [key(r) for r in op.results], pred)
+
+
+def _width(t) -> int:
+    s = str(t)
+    return 64 if s == "index" else int(s.lstrip("i"))
+
+
+def _convert(func, ir, budget: float) -> str:
     name = str(func.attributes["sym_name"]).strip('"')
     body = func.regions[0].blocks[0]
     args = list(body.arguments)
@@ -96,11 +124,9 @@ def _convert(func, ir) -> str:
             names[key(op.results[0])] = (f"%a{src}", 0)
             loads[src] = True
 
-    # schedule: stage of an op = max ready stage of its operands; its result is ready one later
+    # schedule (lowering.schedule): ops chained into a stage up to its logic-delay budget
     consts = {key(op.results[0]): op for op in _ops(body) if op.name in _CONST}
-    stages: dict[int, list] = {}
-    ready = {k: 0 for k in names}
-    count = 0
+    arith, defined = [], set(names)
     for op in _ops(lbody):
         if op.name in ("memref.load", "memref.store", "scf.yield"):
             continue
@@ -109,20 +135,21 @@ def _convert(func, ir) -> str:
             continue
         if not op.name.startswith("arith."):
             raise Refused(f"scf-to-pipeline: @{name}: unsupported op {op.name}")
-        s = 0
         for v in op.operands:
-            if key(v) in consts:
-                continue
-            if key(v) not in ready:
+            if key(v) not in consts and key(v) not in defined:
                 raise Refused(f"scf-to-pipeline: @{name}: operand from outside the loop body")
-            s = max(s, ready[key(v)])
-        stages.setdefault(s, []).append(op)
+        arith.append(op)
+        defined.update(key(r) for r in op.results)
+    values = {k: _const_value(c, ir) for k, c in consts.items()}
+    sops = [_sched_op(op, key) for op in arith]
+    ready = schedule.schedule(sops, values, budget)
+    stages: dict[int, list] = {}
+    for count, (op, sop) in enumerate(zip(arith, sops)):
+        stages.setdefault(sop.stage, []).append(op)
         for r in op.results:
-            ready[key(r)] = s + 1
-            names[key(r)] = (f"%v{count}", s)
-        count += 1
+            names[key(r)] = (f"%v{count}", sop.stage)
     result = store.operands[0]
-    last = ready[key(result)]
+    last = ready[key(result)][0] + 1 if key(result) in ready else 0
     out_ty = _itype(result.type)
 
     lines: list[str] = []
@@ -188,7 +215,7 @@ def run(module) -> None:
     funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"]
     if not funcs:
         raise Refused("scf-to-pipeline: no func.func in the module")
-    text = "module {\n" + "".join(_convert(f, ir) for f in funcs) + "}\n"
+    text = "module {\n" + "".join(_convert(f, ir, schedule.BUDGET) for f in funcs) + "}\n"
     new = ir.Module.parse(text, module.context)
     for f in funcs:
         f.erase()

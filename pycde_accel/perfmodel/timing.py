@@ -9,6 +9,8 @@ when a layer is modelled.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..config import AccelConfig
 
 #: memory models of the simulation engines: (read latency: AR accepted -> first R beat,
@@ -21,14 +23,48 @@ READ_LATENCY, WRITE_LATENCY = MEMORIES["rtl"]
 #: beyond the row's C cycles of one element each), VEC start-up per command, VEC ADD cycles per
 #: beat beyond AB (the handshake kernel's restart bubble per run; the static pipeline has none),
 #: and the ADD / MAX kernels' drain (last element in -> last result out, beyond one beat's AB
-#: cycles for ADD, one cycle for MAX: its AB lane kernels take a beat per cycle), and the
-#: requantize kernel's cycles between tiles (its restart per run)
+#: cycles for ADD, one cycle for MAX: its AB lane kernels take a beat per cycle), the
+#: requantize kernel's cycles between tiles (its restart per run), the MUL kernel's drain
+#: beyond ADD's and the row-reduction unit's drain (a row's last S beat -> its first result
+#: beat). The static route's entries are its kernels' pipeline latencies (:func:`timing`) plus
+#: the fixed cycles around them below.
 SCHEDULE_TIMING = {
     "dynamic": {"store_latency": 5, "vec_startup": 6, "add_bubble": 1, "add_drain": -2,
-                "max_drain": 0, "store_bubble": 2},
-    "static": {"store_latency": 33, "vec_startup": 6, "add_bubble": 0, "add_drain": 18,
-               "max_drain": 3, "store_bubble": 0},
+                "max_drain": 0, "store_bubble": 2, "mul_extra_drain": 16, "rowred_drain": 44},
+    "static": {"vec_startup": 6, "add_bubble": 0, "store_bubble": 0},
 }
+#: the static route: each entry = the sum of these kernels' latencies (``lowering.schedule``:
+#: "-" subtracts one) + the cycles around them (fitted against Verilator runs: the store
+#: engine's S1/S2 stages and register slices, the vector engine's pair FIFO and result
+#: register, the row unit's accumulator and broadcast)
+STATIC_AROUND = {
+    "store_latency": (("requant",), 5),
+    "add_drain": (("add",), 0),
+    "max_drain": (("max",), 1),
+    "mul_extra_drain": (("mul", "-add"), 0),
+    "rowred_drain": (("row_lanes", "row_rq"), 6),
+}
+
+
+def kernel_latencies(ab: int) -> dict:
+    """The static-route pipeline latency of each accelerator kernel, by role (as
+    ``pycde_accel.assemble.accel_kernels`` builds them; a latency does not depend on the
+    element count, only the lane tree's on ``ab``)."""
+    return dict(_latencies(ab))
+
+
+@lru_cache(maxsize=None)
+def _latencies(ab: int) -> tuple:
+    from ..lowering import kernels
+    from ..lowering.schedule import kernel_latency
+    from ..lowering.split_mul import split_wide_muls
+
+    ks = {"requant": kernels.requantize(8, per_channel=True), "add": kernels.residual_add(ab),
+          "max": kernels.maxpool(8, k=2), "mul": kernels.mul_requantize(ab),
+          "row_lanes": kernels.row_lanes(8, ab), "row_rq": kernels.requantize(8, per_channel=True)}
+    return tuple((role, kernel_latency(split_wide_muls(k))) for role, k in ks.items())
+
+
 #: register slices (rtl_lib.common.register_slice, 2 entries, latency 1) in front of dispatch
 #: (the command FIFO's head), of the router (the route FIFO's head) and of the vector engine's
 #: S input
@@ -51,5 +87,12 @@ INF = float("inf")
 
 
 def timing(config: AccelConfig) -> dict:
-    """The :data:`SCHEDULE_TIMING` entry of ``config``'s kernel route."""
-    return SCHEDULE_TIMING[getattr(config, "schedule", "dynamic")]
+    """The :data:`SCHEDULE_TIMING` entry of ``config``'s kernel route; for the static route
+    with the terms that follow its kernels' latencies (:data:`STATIC_AROUND`)."""
+    route = getattr(config, "schedule", "dynamic")
+    tm = dict(SCHEDULE_TIMING[route])
+    if route == "static":
+        lat = kernel_latencies(config.axi_data_width // 8)
+        for key, (roles, extra) in STATIC_AROUND.items():
+            tm[key] = extra + sum(-lat[r[1:]] if r[0] == "-" else lat[r] for r in roles)
+    return tm

@@ -8,7 +8,7 @@ LUT_SET / LUT (the function table, engine logic, no kernel) take one S beat per 
 ``LUT_CREDITS`` beats in flight, a LUT result beat ``LUT_LATENCY`` cycles after its S beat
 left the slice; LUT_SET writes no result. ROWRED (the row-reduction unit) is paced like LUT,
 one S beat per cycle, with ``ROWRED_CREDITS`` beats in flight and its lane tree, accumulator,
-requantize and broadcast as a fixed drain (``ROWRED_DRAIN``) per command."""
+requantize and broadcast as a fixed drain (the timing's ``rowred_drain``) per command."""
 
 from __future__ import annotations
 
@@ -25,14 +25,9 @@ from .timing import SLICE, VEC_S_TO_START
 #: start and finish overlap the DMA's more than the model's steps count)
 LUT_CREDITS = 8
 LUT_LATENCY = 4
-#: the mul_requantize kernel's drain beyond residual_add's (its SRDHM: a 32x32 product in
-#: 16x16 limbs and the rounding stages; fitted against tests/ops/test_mul.py's model)
-MUL_EXTRA_DRAIN = 16
-#: rtl_lib.row_reduce: its input FIFO (credits) and the cycles from a row's last S beat to its
-#: first result beat (the row_lanes and requantize pipelines, the accumulator, the broadcast;
-#: fitted against tests/rtl_lib/test_row_reduce.py's rate test)
+#: rtl_lib.row_reduce: its input FIFO (credits); its drain (the row_lanes and requantize
+#: pipelines, the accumulator, the broadcast) is the timing's ``rowred_drain``
 ROWRED_CREDITS = 8
-ROWRED_DRAIN = 44
 
 
 class _Active:
@@ -46,12 +41,13 @@ class _Active:
 
 class VecEngine:
     __slots__ = ("cmds", "ab", "startup", "add_bubble", "add_drain", "max_drain", "q", "wdma",
-                 "active", "busy_until", "s_pre")
+                 "active", "busy_until", "s_pre", "mul_extra", "rowred_drain")
 
     def __init__(self, cmds, ab: int, timing: dict, queue: deque, wdma):
         self.cmds, self.ab = cmds, ab
         self.startup, self.add_bubble = timing["vec_startup"], timing["add_bubble"]
         self.add_drain, self.max_drain = timing["add_drain"], timing["max_drain"]
+        self.mul_extra, self.rowred_drain = timing["mul_extra_drain"], timing["rowred_drain"]
         self.q, self.wdma = queue, wdma        # queue: Dispatch.engq[3]
         self.active = None
         self.busy_until = -1
@@ -77,7 +73,7 @@ class VecEngine:
             per = 1 if mx else self.ab + self.add_bubble    # MAX: AB lane kernels, a beat
             lut = bool(c.flags & (VEC_LUT | VEC_LUT_SET))
             if c.flags & VEC_ROWRED:    # one beat per cycle, a fixed drain
-                self.active = _Active(c.n, t + 1, 1, ROWRED_DRAIN, False)
+                self.active = _Active(c.n, t + 1, 1, self.rowred_drain, False)
                 self.active.lut = True
             elif lut:     # one beat per cycle, no kernel
                 self.active = _Active(c.n, t + 1, 1, LUT_LATENCY - VEC_S_TO_START - 1,
@@ -86,7 +82,7 @@ class VecEngine:
             else:
                 drain = self.max_drain if mx else self.add_drain
                 if c.flags & VEC_MUL:
-                    drain += MUL_EXTRA_DRAIN
+                    drain += self.mul_extra
                 self.active = _Active(c.n, t + self.startup, per, drain,
                                       bool(c.flags & VEC_TO_X))
             if not c.flags & (VEC_TO_X | VEC_LUT_SET):

@@ -183,12 +183,21 @@ def test_scf_to_pipeline(circt_ctx):
     assert re.search(r"hw\.module @k\(in %clock : !seq\.clock, in %reset : i1, in %in0 : i8, "
                      r"in %in1 : i8, in %in_valid : i1, in %out0_ready : i1, out in_ready : i1, "
                      r"out out0 : i8, out out0_valid : i1\)", out), out
-    # addi (stage 0) -> cmpi (stage 1) -> select (stage 2) -> result (stage 3)
-    assert "pycde_accel.latency = 3" in out
-    assert out.count("pipeline.stage ^bb") == 3 and "pipeline.return" in out
-    assert "stall(" in out and out.count("seq.compreg.ce") == 3  # out0_valid chain
-    # the constant is repeated in each stage that uses it, never registered
-    assert out.count("arith.constant 0 : i8") == 2
+    # addi -> cmpi (the sign bit) -> select fit one stage's delay budget (lowering.schedule):
+    # chained in stage 0, the result registered into stage 1
+    assert "pycde_accel.latency = 1" in out
+    assert out.count("pipeline.stage ^bb") == 1 and "pipeline.return" in out
+    assert "stall(" in out and out.count("seq.compreg.ce") == 1  # out0_valid chain
+    # a multiply (one DSP) has a stage to itself: ori (wiring) and muli in stage 0, the rest
+    # chained in stage 1, the result registered into stage 2
+    mul = _SCF_KERNEL.replace("%y = arith.addi %x, %s : i8",
+                              "%w = arith.ori %x, %z : i8\n      %p = arith.muli %w, %s : i8\n"
+                              "      %y = arith.addi %p, %s : i8")
+    out2 = _run(circt_ctx, "circt", mul, "pycde-accel-scf-to-pipeline")
+    assert "pycde_accel.latency = 2" in out2 and out2.count("pipeline.stage ^bb") == 2, out2
+    assert out2.count("seq.compreg.ce") == 2
+    # the constant is repeated in each stage that uses it (0 and 1), never registered
+    assert out2.count("arith.constant 0 : i8") == 2
     # and the pipeline lowers to hw with CIRCT's passes
     from pycde.circt import ir, passmanager
     m = ir.Module.parse(out, circt_ctx)

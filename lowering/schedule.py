@@ -1,0 +1,186 @@
+"""The static route's schedule: which pipeline stage each arith op of a kernel body sits in.
+
+One model of combinational delay, used twice: by ``pycde-accel-scf-to-pipeline`` (on the
+kernel's scf ops) to place every op, and by the perf model (:func:`kernel_latency`, on the
+kernel's linalg body text) to know each kernel's latency without lowering it. A test checks
+that both give the same latency for every accelerator kernel.
+
+Schedule (as soon as possible, chained): an op sits in the latest stage of its operands; its
+start delay is the largest delay of those operands produced in that same stage (an operand
+from an earlier stage comes from a stage register: delay 0). If start + its own delay exceeds
+:data:`BUDGET` it moves to the next stage (start 0). An op whose delay alone exceeds the budget
+(a DSP multiply) therefore has a stage to itself, fed from registers. The kernel's result is
+registered once more, so latency = the result's stage + 1.
+
+Delays, in ns on ECP5 with the route each level needs (on the placed accelerator routing is
+three quarters of the critical path, so a LUT level costs its route, not its cell delay);
+:data:`BUDGET` is a stage that closes at 150 MHz:
+
+* wiring, no logic (0): ``extsi``/``extui``/``trunci``, shifts by a constant, ``andi``/
+  ``ori``/``xori`` with a constant operand, ``cmpi slt/sge x, 0`` (the sign bit);
+* one LUT level (:data:`LUT`): ``select`` (none between two constants),
+  ``andi``/``ori``/``xori`` of two variables;
+* ``cmpi eq/ne``: a LUT tree, ``ceil(log4 W)`` levels;
+* ``addi``/``subi``/ordered ``cmpi``: a W-bit carry chain, ``CARRY0 + CARRY_BIT * W``;
+* ``maxsi``/``minsi``/...: a carry chain and a mux level;
+* a shift by a variable amount: one mux level per bit the amount can have (a constant mask
+  ``andi e, m`` limits them, as ``lowering.split_mul`` splits wide shifts), at most
+  ``log2 W`` plus one for amounts past the width;
+* ``muli`` (the static route's multiplies are 16x16 limbs, one MULT18X18D each) and anything
+  else: :data:`MUL`, more than the budget.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+#: the delay one stage may hold, ns: a 150 MHz cycle (6.67 ns) less clock-to-out, setup and
+#: skew (about 1.2 ns on ECP5)
+BUDGET = 5.5
+#: one LUT4 level with its route to the next, as placed on the LFE5U-85F (a 32-bit barrel
+#: shifter, 5 mux levels, placed at 9-9.6 ns: lowering.split_mul)
+LUT = 1.5
+#: a W-bit carry chain: the route into it and its first cell, then per bit
+CARRY0 = 1.5
+CARRY_BIT = 0.05
+#: a multiply (one MULT18X18D, a stage of its own) and any op the model does not know
+MUL = 6.0
+
+_WIRE = ("extsi", "extui", "trunci", "bitcast", "index_cast")
+_BITWISE = ("andi", "ori", "xori")
+_SHIFT = ("shli", "shrui", "shrsi")
+_MINMAX = ("maxsi", "minsi", "maxui", "minui")
+
+
+@dataclass
+class Op:
+    """One arith op, MLIR-independent: ``kind`` without the ``arith.`` prefix, ``width`` the bits
+    of its operands (cmpi, select's data) or result, ``operands`` hashable keys (a key in
+    ``consts`` is a constant with that integer value), ``pred`` cmpi's predicate name."""
+
+    kind: str
+    width: int
+    operands: list
+    results: list
+    pred: str | None = None
+    stage: int = 0
+    delay: float = 0.0
+    mask: int | None = field(default=None, repr=False)  # andi with a constant: the constant
+
+
+def _log2(n: int) -> int:
+    return max(1, math.ceil(math.log2(max(n, 2))))
+
+
+def carry(width: int) -> float:
+    return CARRY0 + CARRY_BIT * width
+
+
+def op_delay(op: Op, consts: dict, masks: dict) -> float:
+    """The logic delay of ``op`` (ns), given the constants and the known masks of its operands."""
+    k, w = op.kind, op.width
+    const = [v in consts for v in op.operands]
+    if k in _WIRE:
+        return 0.0
+    if k in _SHIFT:
+        if const[1]:
+            return 0.0
+        mask = masks.get(op.operands[1])
+        levels = _log2(w) + 1
+        if mask is not None:
+            m = mask & ((1 << 64) - 1)
+            levels = bin(m & (w - 1)).count("1") + (1 if m >> _log2(w) else 0)
+        return LUT * max(levels, 1)
+    if k in _BITWISE:
+        return 0.0 if any(const) else LUT
+    if k == "select":   # between two constants: each bit is 0, 1, c or !c
+        return 0.0 if const[0] or (const[1] and const[2]) else LUT
+    if k == "cmpi":
+        zero = const[1] and consts[op.operands[1]] == 0
+        if op.pred in ("slt", "sge") and zero:
+            return 0.0
+        if op.pred in ("eq", "ne"):
+            return LUT * max(1, math.ceil(math.log(max(w, 2), 4)))
+        return carry(w)
+    if k in ("addi", "subi"):
+        return carry(w)
+    if k in _MINMAX:
+        return carry(w) + LUT
+    return MUL
+
+
+def schedule(ops: list[Op], consts: dict, budget: float = BUDGET) -> dict:
+    """Place every op (sets ``op.stage``, ``op.delay`` = its result's delay in that stage);
+    return ``{result key: (stage, delay)}`` for every op result. Inputs (keys that are neither
+    results nor constants) are stage-0 registers (delay 0)."""
+    ready: dict = {}
+    masks: dict = {}
+    for op in ops:
+        s = 0
+        for v in op.operands:
+            if v in ready:
+                s = max(s, ready[v][0])
+        start = max([ready[v][1] for v in op.operands if v in ready and ready[v][0] == s],
+                    default=0.0)
+        d = op_delay(op, consts, masks)
+        if d > 0 and start > 0 and start + d > budget:
+            s, start = s + 1, 0.0
+        op.stage, op.delay = s, start + d
+        for r in op.results:
+            ready[r] = (s, op.delay)
+        if op.kind == "andi":
+            m = [consts[v] for v in op.operands if v in consts]
+            if m:
+                for r in op.results:
+                    masks[r] = m[0]
+    return ready
+
+
+def latency(ops: list[Op], consts: dict, result, budget: float = BUDGET) -> int:
+    """The pipeline's latency: the result's stage + 1 (the result is registered), 0 if the
+    result is an input."""
+    ready = schedule(ops, consts, budget)
+    return ready[result][0] + 1 if result in ready else 0
+
+
+# ---- the linalg body text of a lowering.kernels.Kernel ----------------------------------------
+
+_LINE = re.compile(r"^(%\S+) = arith\.(\w+) (.*) : (.*)$")
+_PREDS = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+
+
+def _width(ty: str) -> int:
+    ty = ty.strip()
+    return 64 if ty == "index" else int(ty.lstrip("i"))
+
+
+def parse_body(lines) -> tuple[list[Op], dict]:
+    """The ops and constants of a kernel's body lines (``%r = arith.<kind> <operands> : <ty>``)."""
+    ops, consts = [], {}
+    for ln in lines:
+        m = _LINE.match(ln.strip())
+        if not m:
+            raise ValueError(f"schedule: cannot read kernel line {ln!r}")
+        res, kind, args, ty = m.groups()
+        if kind == "constant":
+            consts[res] = int(args.split()[0]) if args.split()[0] not in ("true", "false") \
+                else int(args.split()[0] == "true")
+            continue
+        pred = None
+        parts = [a.strip() for a in args.split(",")]
+        if kind == "cmpi":
+            pred, parts = parts[0], parts[1:]
+            assert pred in _PREDS, ln
+        src_ty = ty.split(" to ")[0]
+        width = _width(src_ty)
+        ops.append(Op(kind, width, parts, [res], pred))
+    return ops, consts
+
+
+def kernel_latency(kernel, budget: float = BUDGET) -> int:
+    """The static-route latency of ``kernel`` (a ``lowering.kernels.Kernel`` as the accelerator
+    lowers it: wide multiplies already split), without lowering it."""
+    ops, consts = parse_body(kernel.body_lines)
+    return latency(ops, consts, kernel.result, budget)

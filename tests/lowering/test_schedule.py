@@ -1,0 +1,80 @@
+"""The static route's schedule (lowering.schedule): the delay model, the chaining, and the
+latency the perf model reads without lowering, checked against the lowered pipelines."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pycde_accel.lowering import build_kernel, kernels
+from pycde_accel.lowering import schedule as S
+from pycde_accel.lowering.split_mul import split_wide_muls
+
+
+def _ops(lines):
+    return S.parse_body(lines)
+
+
+def test_wiring_is_free_and_a_multiply_has_a_stage_of_its_own():
+    ops, consts = _ops(["%c = arith.constant 65535 : i64", "%s = arith.constant 16 : i64",
+                        "%a = arith.extui %x : i32 to i64", "%l = arith.andi %a, %c : i64",
+                        "%h = arith.shrui %a, %s : i64", "%p = arith.muli %l, %h : i64",
+                        "%q = arith.shli %p, %s : i64", "%r = arith.addi %q, %l : i64"])
+    S.schedule(ops, consts)
+    stage = {o.results[0]: o.stage for o in ops}
+    delay = {o.results[0]: o.delay for o in ops}
+    assert [stage[k] for k in ("%a", "%l", "%h", "%p")] == [0, 0, 0, 0]
+    assert delay["%l"] == delay["%h"] == 0.0 and delay["%p"] == S.MUL
+    # the shift by a constant is wiring after the product; the add starts a new stage
+    assert stage["%q"] == 0 and stage["%r"] == 1 and delay["%r"] == pytest.approx(S.carry(64))
+    assert S.latency(ops, consts, "%r") == 2
+
+
+def test_chained_ops_stay_within_the_budget():
+    k = split_wide_muls(kernels.requantize(8, per_channel=True))
+    ops, consts = _ops(k.body_lines)
+    S.schedule(ops, consts)
+    for o in ops:   # an op over the budget only alone, from registers
+        assert o.delay <= S.BUDGET or o.delay == S.op_delay(o, consts, {}) or o.kind in (
+            "shli", "shrsi", "shrui"), o
+    stages = {o.stage for o in ops}
+    assert stages == set(range(max(stages) + 1))
+    # a shift by an amount masked to 3 bits is 3 mux levels, not log2(32) + 1
+    masks = {"%e": 7}
+    sh = S.Op("shrsi", 32, ["%x", "%e"], ["%y"])
+    assert S.op_delay(sh, {}, masks) == pytest.approx(3 * S.LUT)
+    assert S.op_delay(sh, {}, {}) == pytest.approx(6 * S.LUT)
+    # the sign bit and a select between constants are wiring; an ordered compare is a chain
+    assert S.op_delay(S.Op("cmpi", 32, ["%x", "%z"], ["%n"], "slt"), {"%z": 0}, {}) == 0.0
+    assert S.op_delay(S.Op("cmpi", 32, ["%x", "%z"], ["%n"], "sgt"), {"%z": 0}, {}) > 0.0
+    assert S.op_delay(S.Op("select", 32, ["%n", "%a", "%b"], ["%r"]), {"%a": 1, "%b": 0},
+                      {}) == 0.0
+
+
+@pytest.mark.parametrize("kernel", [
+    split_wide_muls(kernels.requantize(8, per_channel=True)),
+    split_wide_muls(kernels.residual_add(8)),
+    kernels.maxpool(8, k=2),
+    kernels.row_lanes(8, 4),
+], ids=lambda k: k.name)
+def test_kernel_latency_is_the_lowered_pipelines(kernel, tmp_path):
+    """What the perf model reads (kernel_latency, from the body text) is the latency of the
+    pipeline scf-to-pipeline builds from the scf ops."""
+    build_kernel(kernel, tmp_path, route="static")
+    text = (tmp_path / "ir" / "03_pipeline.mlir").read_text()
+    lowered = int(re.search(r"pycde_accel\.latency = (\d+)", text).group(1))
+    assert lowered == S.kernel_latency(kernel)
+    assert text.count("pipeline.stage ^bb") == lowered
+
+
+def test_requantize_is_shorter_than_one_op_level_per_stage():
+    """Chaining halves the requantize pipeline (28 stages at one op level per stage)."""
+    k = split_wide_muls(kernels.requantize(8, per_channel=True))
+    ops, consts = _ops(k.body_lines)
+    ready: dict = {}
+    for o in ops:    # the old schedule: one op level per stage
+        s = max([ready[v] for v in o.operands if v in ready], default=0)
+        for r in o.results:
+            ready[r] = s + 1
+    assert S.kernel_latency(k) * 2 <= ready[k.result]
