@@ -17,10 +17,12 @@ DRAM image. The host runs the whole list per ``start``: ``cmd_base``/``cmd_count
 1. *fetches* the commands by DMA, up to ``FETCH_CHUNK`` commands per read, as long as the
    command FIFO (``CMD_FIFO_DEPTH``) has room for everything requested (credits, so fetched
    data never stalls the read channel);
-2. *dispatches* them strictly in order to four engine FIFOs (``ENGINE_FIFO_DEPTH`` each):
+2. *dispatches* them strictly in order to four engine FIFOs (``ENGINE_FIFO_DEPTH`` each, each
+   with a register slice behind it, so an engine takes its command from flops: a command
+   reaches its engine 2 cycles after dispatch):
    LOAD -> load engine, EXEC -> matmul unit, STORE -> store engine, VEC -> vector engine.
    Two write-after-read hazards are resolved here: a LOAD into the store engine's parameter
-   memory (dst P) is dispatched only once every earlier STORE has finished (store FIFO empty,
+   memory (dst P) is dispatched only once every earlier STORE has finished (store queue empty,
    engine idle), and a LOAD into the vector engine's X buffer only once every earlier VEC has;
    an unknown opcode sets ``status.err_code`` bit 4 and is dropped. The command FIFO's head
    reaches dispatch through a register slice (opcode and LOAD destination decoded before it),
@@ -251,15 +253,15 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
         inflight.next(Mux(load.load_go,
                           Mux(rt.load_done, inflight.q, (inflight.q.as_uint(5) - 1).as_bits(5)),
                           Mux(rt.load_done, inc(inflight.q, 5), inflight.q)))
-        disp.drained.assign(loadq.empty & execq.empty & storeq.empty & vecq.empty &
+        disp.drained.assign(loadq.idle & execq.idle & storeq.idle & vecq.idle &
                             (inflight.q == Bits(5)(0)) & ~mm.busy & ~st.busy & ~vec.busy &
                             arb.own.empty & ~dma.wr_busy)
 
         # ---------------------------------------------------------------- done, status, perf
         idle = ((fetch.left == Bits(32)(0)) &
                 (fetch.credits_used == Bits(fetch.credit_width)(0)) &
-                cmdq.empty & ~disp.head_valid & loadq.empty & execq.empty & storeq.empty &
-                vecq.empty & route.empty & ~rt.r_valid & ~mm.busy & ~st.busy & ~vec.busy &
+                cmdq.empty & ~disp.head_valid & loadq.idle & execq.idle & storeq.idle &
+                vecq.idle & route.empty & ~rt.r_valid & ~mm.busy & ~st.busy & ~vec.busy &
                 arb.idle & ~dma.rd_busy & ~dma.wr_busy & ~start)
         status.finish(start, idle)
         status.close(clk, rst, start,

@@ -14,11 +14,16 @@ opcode ``[0, 8)``, flags ``[8, 16)``, a LOAD's destination ``[16, 24)``, then 32
   from flops, not from the FIFO's LUT-RAM read (that read + decode + hazard + the engine FIFO's
   write enable was the accelerator's critical path). 1 cycle from the FIFO to dispatch, one
   command per cycle.
-* ``queues`` (``loadq``, ``execq``, ``storeq``, ``vecq``): one ``seq.FIFO`` of ``depth``
-  commands per engine. The head is ``dispatch``-ed (pushed into its engine's FIFO) when that
-  FIFO has room, or dropped when its opcode is none of the four (``bad``: the top's error bit).
+* ``queues`` (``loadq``, ``execq``, ``storeq``, ``vecq``): one :class:`EngineQueue` per engine,
+  a ``seq.FIFO`` of ``depth`` commands and behind it a register slice (``{engine}_head``), so
+  an engine takes its command from flops and its take (``pop``) reaches only the slice: the
+  FIFO's count -> empty -> the engine's intake -> the FIFO's read address was the critical
+  path (83.82 MHz) once the STORE lanes were sliced. A command reaches its engine 2 cycles
+  after its dispatch (1 without the slice); each queue holds ``depth`` + 2 commands. The head
+  is ``dispatch``-ed (pushed into its engine's FIFO) when that FIFO has room, or dropped when
+  its opcode is none of the four (``bad``: the top's error bit).
 * Hazards (write after read): a LOAD into P waits until every earlier STORE finished (store
-  FIFO empty, engine idle: ``store_busy`` low), a LOAD into X until every earlier VEC did
+  queue and its slice empty, engine idle: ``store_busy`` low), a LOAD into X until every earlier VEC did
   (``vec_busy``). The two idle conditions reach dispatch as registers (``store_idle_q``,
   ``vec_idle_q``), a cycle late: idle in cycle t-1 with no command of that engine dispatched in
   t-1 implies idle in t (an engine turns busy only by taking a command from its FIFO), so a
@@ -46,6 +51,33 @@ from pycde.types import Bits
 
 from .bits import inc
 from .common import NamedReg, register_slice
+
+
+class EngineQueue:
+    """One engine's command queue: a ``seq.FIFO`` of ``depth`` commands, then a register slice
+    named ``name`` (``common.register_slice``). The engine side has the FIFO's interface:
+    ``output`` (the head, from the slice's flops), ``empty`` (no head: the slice's valid flop,
+    inverted), ``pop(en)`` (the engine takes the head this cycle; ``en`` only when a head is
+    there). The dispatch side: ``push(data, en)``, ``full`` (the FIFO's). ``idle``: no command
+    anywhere in the queue (FIFO and slice). Latency: push on edge e -> ``output`` valid after
+    e + 1; one command per cycle."""
+
+    def __init__(self, width: int, depth: int, clk, rst, name: str):
+        self.fifo = fifo = FIFO(Bits(width), depth, clk, rst)
+        take = Wire(Bits(1), f"{name}_take")
+        valid, self.output, in_ready = register_slice(clk, rst, ~fifo.empty, fifo.output, take,
+                                                      name)
+        fifo.pop(~fifo.empty & in_ready)
+        self._take = take
+        self.empty = ~valid
+        self.full = fifo.full
+        self.idle = fifo.empty & ~valid              # the slice's skid entry implies valid
+
+    def push(self, data, en) -> None:
+        self.fifo.push(data, en)
+
+    def pop(self, en) -> None:
+        self._take.assign(en)
 
 
 def cmd_word(cmd, i: int):
@@ -79,7 +111,8 @@ class Dispatcher:
         is_op = [dec[cmd_bits + k] for k in range(4)]
         bad, ld_p, ld_x = dec[cmd_bits + 4], dec[cmd_bits + 5], dec[cmd_bits + 6]
         fence = dec[cmd_bits + 7]
-        self.queues = queues = [FIFO(Bits(cmd_bits), depth, clk, rst) for _ in range(4)]
+        self.queues = queues = [EngineQueue(cmd_bits, depth, clk, rst, f"{e}_head")
+                                for e in ("load", "exec", "store", "vec")]
         self.loadq, self.execq, self.storeq, self.vecq = queues
         self.store_busy = Wire(Bits(1), "store_busy")
         self.vec_busy = Wire(Bits(1), "vec_busy")
@@ -93,8 +126,8 @@ class Dispatcher:
             can = can | (is_op[k] & ~queues[k].full)
         dispatch = head_valid & can & ~hazard
         dispatch_w.assign(dispatch)
-        st_idle.next(self.storeq.empty & ~self.store_busy & ~(dispatch & is_op[2]))
-        vec_idle.next(self.vecq.empty & ~self.vec_busy & ~(dispatch & is_op[3]))
+        st_idle.next(self.storeq.idle & ~self.store_busy & ~(dispatch & is_op[2]))
+        vec_idle.next(self.vecq.idle & ~self.vec_busy & ~(dispatch & is_op[3]))
         drained_q.next(self.drained & ~dispatch)
         cmdq.pop(~cmdq.empty & slice_ready)
         credit_return.assign(dispatch)

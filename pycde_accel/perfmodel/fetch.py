@@ -5,8 +5,9 @@
   load engine at the read DMA (:class:`~.load.LoadEngine` arbitrates). The router packs the
   fetched beats into commands, which reach the command FIFO 2 cycles after their last beat.
 * :class:`Dispatch`: the command FIFO's head enters a 2-entry register slice (1 cycle); from
-  the slice one command per cycle goes, in order, to its engine's FIFO (``ENGINE_FIFO_DEPTH``;
-  a command's credit returns here). LOAD P waits for the store engine to be idle, LOAD X for
+  the slice one command per cycle goes, in order, to its engine's queue (a FIFO of
+  ``ENGINE_FIFO_DEPTH`` and a 2-entry slice behind it: the engine sees a command 2 cycles
+  after its dispatch; a command's credit returns here). LOAD P waits for the store engine to be idle, LOAD X for
   the vector engine (one cycle more: its idle is a register). A FENCE goes to no FIFO: it
   waits until the engine FIFOs are empty, every LOAD's data routed and the engines and the
   write DMA idle, and goes a cycle after that is seen; ``stamps`` are the cycles it went
@@ -91,7 +92,7 @@ class Dispatch:
                 return self._fence(t) or moved
             k = c.OP - 1
             engq = self.engq
-            ok = len(engq[k]) < ENGINE_FIFO_DEPTH
+            ok = len(engq[k]) < ENGINE_FIFO_DEPTH + SLICE    # the FIFO and its head slice
             if ok and c.OP == OP_LOAD:
                 if c.dst == DST_P:
                     ok = not engq[2] and self.store.idle_for_params(t)
@@ -100,7 +101,7 @@ class Dispatch:
             if ok:
                 dsl.popleft()
                 self.fetch.credits -= 1
-                engq[k].append((t + 1, i))
+                engq[k].append((t + 2, i))
                 self.dispatched += 1
                 moved = True
         return moved
