@@ -178,19 +178,25 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 83.82,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 95.27,
               "python -m pycde_accel synth mlp --target ecp5-85f (default config), RTL of commit "
-              "0593636 (4 STORE lanes, a register slice per lane before and after its kernel, "
-              "the write arbiter's skid buffers): 89 MULT18X18D, 46 DP16KD, 16996 LUT4, 39166 "
+              "3a8a1d7 (the static kernels chained up to a stage delay budget, a register slice "
+              "behind each engine command queue): 89 MULT18X18D, 46 DP16KD, 17441 LUT4, 31358 "
               "FF, seed 1"),
     FmaxPoint(16, 8, 32, 64, 1024, 256, 63.59,
               "python -m pycde_accel synth mlp --array 16x8 --target ecp5-85f, RTL of commit "
               "67dfa09 (main, 2026-12-02): 141 MULT18X18D, 61 DP16KD, 28724 TRELLIS_COMB, "
               "seed 1 (53 min on a loaded machine)"),
 )
-# Critical path of the 8x8 point (11.93 ns, 9.57 of it routing): the STORE command queue's
-# count (dispatch's LUT-RAM FIFO, fifo_count_2) through the engine's intake into its read
-# address. On the way to it: 755262b (4 STORE lanes) at
+# Critical path of the 8x8 point (10.50 ns, 6.04 of it routing): a requantize lane's input
+# register (store.requant_3...in0) into a 16x16 limb MULT18X18D (3.12 ns route, 3.93 in the
+# block) and out to its stage register (2.93 ns route): the fabric registers around the
+# kernel's multiplies are far from the DSP column. Before it: 8e52b74 (the chained kernels
+# without the queue slices) at 92.66 MHz (30510 FF), the same DSP path; e352e46 (not merged: a
+# register stage of its own before each kernel multiply) at 89.23 MHz, the same path from that
+# register (3.3 ns route). 0593636 placed at 83.82 MHz (39166 FF), critical path the STORE
+# command queue's count (dispatch's LUT-RAM FIFO, fifo_count_2) through the engine's intake
+# into its read address. On the way to it: 755262b (4 STORE lanes) at
 # 78.67 MHz, critical path the write path's FIFO read through the STORE engine's wd_valid_q
 # into its output queue; f5fff8e (the write arbiter's skid buffers) at 74.40 MHz, critical
 # path across the 4 lanes (requant_3's output occupancy -> the shared S3 slice's advance ->

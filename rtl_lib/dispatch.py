@@ -18,10 +18,10 @@ opcode ``[0, 8)``, flags ``[8, 16)``, a LOAD's destination ``[16, 24)``, then 32
   a ``seq.FIFO`` of ``depth`` commands and behind it a register slice (``{engine}_head``), so
   an engine takes its command from flops and its take (``pop``) reaches only the slice: the
   FIFO's count -> empty -> the engine's intake -> the FIFO's read address was the critical
-  path (83.82 MHz) once the STORE lanes were sliced. A command reaches its engine 2 cycles
-  after its dispatch (1 without the slice); each queue holds ``depth`` + 2 commands. The head
-  is ``dispatch``-ed (pushed into its engine's FIFO) when that FIFO has room, or dropped when
-  its opcode is none of the four (``bad``: the top's error bit).
+  path (83.82 MHz at 0593636) once the STORE lanes were sliced. A command reaches its engine
+  2 cycles after its dispatch (1 without the slice); each queue holds ``depth`` + 2
+  commands. The head is ``dispatch``-ed (pushed into its engine's FIFO) when that FIFO has
+  room, or dropped when its opcode is none of the four (``bad``: the top's error bit).
 * Hazards (write after read): a LOAD into P waits until every earlier STORE finished (store
   queue and its slice empty, engine idle: ``store_busy`` low), a LOAD into X until every earlier VEC did
   (``vec_busy``). The two idle conditions reach dispatch as registers (``store_idle_q``,
