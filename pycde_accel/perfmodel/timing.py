@@ -41,7 +41,7 @@ STATIC_AROUND = {
     "store_latency": (("requant",), 5),
     "add_drain": (("add",), 0),
     "max_drain": (("max",), 1),
-    "mul_extra_drain": (("mul", "-add"), 0),
+    "mul_extra_drain": (("mul", "-add"), 4),
     "rowred_drain": (("row_lanes", "row_rq"), 6),
 }
 
