@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 #: the delay one stage may hold, ns: a 150 MHz cycle (6.67 ns) less clock-to-out, setup and
 #: skew (about 1.2 ns on ECP5)
@@ -67,7 +67,6 @@ class Op:
     pred: str | None = None
     stage: int = 0
     delay: float = 0.0
-    mask: int | None = field(default=None, repr=False)  # andi with a constant: the constant
 
 
 def _log2(n: int) -> int:
@@ -148,11 +147,13 @@ def latency(ops: list[Op], consts: dict, result, budget: float = BUDGET) -> int:
 # ---- the linalg body text of a lowering.kernels.Kernel ----------------------------------------
 
 _LINE = re.compile(r"^(%\S+) = arith\.(\w+) (.*) : (.*)$")
-_PREDS = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+#: arith.cmpi's predicates, in the order of their enum values
+PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
 
 
-def _width(ty: str) -> int:
-    ty = ty.strip()
+def width(ty) -> int:
+    """The bits of an integer type (``i32``; ``index`` counts as 64)."""
+    ty = str(ty).strip()
     return 64 if ty == "index" else int(ty.lstrip("i"))
 
 
@@ -172,10 +173,8 @@ def parse_body(lines) -> tuple[list[Op], dict]:
         parts = [a.strip() for a in args.split(",")]
         if kind == "cmpi":
             pred, parts = parts[0], parts[1:]
-            assert pred in _PREDS, ln
-        src_ty = ty.split(" to ")[0]
-        width = _width(src_ty)
-        ops.append(Op(kind, width, parts, [res], pred))
+            assert pred in PREDICATES, ln
+        ops.append(Op(kind, width(ty.split(" to ")[0]), parts, [res], pred))
     return ops, consts
 
 

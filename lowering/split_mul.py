@@ -2,10 +2,10 @@
 
 The static route (``pycde-accel-scf-to-pipeline``) chains arith ops into stages by their
 delay (``lowering.schedule``), but one ``arith.muli`` on i64 (requantize's
-SaturatingRoundingDoublingHighMul) or i32
-(residual_add's ``a*ma``) is still one stage: Yosys maps it to several MULT18X18D whose partial
-products are summed in fabric in the same cycle (requantize_pc alone placed at 83 MHz on
-ECP5-85F, its critical path DSP -> 64-bit adder chain). ``split_wide_muls(kernel)`` returns the
+SaturatingRoundingDoublingHighMul) or i32 (residual_add's ``a*ma``) is still one stage: Yosys
+maps it to several MULT18X18D whose partial products are summed in fabric in the same cycle
+(requantize_pc alone placed at 83 MHz on ECP5-85F, its critical path DSP -> 64-bit adder
+chain). ``split_wide_muls(kernel)`` returns the
 same kernel (same name, ports, function) whose body computes each wide product from unsigned
 16-bit limbs instead, so that the static schedule puts every 16x16 product (one DSP, with only
 wiring before it) in a stage of its own and the sums in the following ones:

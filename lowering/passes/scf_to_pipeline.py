@@ -59,22 +59,14 @@ def _const_value(op, ir) -> int:
         return ir.BoolAttr(attr).value if hasattr(ir, "BoolAttr") else 0
 
 
-_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
-
-
 def _sched_op(op, key) -> schedule.Op:
     kind = op.name.removeprefix("arith.")
     ty = op.operands[-1].type if kind in ("cmpi", "select") else op.operands[0].type
     pred = None
     if kind == "cmpi":
-        pred = _PREDICATES[int(str(op.attributes["predicate"]).split(":")[0].strip())]
-    return schedule.Op(kind, _width(ty), [key(v) for v in op.operands],
+        pred = schedule.PREDICATES[int(str(op.attributes["predicate"]).split(":")[0].strip())]
+    return schedule.Op(kind, schedule.width(ty), [key(v) for v in op.operands],
                        [key(r) for r in op.results], pred)
-
-
-def _width(t) -> int:
-    s = str(t)
-    return 64 if s == "index" else int(s.lstrip("i"))
 
 
 def _convert(func, ir, budget: float) -> str:

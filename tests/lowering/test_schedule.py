@@ -78,3 +78,18 @@ def test_requantize_is_shorter_than_one_op_level_per_stage():
         for r in o.results:
             ready[r] = s + 1
     assert S.kernel_latency(k) * 2 <= ready[k.result]
+
+
+def test_perf_model_latencies_are_the_accelerators_kernels():
+    """perfmodel.timing builds its own copies of the accelerator's kernels (it cannot import the
+    PyCDE assembly layer); their latencies are those of the kernels assemble.accel_kernels
+    instantiates, for each bus width."""
+    from pycde_accel.assemble import accel_kernels
+    from pycde_accel.config import AccelConfig
+    from pycde_accel.perfmodel.timing import kernel_latencies
+
+    for axi in (32, 64):
+        cfg = AccelConfig(axi_data_width=axi)
+        want = {role: S.kernel_latency(k)
+                for role, k in accel_kernels(cfg, route="static", rowred=True).items()}
+        assert kernel_latencies(axi // 8) == want
