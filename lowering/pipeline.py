@@ -134,6 +134,10 @@ _PIPELINE = Stage(
 _PIPELINE_HW = Stage(
     "hw", "circt", "map-arith-to-comb,pipeline-explicit-regs,lower-pipeline-to-hw,canonicalize",
     "hw + seq: arith -> comb, stage registers made explicit, pipeline lowered to registers")
+_PIPELINE_HW_ECP5 = Stage(
+    "hw", "circt", _PIPELINE_HW.pipeline + ",pycde-accel-ecp5-dsp-mul,canonicalize",
+    _PIPELINE_HW.doc + "; then (ECP5) each multiply one MULT18X18D with its own input and "
+    "output registers in place of the stage registers around it (pycde-accel-ecp5-dsp-mul)")
 _POSTOPS = Stage(
     "postops", "model", "extract-postops",
     "the model's post-op kernels as linalg (requantize(+relu) per Linear/Conv, residual_add per "
@@ -143,6 +147,7 @@ ROUTES: dict[str, tuple[Stage, ...]] = {
     "dynamic": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE, _HANDSHAKE_OPT, _HW, _SV),
     "dynamic-stock": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE_STOCK, _HANDSHAKE_BUF, _HW, _SV),
     "static": (_BUFFERIZE, _SCF, _PIPELINE, _PIPELINE_HW, _SV),
+    "static-ecp5": (_BUFFERIZE, _SCF, _PIPELINE, _PIPELINE_HW_ECP5, _SV),
     "static-calyx": (_BUFFERIZE, _SCF, _SCF_WHILE, _CALYX, _CALYX_OPT, _CALYX_HW, _SV),
 }
 #: A model's routes: stage 00 is the frontend's whole integer model; 01 extracts its post-op

@@ -12,6 +12,14 @@ from an earlier stage comes from a stage register: delay 0). If start + its own 
 (a DSP multiply) therefore has a stage to itself, fed from registers. The kernel's result is
 registered once more, so latency = the result's stage + 1.
 
+A multiply is one registered MULT18X18D on ECP5 (``pycde-accel-ecp5-dsp-mul`` moves the stage
+registers around it into the block): its operands are registered at the end of the stage that
+computes them, with the route into the DSP column (:data:`DSP_ROUTE`) in that stage's budget
+(else one more fabric register first), the multiply has the next stage to itself, and its
+product leaves the block's output register with the route out of the column
+(:data:`DSP_ROUTE`) as its start delay in the stage after. So a multiply at stage ``s`` reads
+registers only and its product is registered at the end of ``s``, as on any other target.
+
 Delays, in ns on ECP5 with the route each level needs (on the placed accelerator routing is
 three quarters of the critical path, so a LUT level costs its route, not its cell delay);
 :data:`BUDGET` is a stage that closes at 150 MHz:
@@ -26,8 +34,8 @@ three quarters of the critical path, so a LUT level costs its route, not its cel
 * a shift by a variable amount: one mux level per bit the amount can have (a constant mask
   ``andi e, m`` limits them, as ``lowering.split_mul`` splits wide shifts), at most
   ``log2 W`` plus one for amounts past the width;
-* ``muli`` (the static route's multiplies are 16x16 limbs, one MULT18X18D each) and anything
-  else: :data:`MUL`, more than the budget.
+* ``muli`` (the static route's multiplies are 16x16 limbs, one MULT18X18D each): a stage of
+  its own between registers, as above; anything else: :data:`MUL`, more than the budget.
 """
 
 from __future__ import annotations
@@ -47,6 +55,9 @@ CARRY0 = 1.5
 CARRY_BIT = 0.05
 #: a multiply (one MULT18X18D, a stage of its own) and any op the model does not know
 MUL = 6.0
+#: the route between the fabric and the DSP column, either way (placed on the LFE5U-85F: 3.12 ns
+#: into a MULT18X18D, 2.93 ns out of it, fit.py's critical path of 3a8a1d7)
+DSP_ROUTE = 3.0
 
 _WIRE = ("extsi", "extui", "trunci", "bitcast", "index_cast")
 _BITWISE = ("andi", "ori", "xori")
@@ -123,6 +134,15 @@ def schedule(ops: list[Op], consts: dict, budget: float = BUDGET) -> dict:
                 s = max(s, ready[v][0])
         start = max([ready[v][1] for v in op.operands if v in ready and ready[v][0] == s],
                     default=0.0)
+        if op.kind == "muli":
+            # operands registered at the end of stage s (the DSP's input registers), the
+            # route into the column included; the product is registered at the end of the
+            # multiply's stage and reaches the next one after the route out
+            s += 1 if start + DSP_ROUTE <= budget else 2
+            op.stage, op.delay = s, MUL
+            for r in op.results:
+                ready[r] = (s + 1, DSP_ROUTE)
+            continue
         d = op_delay(op, consts, masks)
         if d > 0 and start > 0 and start + d > budget:
             s, start = s + 1, 0.0

@@ -16,8 +16,8 @@ instantiate next to the systolic core. Ports (all valid/ready, a beat moves when
   memory completion the optimized route dropped (pycde-accel-drop-mem-completion-join): the
   kernel's store-done tokens are answered here, one per store taken.
 
-The same contract is kept for a kernel lowered by the **static** route (``lowered.route ==
-"static"``: a ``pipeline.scheduled`` with fixed latency L, element ports ``in<K>`` +
+The same contract is kept for a kernel lowered by the **static** route (``lowered.route`` in
+:data:`STATIC_ROUTES`: a ``pipeline.scheduled`` with fixed latency L, element ports ``in<K>`` +
 ``in_valid``/``in_ready``, ``out0``/``out0_valid``/``out0_ready``), so that an engine does not
 care which route its kernel took. The wrapper then:
 
@@ -68,8 +68,13 @@ def _w(ty: str) -> int:
 CALYX_ROUTES = ("calyx", "static-calyx")
 
 
+#: the routes whose kernel is a fixed-latency pipeline (``pycde-accel-scf-to-pipeline``); on
+#: ``static-ecp5`` its multiplies are registered MULT18X18D blocks, the same ports and latency
+STATIC_ROUTES = ("static", "static-ecp5")
+
+
 def stream_module(system, kernel, lowered):
-    if getattr(lowered, "route", None) == "static":
+    if getattr(lowered, "route", None) in STATIC_ROUTES:
         return static_stream_module(system, kernel, lowered)
     if getattr(lowered, "route", None) in CALYX_ROUTES:
         return calyx_stream_module(system, kernel, lowered)

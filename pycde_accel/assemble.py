@@ -15,7 +15,8 @@ the whole accelerator on them and emits it (``rtl_lib.emit.emit_module``).
 * :func:`emit_store_engine` / :func:`emit_vector_engine`: one engine alone, with its kernels
   lowered as the accelerator lowers them (the block tests); ``*_prepare``: their
   ``emit_module`` ``prepare`` hooks;
-* :data:`KERNEL_ROUTE`, :func:`kernel_for_route`, :func:`lower_accel_kernel`: the route.
+* :data:`KERNEL_ROUTE`, :func:`kernel_for_route`, :func:`lower_accel_kernel`: the route;
+  :func:`lowering_route`: its ``lowering.ROUTES`` name for a target (ECP5: registered DSPs).
 """
 
 from __future__ import annotations
@@ -39,18 +40,33 @@ ACCEL_SCHEDULES = ("dynamic", "static", "calyx")
 KERNEL_ROUTE = "static"
 
 
+def lowering_route(route: str, target: str) -> str:
+    """The ``lowering.ROUTES`` name that builds the kernels of ``route`` for ``target``: on
+    ECP5 the static route maps each multiply to a registered MULT18X18D (``static-ecp5``,
+    ``pycde-accel-ecp5-dsp-mul``; simulation then needs ``rtl_lib.ecp5.SIM_MODEL``)."""
+    from .rtl_lib.ecp5 import is_ecp5
+    return "static-ecp5" if route == "static" and is_ecp5(target) else route
+
+
+def kernel_sim_models(route: str, target: str) -> list:
+    """The simulation-only sources the kernels of ``route`` need on ``target``."""
+    from .rtl_lib.ecp5 import SIM_MODEL
+    return [SIM_MODEL] if lowering_route(route, target) == "static-ecp5" else []
+
+
 def kernel_for_route(kernel, route: str = KERNEL_ROUTE):
     """``kernel`` as the accelerator lowers it by ``route`` (static: wide multiplies split)."""
     from .lowering.split_mul import split_wide_muls
     return split_wide_muls(kernel) if route == "static" else kernel
 
 
-def lower_accel_kernel(kernel, out: Path, route: str = KERNEL_ROUTE):
-    """``lowering.build_kernel`` of :func:`kernel_for_route` ``(kernel, route)`` into ``out``;
-    returns ``(kernel as lowered, Lowered)`` (pass both to ``lowering.stream.stream_module``)."""
+def lower_accel_kernel(kernel, out: Path, route: str = KERNEL_ROUTE, target: str = "ecp5-85f"):
+    """``lowering.build_kernel`` of :func:`kernel_for_route` ``(kernel, route)`` into ``out``
+    by :func:`lowering_route` ``(route, target)``; returns ``(kernel as lowered, Lowered)``
+    (pass both to ``lowering.stream.stream_module``)."""
     from . import lowering
     k = kernel_for_route(kernel, route)
-    return k, lowering.build_kernel(k, Path(out), route=route)
+    return k, lowering.build_kernel(k, Path(out), route=lowering_route(route, target))
 
 
 # ---- the kernels of each engine ---------------------------------------------------------------
@@ -137,9 +153,11 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
                         f"the {' or '.join(ACCEL_SCHEDULES)} route")
     ks = accel_kernels(config, route, rowred)
     models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
+    models += [m for m in kernel_sim_models(route, config.target) if m not in models]
     with tempfile.TemporaryDirectory(prefix="pycde_accel_kernels_") as tmp:
         base = Path(kernel_dir) if kernel_dir is not None else Path(tmp)
-        lowered = {role: lowering.build_kernel(k, base / k.name, route=route)
+        lowered = {role: lowering.build_kernel(k, base / k.name,
+                                               route=lowering_route(route, config.target))
                    for role, k in ks.items()}
 
         def prepare(system):
@@ -177,8 +195,10 @@ def emit_store_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None =
     check_config(config)
     sv_dir = Path(sv_dir)
     work_dir = Path(work_dir) if work_dir is not None else sv_dir.parent / "requant"
-    k, lowered = lower_accel_kernel(requant_kernel(config), work_dir, route or KERNEL_ROUTE)
-    return emit_module(None, sv_dir, prepare=store_engine_prepare(config, lowered, k))
+    route = route or KERNEL_ROUTE
+    k, lowered = lower_accel_kernel(requant_kernel(config), work_dir, route, config.target)
+    return emit_module(None, sv_dir, sim_models=kernel_sim_models(route, config.target),
+                       prepare=store_engine_prepare(config, lowered, k))
 
 
 def vector_engine_prepare(config: AccelConfig, lowered, max_run: int = MAX_RUN, kernels=None,
@@ -210,6 +230,8 @@ def emit_vector_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None 
     sv_dir = Path(sv_dir)
     work_dir = Path(work_dir) if work_dir is not None else sv_dir.parent / "vec_kernels"
     ks = vector_kernels(config, max_run) + (row_reduce_kernels(config, max_run) if rowred else ())
-    pairs = [lower_accel_kernel(k, work_dir / k.name, route or KERNEL_ROUTE) for k in ks]
-    return emit_module(None, sv_dir, prepare=vector_engine_prepare(
+    route = route or KERNEL_ROUTE
+    pairs = [lower_accel_kernel(k, work_dir / k.name, route, config.target) for k in ks]
+    return emit_module(None, sv_dir, sim_models=kernel_sim_models(route, config.target),
+                       prepare=vector_engine_prepare(
         config, [lo for _, lo in pairs], max_run, [k for k, _ in pairs]))

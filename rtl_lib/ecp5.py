@@ -42,9 +42,14 @@ SIM_MODEL = Path(__file__).resolve().parent / "MULT18X18D_sim.sv"
 DSP_WIDTH = 18
 
 
+def is_ecp5(target: str) -> bool:
+    """Whether ``target`` (an ``fpga`` target name) is a Lattice ECP5 device."""
+    return str(target).lower().startswith("ecp5")
+
+
 def uses_ecp5_dsp(target: str, data_width: int) -> bool:
     """Whether a PE for ``target`` instantiates MULT18X18D (else it infers its multiply)."""
-    return str(target).lower().startswith("ecp5") and 2 <= data_width <= DSP_WIDTH
+    return is_ecp5(target) and 2 <= data_width <= DSP_WIDTH
 
 
 @modparams

@@ -45,12 +45,13 @@ class SimResult:
         return (len(c) - 1) / (c[-1] - c[0]) if len(c) > 1 and c[-1] > c[0] else 0.0
 
 
-def build(sv: Path, top: str, build_dir: Path):
-    """Verilator build of one kernel's SV through :mod:`pycde_accel.sim.runner`."""
+def build(sv: Path, top: str, build_dir: Path, sources=()):
+    """Verilator build of one kernel's SV (and ``sources``, simulation models it instantiates)
+    through :mod:`pycde_accel.sim.runner`."""
     build_dir = Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     filelist = build_dir / "filelist.f"
-    filelist.write_text(f"{Path(sv).resolve()}\n")
+    filelist.write_text("".join(f"{Path(f).resolve()}\n" for f in [*sources, sv]))
     # tests run short: compile fast rather than simulate fast
     # (cache_root: built once per SV text, so several runs share one build)
     return runner.build(filelist, top, cache_root=build_dir, build_args=["-CFLAGS", "-O0"])
@@ -91,11 +92,13 @@ def static_ports(kernel) -> tuple[dict, dict]:
 
 
 def simulate_static(kernel, sv: Path, build_dir: Path, inputs: dict, scalars: dict | None = None,
-                    *, backpressure: float = 0.3, seed: int = 0, tag: str = "run") -> SimResult:
+                    *, backpressure: float = 0.3, seed: int = 0, tag: str = "run",
+                    sources=()) -> SimResult:
     """Run a static-route kernel (``pipeline_tb.py``): all ``n`` results in order, with the
-    cycle of each output beat (``store_cycles``)."""
+    cycle of each output beat (``store_cycles``). ``sources``: simulation models it needs
+    (``rtl_lib.ecp5.SIM_MODEL`` for the ``static-ecp5`` route)."""
     build_dir = Path(build_dir)
-    sim = build(sv, kernel.name, build_dir)
+    sim = build(sv, kernel.name, build_dir, sources)
     ports, sc = static_ports(kernel)
     cfg = {"ports": ports, "scalars": sc, "n": kernel.n, "backpressure": backpressure,
            "seed": seed, "inputs": {k: [int(x) for x in np.asarray(v).ravel()]

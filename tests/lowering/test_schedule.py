@@ -24,11 +24,24 @@ def test_wiring_is_free_and_a_multiply_has_a_stage_of_its_own():
     S.schedule(ops, consts)
     stage = {o.results[0]: o.stage for o in ops}
     delay = {o.results[0]: o.delay for o in ops}
-    assert [stage[k] for k in ("%a", "%l", "%h", "%p")] == [0, 0, 0, 0]
-    assert delay["%l"] == delay["%h"] == 0.0 and delay["%p"] == S.MUL
-    # the shift by a constant is wiring after the product; the add starts a new stage
-    assert stage["%q"] == 0 and stage["%r"] == 1 and delay["%r"] == pytest.approx(S.carry(64))
-    assert S.latency(ops, consts, "%r") == 2
+    assert [stage[k] for k in ("%a", "%l", "%h")] == [0, 0, 0]
+    assert delay["%l"] == delay["%h"] == 0.0
+    # the multiply reads registers (the DSP's input registers, loaded at the end of stage 0)
+    assert stage["%p"] == 1 and delay["%p"] == S.MUL
+    # its product leaves the DSP's output register: the shift by a constant is wiring in the
+    # next stage, after the route out of the DSP column; the 64-bit add does not fit after
+    # that route and starts a stage of its own
+    assert stage["%q"] == 2 and delay["%q"] == S.DSP_ROUTE
+    assert stage["%r"] == 3 and delay["%r"] == pytest.approx(S.carry(64))
+    assert S.latency(ops, consts, "%r") == 4
+    # an operand that arrives late in its stage leaves no room for the route into the DSP:
+    # one more register first
+    ops, consts = _ops(["%s = arith.addi %x, %y : i64", "%p = arith.muli %s, %x : i64"])
+    S.schedule(ops, consts)
+    assert [o.stage for o in ops] == [0, 2]
+    ops, consts = _ops(["%s = arith.addi %x, %y : i8", "%p = arith.muli %s, %x : i8"])
+    S.schedule(ops, consts)   # 1.9 ns + the route fit
+    assert [o.stage for o in ops] == [0, 1]
 
 
 def test_chained_ops_stay_within_the_budget():
@@ -69,7 +82,8 @@ def test_kernel_latency_is_the_lowered_pipelines(kernel, tmp_path):
 
 
 def test_requantize_is_shorter_than_one_op_level_per_stage():
-    """Chaining halves the requantize pipeline (28 stages at one op level per stage)."""
+    """Chaining shortens the requantize pipeline (28 stages at one op level per stage) to
+    under 60% of that, registered DSP multiplies included."""
     k = split_wide_muls(kernels.requantize(8, per_channel=True))
     ops, consts = _ops(k.body_lines)
     ready: dict = {}
@@ -77,7 +91,7 @@ def test_requantize_is_shorter_than_one_op_level_per_stage():
         s = max([ready[v] for v in o.operands if v in ready], default=0)
         for r in o.results:
             ready[r] = s + 1
-    assert S.kernel_latency(k) * 2 <= ready[k.result]
+    assert S.kernel_latency(k) <= 0.6 * ready[k.result]
 
 
 def test_perf_model_latencies_are_the_accelerators_kernels():

@@ -30,7 +30,7 @@ def block_sim(cache_root, tmp_path_factory):
     def get(key: str, emit):
         if key not in sims:
             sv = emit(tmp_path_factory.mktemp(key) / "sv")
-            sims[key] = sim.build(sv.filelist, sv.top, cache_root=cache_root)
+            sims[key] = sim.build(sv.sim_filelist, sv.top, cache_root=cache_root)
         return sims[key]
 
     return get
