@@ -28,8 +28,8 @@ care which route its kernel took. The wrapper then:
 * joins the tensor inputs: an element goes in when every ``X_valid`` is high, the run is open
   and the pipeline is not stalled (``X_ready`` of each is that join);
 * puts a 2-entry buffer between ``out0`` and ``y``: the pipeline's ``out0_ready`` (its stall,
-  which fans out to every stage register, and ``in_ready``) is a function of that buffer's
-  occupancy register only, never of ``y_ready``; full rate is kept (1 element/cycle).
+  which fans out to every stage register, and ``in_ready``) is one register (the buffer is
+  full), never a function of ``y_ready``; full rate is kept (1 element/cycle).
 
 A result therefore leaves L + 1 cycles after its element went in at the earliest.
 
@@ -162,8 +162,12 @@ def static_stream_module(system, kernel, lowered):
         all_x = one
         for nm, _ in kernel.inputs:
             all_x = all_x & getattr(p, f"{nm}_valid")
+        # "the count is at the run's last element" is a register of its own (the compare
+        # ahead of it, on the count's next value), not a compare after in_fire: in_last
+        # gates start_ready, which the engine's start bookkeeping waits on
+        at_last = Wire(Bits(1), "in_count_at_last")
         in_fire = active & all_x & k_in_ready
-        in_last = in_fire & (in_cnt == Bits(cw)(n - 1))
+        in_last = in_fire & at_last
         all_s = one
         for nm, _ in kernel.scalars:
             all_s = all_s & getattr(p, f"{nm}_valid")
@@ -181,6 +185,8 @@ def static_stream_module(system, kernel, lowered):
         cnt_next = Mux(in_fire, in_cnt, Mux(in_last, (in_cnt.as_uint() + 1).as_bits(cw),
                                             Bits(cw)(0)))
         in_cnt.assign(cnt_next.reg(clk, rst, rst_value=0, name="in_count_r"))
+        at_last.assign((cnt_next == Bits(cw)(n - 1)).reg(clk, rst, rst_value=int(n == 1),
+                                                          name="in_count_at_last_r"))
         for nm, _ in kernel.inputs:
             others = active & k_in_ready
             for o, _ in kernel.inputs:
@@ -189,7 +195,8 @@ def static_stream_module(system, kernel, lowered):
             setattr(p, f"{nm}_ready", others)
         # -- output buffer (2 entries): out0_ready depends on its occupancy only
         occ = Wire(Bits(2), "out_occupancy")
-        k_out_ready = occ != Bits(2)(2)
+        full = Wire(Bits(1), "out_full")   # occ == 2, a register of its own (see below)
+        k_out_ready = ~full
         args = {"clock": clk, "reset": rst, "in_valid": active & all_x,
                 "out0_ready": k_out_ready}
         for nm, port in tensors.items():
@@ -206,6 +213,10 @@ def static_stream_module(system, kernel, lowered):
         occ_up = Mux(push, occ, (occ.as_uint() + 1).as_bits(2))
         occ_next = Mux(pop, occ_up, (occ_up.as_uint() - 1).as_bits(2))
         occ.assign(occ_next.reg(clk, rst, rst_value=0, name="out_occupancy_r"))
+        # the pipeline's stall is this flop: it fans out to every stage register and, through
+        # in_ready, into the engine's input join; decoded from the occupancy it was a LUT
+        # level and a long route more on that path
+        full.assign((occ_next == Bits(2)(2)).reg(clk, rst, rst_value=0, name="out_full_r"))
         d0, d1 = Wire(Bits(yw), "out_d0"), Wire(Bits(yw), "out_d1")
         occ0, occ1, occ2 = occ == Bits(2)(0), occ == Bits(2)(1), occ == Bits(2)(2)
         load0 = occ0 | (occ1 & pop)
