@@ -50,8 +50,9 @@ from .devices import Device
 LUT_PER_PE_ACC_BIT = 4
 # Everything but the PEs in the 8x8 accelerator (see the module docstring), in LUT4-equivalents.
 LUT_PERIPHERY = 10000
-#: hard multipliers of each post-op kernel as placed (MULT18X18D cells by source module in the
-#: Yosys netlist of the default 8x8 accelerator, static route; maxpool has none)
+#: hard multipliers of each post-op kernel: on ECP5 one MULT18X18D instance per multiply of its
+#: static-route body (lowering.split_mul's products, pycde-accel-ecp5-dsp-mul; maxpool has none;
+#: tests/lowering/test_ecp5_dsp_mul.py counts them)
 KERNEL_DSP_BY_KERNEL = {"requantize": 4, "residual_add": 4, "mul_requantize": 5}
 KERNEL_DSP = sum(KERNEL_DSP_BY_KERNEL.values())
 

@@ -14,6 +14,10 @@ wiring before it) in a stage of its own and the sums in the following ones:
   ``au*bu - ((a<0 ? bu : 0) + (b<0 ? au : 0)) << H`` where ``au``/``bu`` are the zero-extended
   operands and ``au*bu`` = the four limb products shifted and added (a < 0 makes ``a = au -
   2^H``; the ``2^2H`` term vanishes modulo ``2^W``).
+* ``muli(extsi a, y)`` with ``a`` of at most 16 bits (an int8 times a multiplier): ``a`` is one
+  signed limb, so ``x*y mod 2^W`` = sum over the unsigned limbs of ``y`` of ``x * y_j << 16j``
+  (W/16 products, not the W/16 (W/16 + 1) / 2 of the general case); two such operands are
+  already one product and stay as they are;
 * any other ``muli x, y : iW`` (W = 32 or 64): ``x*y mod 2^W`` = sum over limb pairs ``i + j <
   W/16`` of ``x_i * y_j << 16(i+j)``.
 
@@ -93,6 +97,14 @@ def _unsigned_product(e: _Emit, x: str, y: str, width: int) -> str:
                           for i in range(n) for j in range(n) if i + j < n])
 
 
+def _narrow_product(e: _Emit, x: str, y: str, width: int) -> str:
+    """``x * y mod 2^width`` where ``x`` is sign-extended from at most one limb: the sum of
+    ``x * y_j << 16j`` over the unsigned limbs ``y_j`` of ``y`` (exact: ``y = sum y_j 2^16j``),
+    each a signed-limb by unsigned-limb product (one DSP)."""
+    yl = e.limbs(y, width // LIMB)
+    return e.sum_shifted([(e.bin("muli", x, yl[j]), LIMB * j) for j in range(len(yl))])
+
+
 def _signed_full_product(e: _Emit, a: str, b: str, half: int) -> str:
     """The 2H-bit product of two H-bit signed values ``a``, ``b`` (the extsi operands)."""
     w = 2 * half
@@ -141,9 +153,15 @@ def split_lines(lines) -> list[str]:
         res, x, y = m.group(1), m.group(2), m.group(3)
         e = _Emit(str(k), f"i{w}")
         ex, ey = ext.get(x), ext.get(y)
+        narrow_x, narrow_y = (bool(v and v[1] <= LIMB) for v in (ex, ey))
+        if narrow_x and narrow_y:    # one signed limb each: already one DSP product
+            out.append(ln)
+            continue
         if (ex and ey and ex[1] == ey[1] and 2 * ex[1] == w and ex[2] == w
                 and ex[1] % LIMB == 0):
             r = _signed_full_product(e, ex[0], ey[0], ex[1])
+        elif narrow_x or narrow_y:
+            r = _narrow_product(e, *((x, y) if narrow_x else (y, x)), w)
         else:
             r = _unsigned_product(e, x, y, w)
         assert e.lines[-1].startswith(f"{r} = ")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pycde_accel.assemble import kernel_for_route, lowering_route
+from pycde_accel.fpga.fit import KERNEL_DSP_BY_KERNEL as DSP
 from pycde_accel.lowering import bridge, build_kernel
 from pycde_accel.rtl_lib.ecp5 import SIM_MODEL
 
@@ -30,9 +31,11 @@ def test_the_accelerators_route_on_ecp5_only():
     assert lowering_route("dynamic", "ecp5-85f") == "dynamic"
 
 
-@pytest.mark.parametrize("name,muls", [("requantize_pc", 4), ("mul_requantize", 7),
-                                       ("residual_add", 6), ("row_lanes", 8)])
+@pytest.mark.parametrize("name,muls", [("requantize_pc", DSP["requantize"]),
+                                       ("mul_requantize", DSP["mul_requantize"]),
+                                       ("residual_add", DSP["residual_add"]), ("row_lanes", 8)])
 def test_every_multiply_is_a_registered_dsp(name, muls, tmp_path):
+    """One block per multiply, as many as the fit (fpga.fit.KERNEL_DSP_BY_KERNEL) counts."""
     k = kernel_for_route(_case(name, np.random.default_rng(0))[0], "static")
     plain = build_kernel(k, tmp_path / "plain", route="static")
     dsp = build_kernel(k, tmp_path / "dsp", route="static-ecp5")
