@@ -179,17 +179,23 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 95.27,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 101.0,
               "python -m pycde_accel synth mlp --target ecp5-85f (default config), RTL of commit "
-              "3a8a1d7 (the static kernels chained up to a stage delay budget, a register slice "
-              "behind each engine command queue): 89 MULT18X18D, 46 DP16KD, 17441 LUT4, 31358 "
-              "FF, seed 1"),
+              "c52dcf6 (the static kernels' multiplies as registered MULT18X18D, the stream "
+              "wrapper's stall a register): 93 MULT18X18D, 46 DP16KD, 17307 LUT4, 32888 FF, "
+              "seed 1"),
     FmaxPoint(16, 8, 32, 64, 1024, 256, 63.59,
               "python -m pycde_accel synth mlp --array 16x8 --target ecp5-85f, RTL of commit "
               "67dfa09 (main, 2026-12-02): 141 MULT18X18D, 61 DP16KD, 28724 TRELLIS_COMB, "
               "seed 1 (53 min on a loaded machine)"),
 )
-# Critical path of the 8x8 point (10.50 ns, 6.04 of it routing): a requantize lane's input
+# Critical path of the 8x8 point (9.91 ns, 7.31 of it routing): a LUT-RAM FIFO's read address
+# (fifo_rd_addr_5 -> fifo_mem_5, towards m_axi_wdata) through its unregistered read data and the
+# vector engine's write-command logic (wc_pending, m_axi_wready) back into the FIFO's read
+# address. Before it: 908750a (the registered DSPs alone) at 97.35 MHz, critical path the
+# requantize stream wrapper's output occupancy -> in_ready -> in_last -> start_ready -> the
+# store engine's start_owed (10.27 ns, 6 LUT levels); 3a8a1d7 at 95.27 MHz (31358 FF), critical
+# path (10.50 ns, 6.04 of it routing): a requantize lane's input
 # register (store.requant_3...in0) into a 16x16 limb MULT18X18D (3.12 ns route, 3.93 in the
 # block) and out to its stage register (2.93 ns route): the fabric registers around the
 # kernel's multiplies are far from the DSP column. Before it: 8e52b74 (the chained kernels
