@@ -32,6 +32,8 @@ care which route its kernel took. The wrapper then:
   full), never a function of ``y_ready``; full rate is kept (1 element/cycle).
 
 A result therefore leaves L + 1 cycles after its element went in at the earliest.
+The static wrapper's class has ``lockstep_join = True``: its inputs are taken in one cycle and
+no control depends on the data, so instances given the same control inputs run in step.
 
 And for a kernel lowered by the **calyx** route (``lowered.route`` in :data:`CALYX_ROUTES`: a
 component with ``go``/``done``, scalars as ``in<K>`` inputs, and each memory ``arg_mem_<M>`` as
@@ -234,6 +236,9 @@ def static_stream_module(system, kernel, lowered):
         _ = zero
 
     attrs["build"] = generator(build)
+    # the tensor inputs are taken in one cycle (the join above) and no control depends on
+    # the data: instances fed the same control inputs run in step (engines may rely on it)
+    attrs["lockstep_join"] = True
     return type(f"{kernel.name}_stream", (Module,), attrs)
 
 

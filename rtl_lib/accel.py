@@ -255,7 +255,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                           Mux(rt.load_done, inc(inflight.q, 5), inflight.q)))
         disp.drained.assign(loadq.idle & execq.idle & storeq.idle & vecq.idle &
                             (inflight.q == Bits(5)(0)) & ~mm.busy & ~st.busy & ~vec.busy &
-                            arb.own.empty & ~dma.wr_busy)
+                            arb.own_empty & ~dma.wr_busy)
 
         # ---------------------------------------------------------------- done, status, perf
         idle = ((fetch.left == Bits(32)(0)) &

@@ -25,9 +25,10 @@ taken; write: AW issued, B not yet taken); the splitter issues at most one burst
 Read engine ``axi_dma_rd`` (port ``m_axi_ar*``, ``m_axi_r*``)
 -----------------------------------------------------------
 Data out on ``out_data`` (data_width), ``out_last`` (the command's last beat), ``out_row_last``
-(a row's last beat), ``out_valid``, ``out_ready``: R beats pass straight through (``rready =
-out_ready``; no buffer, zero added latency, AXI back-pressure does the rest). ``done`` (out) is
-high for the cycle the command's last beat is taken. Commands may be queued back to back: the
+(a row's last beat), ``out_valid``, ``out_ready``: R beats pass through a register slice
+(``r_q``, ``common.register_slice``: 2 entries, latency 1, full rate; ``rready`` is its flop, so
+the consumer's ready never reaches the R channel and ``out_*`` are registers). ``done`` (out)
+is high for the cycle the command's last beat is taken on ``out``. Commands may be queued back to back: the
 splitter takes the next command as soon as it has issued the last burst of the previous one.
 Sustained rate with no back-pressure: 1 beat per cycle once the first burst's data arrives
 (as long as the memory's latency is covered by ``max_outstanding`` bursts).
@@ -60,7 +61,7 @@ from pycde.types import Bits, UInt
 
 from ..errors import ConfigError
 from .bits import add, log2, sub
-from .common import NamedReg
+from .common import NamedReg, register_slice
 from .stream import Stream, module
 
 COUNTER_WIDTH = 32
@@ -265,20 +266,30 @@ def make_dma_read(data_width: int = 64, addr_width: int = 32, max_burst: int = 2
     def build(p):
         clk, rst = p.clk, p.rst
         split, burst_ready = _split_commands(p, Split, cmd)
-        r_fire = p.m_axi_rvalid & p.out_ready
+        # R beats enter a register slice (r_q): rready is its flop and out_* are its
+        # registers, so the consumer's ready does not reach the R channel and the
+        # consumer's logic starts from flops, not from the burst flags' LUT-RAM read
+        r_in_ready = Wire(Bits(1), "r_q_in_ready")
+        r_fire = p.m_axi_rvalid & r_in_ready
         r_end = r_fire & p.m_axi_rlast
         inflight, ar_fire = _issue_bursts(p, "m_axi_ar", split, burst_ready, r_end,
                                           max_outstanding, "rd_inflight", lsb)
         flags = FIFO(Bits(2), max(2, max_outstanding), clk, rst)
         flags.push(BitsSignal.concat([split.burst_last, split.burst_row_last]), ar_fire)
         head = flags.pop(r_end)
-        p.m_axi_rready = p.out_ready
-        p.out_data = p.m_axi_rdata
-        p.out_valid = p.m_axi_rvalid
-        p.out_last = p.m_axi_rlast & head[1]
-        p.out_row_last = p.m_axi_rlast & head[0]
-        p.done = r_end & head[1]
-        busy = split.active | split.burst_valid | (inflight != Bits(inflight.type.width)(0))
+        beat = BitsSignal.concat([p.m_axi_rlast & head[1], p.m_axi_rlast & head[0],
+                                  p.m_axi_rdata])
+        o_valid, o_beat, o_in_ready = register_slice(clk, rst, p.m_axi_rvalid, beat,
+                                                     p.out_ready, "r_q")
+        r_in_ready.assign(o_in_ready)
+        p.m_axi_rready = o_in_ready
+        p.out_data = o_beat[0:DW]
+        p.out_valid = o_valid
+        p.out_last = o_beat[DW + 1]
+        p.out_row_last = o_beat[DW]
+        p.done = o_valid & p.out_ready & o_beat[DW + 1]
+        busy = (split.active | split.burst_valid | o_valid |
+                (inflight != Bits(inflight.type.width)(0)))
         p.busy = busy
         err = NamedReg(1, clk, rst, 0, name="rd_err")
         err.next(err.q | (r_fire & (p.m_axi_rresp != Bits(2)(0))))

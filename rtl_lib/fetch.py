@@ -58,13 +58,39 @@ class Fetcher:
         used_plus = Mux(self.go, used.q, (used.q.as_uint(CW) + now.as_uint(CW)).as_bits(CW))
         used_next = Mux(self.pop, used_plus, (used_plus.as_uint(CW) - 1).as_bits(CW))
         used.next(used_next)
-        room.next((used_next.as_uint(CW) <= depth - chunk).as_bits())
+        # room' = used' <= depth - chunk, with used' = used + (go ? now : 0) - pop: each case a
+        # compare of registers (a full chunk is a constant), go, pop and short only select
+        # among them, so the late fetch_go / cmdq_pop do not run through an adder and a
+        # compare
+        lim = depth - chunk
+        wide = CW + 1
+        u = used.q.as_uint(wide)
+        tail = (u + left.q[0:CW].as_uint(wide)).as_uint(wide + 1)
+
+        def le(v, k):
+            return (v <= k).as_bits()
+
+        # [pop low, pop high] for each case: no fetch, a whole chunk, the short tail
+        room_idle = [le(u, lim), le(u, lim + 1)]
+        room_full = [le(u + chunk, lim), le(u + chunk, lim + 1)]
+        room_tail = [le(tail, lim), le(tail, lim + 1)]
+
+        def pick(pair):
+            return Mux(self.pop, pair[0], pair[1])
+
+        room.next(Mux(self.go, pick(room_idle), Mux(short.q, pick(room_full), pick(room_tail))))
         cmd_bytes_log2 = (cmd_bits // 8).bit_length() - 1
         step = (addr.q.as_uint(AW) + shl(now, cmd_bytes_log2, AW).as_uint(AW)).as_bits(AW)
         addr.next(Mux(start, Mux(self.go, addr.q, step), cmd_base))
         rest = (left.q.as_uint(32) - now.as_uint(CW)).as_bits(32)
         left_next = Mux(start, Mux(self.go, left.q, rest), cmd_count)
         left.next(left_next)
-        short.next((left_next.as_uint(32) < chunk).as_bits())
-        any_left.next(left_next != Bits(32)(0))
+        # after a fetch: short (left < chunk) fetches all that is left (nothing remains);
+        # else left - chunk remains, short when left < 2 chunk, nonzero when left != chunk:
+        # compares of left itself, not of the subtraction's result
+        short_go = short.q | (left.q.as_uint(32) < 2 * chunk).as_bits()
+        nz_go = ~short.q & (left.q != Bits(32)(chunk))
+        short.next(Mux(start, Mux(self.go, short.q, short_go),
+                       (cmd_count.as_uint(32) < chunk).as_bits()))
+        any_left.next(Mux(start, Mux(self.go, any_left.q, nz_go), cmd_count != Bits(32)(0)))
         self.addr, self.left, self.credits_used, self.chunk_now = addr.q, left.q, used.q, now

@@ -39,9 +39,10 @@ on ``wd`` 9 cycles after the command was taken; under write back-pressure the be
 ``wd_ready`` (64 beats at ``wd_ready`` one cycle in two: 123..134 cycles).
 
 MAX path: the pair FIFO's head goes whole into one register, ``max_in`` (2W bits: the lane
-kernels start at flops), which every lane kernel reads its two bytes from; a flag per lane and
-input remembers an element taken, and ``max_in`` reloads once every lane took both of its bytes
-(the lanes run in step; the flags only matter if one kernel stalls alone). A result beat is
+kernels start at flops), which every lane kernel reads its two bytes from, and ``max_in``
+reloads once every lane took both of its bytes. With static-route kernels (``lockstep_join``:
+both inputs taken in one cycle, control independent of the data) the lanes run in step and lane
+0's ready stands for all; otherwise a flag per lane and input remembers an element taken. A result beat is
 taken when every lane kernel has its byte (``y_valid`` of all AB) and the output register is
 free or being emptied: the kernels' 2-entry output buffers hold the beats in flight and stall
 their pipelines in step, and the pair FIFO's credits (``PAIR_FIFO_DEPTH`` beats between the X
@@ -377,28 +378,39 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
 
         # MAX: the head pair goes whole into one register (``max_in``: the kernels start at
         # flops) and from there to AB maxpool kernels, lane k taking byte k of the X beat
-        # (t0) and of the S beat (t1); per lane and input a flag remembers an element taken,
-        # and max_in is free again once every lane took both of its bytes (the lanes run in
-        # step: the flags only matter if a kernel stalls alone)
+        # (t0) and of the S beat (t1); max_in is free again once every lane took both of its
+        # bytes.
         mi_v = NamedReg(1, clk, rst, 0, name="max_in_v")
-        lane_taken = []
         mx_t0_ready = [Wire(Bits(1), f"max{k}_t0_ready") for k in range(AB)]
         mx_t1_ready = [Wire(Bits(1), f"max{k}_t1_ready") for k in range(AB)]
-        mx_flags = []
-        for k in range(AB):
-            f0 = NamedReg(1, clk, rst, 0, name=f"max{k}_t0_done")
-            f1 = NamedReg(1, clk, rst, 0, name=f"max{k}_t1_done")
-            v0, v1 = mi_v.q & ~f0.q, mi_v.q & ~f1.q
-            t0_fin = f0.q | (v0 & mx_t0_ready[k])
-            t1_fin = f1.q | (v1 & mx_t1_ready[k])
-            lane_taken.append(t0_fin & t1_fin)
-            mx_flags.append((f0, f1, v0, v1, t0_fin, t1_fin))
-        mi_consumed = mi_v.q
-        for t in lane_taken:
-            mi_consumed = mi_consumed & t
-        for f0, f1, _, _, t0_fin, t1_fin in mx_flags:
-            f0.next(t0_fin & ~mi_consumed)
-            f1.next(t1_fin & ~mi_consumed)
+        if getattr(max_kernel, "lockstep_join", False):
+            # A static-route kernel takes its inputs together (the wrapper's join) and its
+            # control does not depend on the data, so lanes that are instances of one module,
+            # reset together, with the same control inputs (both valids max_in_v, start
+            # always offered, y_ready max_take) run in step: every lane's ready is lane 0's,
+            # and max_in is consumed when lane 0 takes it (no per-lane flags, no AND over
+            # the lanes between the kernels' readies and the pair FIFO's pop)
+            mx_flags = [(None, None, mi_v.q, mi_v.q, None, None) for _ in range(AB)]
+            mi_consumed = mi_v.q & mx_t0_ready[0]
+        else:
+            # other routes may take t0 and t1 in different cycles: per lane and input a flag
+            # remembers an element taken
+            lane_taken = []
+            mx_flags = []
+            for k in range(AB):
+                f0 = NamedReg(1, clk, rst, 0, name=f"max{k}_t0_done")
+                f1 = NamedReg(1, clk, rst, 0, name=f"max{k}_t1_done")
+                v0, v1 = mi_v.q & ~f0.q, mi_v.q & ~f1.q
+                t0_fin = f0.q | (v0 & mx_t0_ready[k])
+                t1_fin = f1.q | (v1 & mx_t1_ready[k])
+                lane_taken.append(t0_fin & t1_fin)
+                mx_flags.append((f0, f1, v0, v1, t0_fin, t1_fin))
+            mi_consumed = mi_v.q
+            for t in lane_taken:
+                mi_consumed = mi_consumed & t
+            for f0, f1, _, _, t0_fin, t1_fin in mx_flags:
+                f0.next(t0_fin & ~mi_consumed)
+                f1.next(t1_fin & ~mi_consumed)
         mi_load = ~mi_v.q | mi_consumed
         max_pop = head_valid & is_max & mi_load
         mi_v.next(Mux(mi_load, mi_v.q, max_pop))
@@ -423,17 +435,22 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
                      for nm in ("add_start", "ma", "mb", "s", "mul_start", "m0", "mul_s")}
         tok_valid = {}
         n_nz = p.v_n != Bits(16)(0)
+        n_one = p.v_n == Bits(16)(1)
         for nm, sel in (("add_start", v_add), ("ma", v_add), ("mb", v_add),
                         ("s", v_add), ("mul_start", p.v_mul), ("m0", p.v_mul),
                         ("mul_s", p.v_mul)):
             vld = NamedReg(1, clk, rst, 0, name=f"{nm}_tok_valid")
             take = vld.q & tok_ready[nm]
-            cnt = NamedReg(CW, clk, rst, 0, name=f"{nm}_tokens")
-            cnt_next = Mux(accept, Mux(take, cnt.q, inc(cnt.q, CW)), Bits(CW)(0))
-            cnt.next(cnt_next)
+            # tokens still to give, counted down from n, and "the next take is the last"
+            # as a flop of its own (set from the count before the take), so the take reaches
+            # the valid through one gate, not through the count's adder and a 16-bit compare
+            left = NamedReg(CW, clk, rst, 0, name=f"{nm}_tokens_left")
+            last = NamedReg(1, clk, rst, 0, name=f"{nm}_tok_last")
+            left.next(Mux(accept, Mux(take, left.q, sub(left.q, Bits(CW)(1), CW)), p.v_n))
+            last.next(Mux(accept, Mux(take, last.q, left.q == Bits(CW)(2)), n_one))
             # (a run takes its tokens only while busy; the n-th take clears the valid, so
             # it is low again by the time the command finishes)
-            vld.next(Mux(accept, vld.q & (cnt_next != n), sel & n_nz))
+            vld.next(Mux(accept, vld.q & ~(take & last.q), sel & n_nz))
             tok_valid[nm] = vld.q
         add_k = add_kernel(clk=clk, rst=rst, a=a_data, a_valid=a_valid & is_add,
                            b=b_data, b_valid=b_valid & is_add,

@@ -12,7 +12,9 @@ write commands, ``wd_*`` data); ``wr``: the wires of the write DMA's ``cmd_*`` a
 * Commands: fixed priority, ``first`` before ``second``, one per cycle (combinational on
   the two ``wc_valid`` and the DMA's ready). Each command taken pushes its owner and its
   beats per row and rows into the owner FIFO (``own``, 4 entries; full holds commands back).
-* Data: the owner FIFO's head says whose ``wd`` beats go to the DMA, ``beats x rows`` of them
+* Data: the owner FIFO's head (through a register slice, ``own_q``, so the head the data
+  select and the beat counters look at is flops) says whose ``wd`` beats go to the DMA,
+  ``beats x rows`` of them
   (counted apart, registers ``write_beat_in_row`` and ``write_row`` from 1, so no multiplier
   sits on the command path), in command order. A writer offers its data only after its
   command was taken (both engines do), so the head is always the next data's owner.
@@ -27,9 +29,9 @@ write commands, ``wd_*`` data); ``wr``: the wires of the write DMA's ``cmd_*`` a
   on edge e reaches the DMA's ``in`` after edge e + 1 (2 edges: the skid buffer and
   ``arb_data_q``), one beat per cycle per writer when the DMA takes one per cycle; a writer
   whose beats are not the owner FIFO's head has at most 2 of them taken ahead.
-* ``own`` (the FIFO), ``idle`` (no command or data still owed to the DMA: the owner FIFO,
-  both slices and both skid buffers empty, for the top's idle) and ``wfire`` (a data beat
-  went to the DMA).
+* ``own`` (the FIFO), ``own_empty`` (it and its slice hold no command), ``idle`` (no
+  command or data still owed to the DMA: the owner FIFO, its slice, both slices and both skid
+  buffers empty, for the top's idle) and ``wfire`` (a data beat went to the DMA).
 """
 
 from __future__ import annotations
@@ -96,9 +98,15 @@ class WriteArbiter:
                       for n, e in zip(self._names, (a, b)))
         a_wd_ready.assign(a_in.in_ready)
         b_wd_ready.assign(b_in.in_ready)
-        oh = own.output
+        # the owner FIFO's head reaches the data select through a register slice
+        # (``own_q``): its LUT-RAM read data and the beat/row compares on it no longer run
+        # into the FIFO's own read address and count in one cycle (the placed critical path
+        # fifo_rd_addr -> fifo_mem -> write_row CE -> pop -> fifo_count)
+        own_taken = Wire(Bits(1), "own_q_taken")
+        o_valid, oh, own_in_ready = register_slice(clk, rst, ~own.empty, own.output,
+                                                   own_taken, "own_q")
+        own.pop(~own.empty & own_in_ready)
         o_b, o_bpr, o_rows = oh[0], oh[1:17], oh[17:33]
-        o_valid = ~own.empty
         wbeat = NamedReg(16, clk, rst, 1, name="write_beat_in_row")  # counts from 1
         wrow = NamedReg(16, clk, rst, 1, name="write_row")            # counts from 1
         # the owner's data beats go to the DMA through a register slice (data_q)
@@ -115,10 +123,13 @@ class WriteArbiter:
         w_last = wb_last & wr_last
         wbeat.next(Mux(wfire, wbeat.q, Mux(wb_last, inc(wbeat.q, 16), Bits(16)(1))))
         wrow.next(Mux(wfire & wb_last, wrow.q, Mux(wr_last, inc(wrow.q, 16), Bits(16)(1))))
-        own.pop(wfire & w_last)
+        own_taken.assign(wfire & w_last)
         skid_ready[self._names[0]].assign(o_valid & ~o_b & d_in_ready)
         skid_ready[self._names[1]].assign(o_valid & o_b & d_in_ready)
         self.own = own
+        #: no write command's data still owed: the owner FIFO and its slice are empty
+        self.own_empty = own.empty & ~o_valid & own_in_ready
         self.wfire = d_valid & wr_in_ready
-        self.idle = (own.empty & ~c_valid & c_in_ready & ~d_valid & d_in_ready &
+        self.idle = (own.empty & ~o_valid & own_in_ready & ~c_valid & c_in_ready &
+                     ~d_valid & d_in_ready &
                      ~a_in.out_valid & ~b_in.out_valid)

@@ -7,7 +7,7 @@ order) and the write side (AW, W beats, B responses), as ``rtl_lib.axi_dma`` run
   issues it while fewer than ``MAX_OUTSTANDING`` are in flight (so one burst more than those
   waits there); it takes the next command the cycle after the last burst of the current one
   entered the register; a burst's first beat comes ``read_latency`` cycles after it is
-  issued. The router takes the beats (:mod:`.load`).
+  issued, and reaches the router ``RD_SLICE`` later (the R register slice). The router takes the beats (:mod:`.load`).
 * :class:`WriteDma`: one AW per cycle (``MAX_OUTSTANDING`` bursts until their B response), one
   W beat per cycle as the engines offer them (``WD_SKID`` cycles later: the write arbiter's skid
   buffer in front of its data slice), B ``write_latency`` after a burst's last beat.
@@ -23,7 +23,7 @@ from collections import deque
 
 from ..contract import BURST_BOUNDARY, MAX_BURST, MAX_OUTSTANDING
 from .memory import Budget
-from .timing import INF, WD_SKID
+from .timing import INF, RD_SLICE, WD_SKID
 
 _NO_LIMIT = None
 
@@ -88,7 +88,7 @@ class ReadDma:
                 self.split_free = t + 1
             moved = True
         if self.held is not None and self.inflight < MAX_OUTSTANDING:
-            self.rq.append([t + self.rl, self.held])
+            self.rq.append([t + self.rl + RD_SLICE, self.held])
             self.inflight += 1
             self.held = None
             moved = True

@@ -69,6 +69,9 @@ def _latencies(ab: int) -> tuple:
 #: (the command FIFO's head), of the router (the route FIFO's head) and of the vector engine's
 #: S input
 SLICE = 2
+#: the read DMA's R register slice (rtl_lib.axi_dma, ``r_q``, latency 1): a beat the memory
+#: returns reaches the router one cycle later
+RD_SLICE = 1
 #: the write arbiter's skid buffer on each engine's write data (rtl_lib.skid_buffer, latency
 #: 1): a beat an engine offers reaches the arbiter's data slice one cycle later
 WD_SKID = 1
