@@ -53,9 +53,11 @@ def root() -> Path | None:
 
 
 def key(work: Path, files: list[str], top: str, device: str, seed: int, freq_mhz: float,
-        place: bool, tools: dict[str, str]) -> str:
+        place: bool, tools: dict[str, str], script: str = "") -> str:
+    """The entry of one run: the sources' bytes, the tools' versions, the Yosys ``script``
+    (a change to the flow's own commands is a new entry) and the placement's settings."""
     h = hashlib.sha256()
-    for part in (VERSION, top, device, str(seed), repr(float(freq_mhz)), str(place),
+    for part in (VERSION, top, device, str(seed), repr(float(freq_mhz)), str(place), script,
                  *(f"{k}={v}" for k, v in sorted(tools.items()))):
         h.update(part.encode() + b"\0")
     for f in files:

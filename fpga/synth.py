@@ -113,7 +113,8 @@ def synthesize(sv_files: Sequence[os.PathLike | str], top: str, target: str | De
         raise UserError(f"synthesis: cannot create the work folder {work} ({e.strerror})") from e
     files = stage_sources(sv_files, work)
     versions = {"yosys": tool_version("yosys"), "nextpnr": tool_version(device.nextpnr[0])}
-    ckey = cache.key(work, files, top, device.name, seed, freq_mhz, place, versions)
+    ckey = cache.key(work, files, top, device.name, seed, freq_mhz, place, versions,
+                     yosys.script(files, top, device))
     # one run per key at a time: an identical run started meanwhile waits, then reuses it
     with cache.locked(ckey, lambda: progress(
             f"waiting for an identical synthesis run in another process (cache {ckey[:12]})")):

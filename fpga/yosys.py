@@ -54,9 +54,19 @@ class YosysStats:
     port_bits: int          # bits on the top module's ports
 
 
+#: Every memory is marked ``no_rw_check`` before synthesis: a read of a word in the cycle it
+#: is written is don't-care (``rtl_lib.common.dual_port_mem``'s contract; the engines never
+#: do it). Without it Yosys emulates read-first behaviour around each block RAM (an address
+#: compare, a copy of the write data and a mux after the RAM's 5.6 ns clock-to-out), which
+#: put a LUT level on every block-RAM read path of the accelerator.
+MEMORY_ATTRS = "setattr -set no_rw_check 1 m:*"
+
+
 def script(files: list[str], top: str, device: Device) -> str:
-    """The Yosys script: one ``read_verilog -sv`` per file, synthesis, JSON netlist and stat."""
+    """The Yosys script: one ``read_verilog -sv`` per file, :data:`MEMORY_ATTRS`, synthesis,
+    JSON netlist and stat."""
     cmds = [f"read_verilog -sv {f}" for f in files]
+    cmds.append(MEMORY_ATTRS)
     cmds.append(f"{device.yosys_synth} -top {top} -json {NETLIST}")
     cmds.append(f"tee -q -o {STAT} stat -json")
     return "\n".join(cmds) + "\n"

@@ -26,7 +26,11 @@ class NamedReg:
 def dual_port_mem(clk, rst, name: str, width: int, depth: int, waddr, wdata, wen, raddr):
     """A simple dual-port memory ``name`` of ``depth`` words of ``width`` bits (``seq.hlmem``:
     one write port, write latency 1; one registered read port, read latency 1): returns the
-    read data. Yosys maps it to block RAM."""
+    read data. Yosys maps it to block RAM. A read of the word written in the same cycle is
+    undefined on the FPGA (the open flow marks memories ``no_rw_check``: no read-first
+    emulation logic around the block RAM; ``fpga.yosys.MEMORY_ATTRS``): a caller never reads
+    a word in the cycle it writes it (the engines' bank commits and hazard checks order
+    them)."""
     from pycde.circt import ir
     from pycde.circt.dialects import seq as raw_seq
     from pycde.signals import _FromCirctValue

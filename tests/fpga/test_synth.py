@@ -192,3 +192,26 @@ def test_an_identical_run_comes_from_the_synthesis_cache(tiny_sv, tiny_maker, tm
         m.setattr(yosys, "run_yosys", ran)
         with pytest.raises(AssertionError, match="tool ran"):       # the cache switched off
             synthesize(tiny_sv, "TinyMac", "ecp5-25f", tmp_path / "e", seed=2, freq_mhz=90)
+
+
+BRAM_SV = """
+module TinyRam(input clk, input we, input [7:0] wa, input [7:0] ra, input [31:0] wd,
+               output [31:0] rd);
+  reg [31:0] mem [0:255];
+  reg [31:0] rd_reg;
+  always_ff @(posedge clk) rd_reg <= mem[ra];
+  always_ff @(posedge clk) if (we) mem[wa] <= wd;
+  assign rd = rd_reg;
+endmodule
+"""
+
+
+def test_block_ram_maps_without_read_first_emulation(tmp_path):
+    """A memory as CIRCT's seq.hlmem lowering writes it (registered read, write in another
+    process) is one DP16KD and nothing else: no address compare and bypass mux after the
+    RAM's output (fpga.yosys.MEMORY_ATTRS)."""
+    (tmp_path / "TinyRam.sv").write_text(BRAM_SV)
+    rep = synthesize([tmp_path / "TinyRam.sv"], "TinyRam", "ecp5-85f", tmp_path / "w",
+                     place=False)
+    assert rep.bram == 1
+    assert rep.lut == 0 and rep.ff == 0 and rep.carry == 0, (rep.lut, rep.ff, rep.carry)
