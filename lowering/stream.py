@@ -27,9 +27,11 @@ care which route its kernel took. The wrapper then:
   pipeline captures scalars with each element), so runs follow each other with no bubble;
 * joins the tensor inputs: an element goes in when every ``X_valid`` is high, the run is open
   and the pipeline is not stalled (``X_ready`` of each is that join);
-* puts a 2-entry buffer between ``out0`` and ``y``: the pipeline's ``out0_ready`` (its stall,
-  which fans out to every stage register, and ``in_ready``) is one register (the buffer is
-  full), never a function of ``y_ready``; full rate is kept (1 element/cycle).
+* never stalls the pipeline (``out0_ready`` is 1: no stage register and no multiplier has an
+  enable, so no stall net fans out across the pipeline): the results go into an output FIFO
+  (LUT RAM, :func:`out_fifo_depth` entries: the latency plus the credit's round trip) and an
+  element goes in only with a credit, a free FIFO slot not yet claimed (``out_has_credit``, a
+  register); ``y`` is the FIFO's head; full rate is kept (1 element/cycle).
 
 A result therefore leaves L + 1 cycles after its element went in at the earliest.
 The static wrapper's class has ``lockstep_join = True``: its inputs are taken in one cycle and
@@ -59,6 +61,7 @@ from __future__ import annotations
 
 from pycde import Clock, Input, Module, Output, Reset, generator
 from pycde.constructs import Mux, Wire
+from pycde.seq import FIFO
 from pycde.types import Bits
 
 
@@ -145,6 +148,17 @@ def _ports(kernel) -> dict:
     return attrs
 
 
+def out_fifo_depth(kernel) -> int:
+    """Results the static wrapper's output FIFO holds: the pipeline's latency (as the static
+    route schedules ``kernel``, with or without its wide multiplies split) plus the credit's
+    round trip (the push, the pop and the credit's register), so a consumer that takes one
+    result per cycle never runs the credits out."""
+    from .schedule import kernel_latency
+    from .split_mul import split_wide_muls
+
+    return max(kernel_latency(kernel), kernel_latency(split_wide_muls(kernel))) + 4
+
+
 def static_stream_module(system, kernel, lowered):
     """``<name>_stream`` around a static-route kernel (see the module docstring)."""
     core = system.import_mlir(file=lowered.hw)[kernel.name]
@@ -195,12 +209,15 @@ def static_stream_module(system, kernel, lowered):
                 if o != nm:
                     others = others & getattr(p, f"{o}_valid")
             setattr(p, f"{nm}_ready", others)
-        # -- output buffer (2 entries): out0_ready depends on its occupancy only
-        occ = Wire(Bits(2), "out_occupancy")
-        full = Wire(Bits(1), "out_full")   # occ == 2, a register of its own (see below)
-        k_out_ready = ~full
-        args = {"clock": clk, "reset": rst, "in_valid": active & all_x,
-                "out0_ready": k_out_ready}
+        # -- output FIFO with credits: the pipeline never stalls (out0_ready is 1, so no
+        # stage register, and no DSP's CE, has an enable: the stall net that fanned out to
+        # every stage of the pipeline and to its multipliers, wherever they are placed, is
+        # gone). An element goes in only with a credit (a free FIFO slot not yet claimed):
+        # -1 per element taken, +1 per result that leaves; the FIFO holds the latency's
+        # results plus the round trip, so the credits never run out at full rate
+        has_credit = Wire(Bits(1), "out_has_credit")
+        args = {"clock": clk, "reset": rst, "in_valid": active & all_x & has_credit,
+                "out0_ready": one}
         for nm, port in tensors.items():
             args[port] = getattr(p, nm)
         for nm, port in scalars.items():
@@ -208,25 +225,22 @@ def static_stream_module(system, kernel, lowered):
             args[port] = getattr(p, nm).reg(clk, ce=take, name=f"scalar_{nm}")
             assert args[port].type.width == w
         inst = core(**args)
-        k_in_ready.assign(inst.in_ready)
-        push = inst.out0_valid & k_out_ready
-        has = occ != Bits(2)(0)
+        depth = out_fifo_depth(kernel)
+        kw = depth.bit_length()
+        credits = Wire(Bits(kw), "out_credits")
+        k_in_ready.assign(has_credit & inst.in_ready)
+        out = FIFO(Bits(yw), depth, clk, rst)
+        out.push(inst.out0, inst.out0_valid)
+        has = ~out.empty
         pop = has & p.y_ready
-        occ_up = Mux(push, occ, (occ.as_uint() + 1).as_bits(2))
-        occ_next = Mux(pop, occ_up, (occ_up.as_uint() - 1).as_bits(2))
-        occ.assign(occ_next.reg(clk, rst, rst_value=0, name="out_occupancy_r"))
-        # the pipeline's stall is this flop: it fans out to every stage register and, through
-        # in_ready, into the engine's input join; decoded from the occupancy it was a LUT
-        # level and a long route more on that path
-        full.assign((occ_next == Bits(2)(2)).reg(clk, rst, rst_value=0, name="out_full_r"))
-        d0, d1 = Wire(Bits(yw), "out_d0"), Wire(Bits(yw), "out_d1")
-        occ0, occ1, occ2 = occ == Bits(2)(0), occ == Bits(2)(1), occ == Bits(2)(2)
-        load0 = occ0 | (occ1 & pop)
-        d0_next = Mux(load0, Mux(occ2 & pop, d0, d1), inst.out0)
-        d0.assign(d0_next.reg(clk, name="out_d0_r"))
-        d1.assign(Mux(occ1 & push & ~pop, d1, inst.out0).reg(clk, name="out_d1_r"))
-        p.y = d0
+        p.y = out.pop(pop)
         p.y_valid = has
+        c_dn = Mux(in_fire, credits, (credits.as_uint(kw) - 1).as_bits(kw))
+        c_next = Mux(pop, c_dn, (c_dn.as_uint(kw) + 1).as_bits(kw))
+        credits.assign(c_next.reg(clk, rst, rst_value=depth, name="out_credits_r"))
+        # a flop of its own: the input join starts from registers
+        has_credit.assign((c_next != Bits(kw)(0)).reg(clk, rst, rst_value=1,
+                                                      name="out_has_credit_r"))
         # -- done: the n-th result of a run leaves
         oc = Wire(Bits(cw), "out_count")
         o_last = oc == Bits(cw)(n - 1)

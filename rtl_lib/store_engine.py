@@ -189,12 +189,12 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         rec = p.p_wr_index[2:2 + PA] if 2 + PA <= 32 else _fit(p.p_wr_index[2:32], PA)
         word = p.p_wr_index[0:2]
         raddr = [Wire(Bits(PA), f"param_raddr{sfx[l]}") for l in range(L)]
+        s1_load = Wire(Bits(1), "s1_load")
         params = [[dual_port_mem(clk, rst, f"param_{nm}{sfx[l]}", 32, D, rec, p.p_wr_data,
-                                 p.p_wr_valid & (word == Bits(2)(w)), raddr[l])
+                                 p.p_wr_valid & (word == Bits(2)(w)), raddr[l], ren=s1_load)
                    for w, nm in enumerate(("bias", "m0", "shift"))] for l in range(L)]
 
         # -- S0: the beat buffer, read out one group of L elements per cycle ----------------
-        s1_load = Wire(Bits(1), "s1_load")
         bb_v = NamedReg(1, clk, rst, 0, name="bb_valid")
         bb_j = NamedReg(JW, clk, rst, 0, name="bb_col")
         bb_data = NamedReg(C * ACC, clk, None, None, name="bb_data")
@@ -257,7 +257,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             jl = BitsSignal.concat([bb_j.q, Bits(LL)(l)]) if LL else bb_j.q
             s0_rec.append(Mux(bb_pt.q, add(bb_pidx.q, _fit(jl, PA), PA), bb_pidx.q))
 
-        # -- S1: parameters read (address held while S1 stalls) -------------------------
+        # -- S1: parameters read (the RAMs' read enable is S1's load) ---------------------
         s2_take = Wire(Bits(1), "s2_take")
         s1_v = NamedReg(1, clk, rst, 0, name="s1_valid")
         s1_adv = s1_v.q & s2_take
@@ -266,10 +266,11 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         s1_acc = []
         for l in range(L):
             a_l = NamedReg(XW, clk, None, None, ce=s1_load, name=f"s1_acc{sfx[l]}")
-            r_l = NamedReg(PA, clk, None, None, ce=s1_load, name=f"s1_rec{sfx[l]}")
             a_l.next(_sext32(s0_acc[l]))
-            r_l.next(s0_rec[l])
-            raddr[l].assign(Mux(s1_load, r_l.q, s0_rec[l]))
+            # the parameter RAMs read the record of the group moving into S1, with S1's
+            # load as their read enable: their data holds while S1 stalls, without a mux
+            # that would hold the address in front of the RAMs
+            raddr[l].assign(s0_rec[l])
             s1_acc.append(a_l)
 
         # -- S2: x = acc + bias (int32 wrap), forked to the kernel's three inputs ---------
