@@ -21,10 +21,12 @@ The same contract is kept for a kernel lowered by the **static** route (``lowere
 ``in_valid``/``in_ready``, ``out0``/``out0_valid``/``out0_ready``), so that an engine does not
 care which route its kernel took. The wrapper then:
 
-* takes a run's start token together with its scalar beats (all of them valid), latches the
-  scalars and holds them as the pipeline's ``in<K>`` for the run's ``n`` elements; the next
-  run's start may be taken on the edge where the current run's last element goes in (the
-  pipeline captures scalars with each element), so runs follow each other with no bubble;
+* takes a run's start token together with its scalar beats (all of them valid) into a
+  register slice (``start_q``: the ``start_ready``/scalar readies are its flop), latches the
+  scalars from it and holds them as the pipeline's ``in<K>`` for the run's ``n`` elements;
+  the next run's start may be taken from the slice on the edge where the current run's last
+  element goes in (the pipeline captures scalars with each element), so runs follow each
+  other with no bubble;
 * joins the tensor inputs: an element goes in when every ``X_valid`` is high, the run is open
   and the pipeline is not stalled (``X_ready`` of each is that join);
 * never stalls the pipeline (``out0_ready`` is 1: no stage register and no multiplier has an
@@ -62,7 +64,10 @@ from __future__ import annotations
 from pycde import Clock, Input, Module, Output, Reset, generator
 from pycde.constructs import Mux, Wire
 from pycde.seq import FIFO
+from pycde.signals import BitsSignal
 from pycde.types import Bits
+
+from ..regs import register_slice
 
 
 def _w(ty: str) -> int:
@@ -187,15 +192,29 @@ def static_stream_module(system, kernel, lowered):
         all_s = one
         for nm, _ in kernel.scalars:
             all_s = all_s & getattr(p, f"{nm}_valid")
+        # a run's start and its scalars enter together through a register slice
+        # (``start_q``): the readies the engine sees are its flop, so the run control
+        # (in_last, the credits, the input join) does not reach the engine's token logic
+        # in the same cycle; the next run's start waits in the slice, so runs still
+        # follow each other with no bubble
         can_take = ~active | in_last
-        take = can_take & p.start_valid & all_s
-        p.start_ready = can_take & all_s
+        s_fields = [getattr(p, nm) for nm, _ in kernel.scalars] or [zero]
+        t_v, t_d, t_in_ready = register_slice(clk, rst, p.start_valid & all_s,
+                                              BitsSignal.concat(s_fields), can_take,
+                                              "start_q")
+        take = can_take & t_v
+        p.start_ready = t_in_ready & all_s
         for nm, _ in kernel.scalars:
             others = p.start_valid
             for o, _ in kernel.scalars:
                 if o != nm:
                     others = others & getattr(p, f"{o}_valid")
-            setattr(p, f"{nm}_ready", can_take & others)
+            setattr(p, f"{nm}_ready", t_in_ready & others)
+        s_lo, s_val = t_d.type.width, {}
+        for nm, _ in kernel.scalars:
+            w = getattr(p, nm).type.width
+            s_val[nm] = t_d[s_lo - w:s_lo]
+            s_lo -= w
         active.assign(Mux(take, active & ~in_last, one).reg(clk, rst, rst_value=0,
                                                             name="run_active_r"))
         cnt_next = Mux(in_fire, in_cnt, Mux(in_last, (in_cnt.as_uint() + 1).as_bits(cw),
@@ -222,7 +241,7 @@ def static_stream_module(system, kernel, lowered):
             args[port] = getattr(p, nm)
         for nm, port in scalars.items():
             w = _w(dict(kernel.scalars)[nm])
-            args[port] = getattr(p, nm).reg(clk, ce=take, name=f"scalar_{nm}")
+            args[port] = s_val[nm].reg(clk, ce=take, name=f"scalar_{nm}")
             assert args[port].type.width == w
         inst = core(**args)
         depth = out_fifo_depth(kernel)

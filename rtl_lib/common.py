@@ -1,26 +1,9 @@
-"""Small PyCDE helpers shared by the rtl_lib modules."""
+"""Small PyCDE helpers shared by the rtl_lib modules (``NamedReg`` and ``register_slice`` live
+in :mod:`pycde_accel.regs`, which the lowering's stream wrappers use too)."""
 
 from __future__ import annotations
 
-from pycde.constructs import Wire
-from pycde.types import Bits
-
-
-class NamedReg:
-    """A register whose SV name is exactly ``name`` (PyCDE's ``Reg`` appends ``__reg1``).
-
-    ``r = NamedReg(Bits(8), clk, rst, 0, "count")``; read ``r.q``; assign ``r.next(value)`` once.
-    """
-
-    def __init__(self, width: int, clk, rst=None, rst_value: int | None = None, ce=None,
-                 name: str = "r"):
-        self._d = Wire(Bits(width), f"{name}_next")
-        if rst is not None and rst_value is None:
-            rst_value = 0
-        self.q = self._d.reg(clk, rst, rst_value=rst_value, ce=ce, name=name)
-
-    def next(self, value) -> None:
-        self._d.assign(value)
+from ..regs import NamedReg, register_slice  # noqa: F401  (re-exported for the rtl_lib modules)
 
 
 def dual_port_mem(clk, rst, name: str, width: int, depth: int, waddr, wdata, wen, raddr,
@@ -60,26 +43,3 @@ def name_module(cls, name: str):
     cls._builder.attributes["output_file"] = hw.OutputFileAttr.get_from_filename(
         ir.StringAttr.get(f"{name}.sv"), False, True)
     return cls
-
-
-def register_slice(clk, rst, valid, data, ready, name: str):
-    """A full-rate valid/ready register slice (2-entry skid buffer) between a sender
-    (``valid``, ``data``) and a receiver (``ready``): returns ``(out_valid, out_data,
-    in_ready)``. ``out_valid``/``out_data`` and ``in_ready`` are registers, so neither the
-    sender's logic nor the receiver's reaches the other side in one cycle. Latency 1 (a beat
-    taken on edge e is offered after e), 1 beat per cycle, order kept. Registers
-    ``{name}_v``/``{name}_d`` (the output) and ``{name}_skid_v``/``{name}_skid_d``."""
-    from pycde.constructs import Mux
-
-    w = data.type.width
-    main_v = NamedReg(1, clk, rst, 0, name=f"{name}_v")
-    skid_v = NamedReg(1, clk, rst, 0, name=f"{name}_skid_v")
-    in_ready = ~skid_v.q
-    load = ~main_v.q | ready                     # the output register is empty or taken
-    skid_d = NamedReg(w, clk, None, None, ce=in_ready, name=f"{name}_skid_d")
-    skid_d.next(data)
-    main_d = NamedReg(w, clk, None, None, ce=load, name=f"{name}_d")
-    main_d.next(Mux(skid_v.q, data, skid_d.q))
-    main_v.next(Mux(load, main_v.q, skid_v.q | valid))
-    skid_v.next(Mux(load, skid_v.q | (valid & in_ready), Bits(1)(0)))
-    return main_v.q, main_d.q, in_ready
