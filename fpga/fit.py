@@ -179,17 +179,22 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 101.0,
-              "python -m pycde_accel synth mlp --target ecp5-85f (default config), RTL of commit "
-              "c52dcf6 (the static kernels' multiplies as registered MULT18X18D, the stream "
-              "wrapper's stall a register): 93 MULT18X18D, 46 DP16KD, 17307 LUT4, 32888 FF, "
-              "seed 1"),
-    FmaxPoint(16, 8, 32, 64, 1024, 256, 63.59,
-              "python -m pycde_accel synth mlp --array 16x8 --target ecp5-85f, RTL of commit "
-              "67dfa09 (main, 2026-12-02): 141 MULT18X18D, 61 DP16KD, 28724 TRELLIS_COMB, "
-              "seed 1 (53 min on a loaded machine)"),
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 96.91,
+              "bench/fmax.py's measure_accel (the whole default accelerator, nextpnr towards "
+              "150 MHz), RTL of commit 8a3e4ae (static kernels without stall, parameter RAMs "
+              "with a read enable, memories no_rw_check): 89 MULT18X18D, 46 DP16KD, seed 1; "
+              "main at 8ea50c7 placed the same way gave 92.42"),
+    FmaxPoint(16, 8, 32, 64, 2048, 256, 96.69,
+              "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
+              "spad_b_depth=2048), towards 140 MHz, RTL of commit 8a3e4ae: 153 MULT18X18D, "
+              "70 DP16KD, 22677 LUT4, 48817 FF, seed 1; main at 8ea50c7 (spad 1024) placed the "
+              "same way gave 91.37"),
 )
-# Critical path of the 8x8 point (9.91 ns, 7.31 of it routing): a LUT-RAM FIFO's read address
+# Critical path of the 8x8 point (10.32 ns, 8.38 of it routing): a store lane's output slice
+# valid (store.y_2_v) through the lanes' join into store.wd_valid_q; of the 16x8 point (10.34 ns,
+# 8.64 routing): the parameter splitter's part register through the read router's
+# destination readies into route_head_d's enable. Earlier, the 101.0 MHz of c52dcf6 (towards
+# 100 MHz) had this critical path (9.91 ns, 7.31 of it routing): a LUT-RAM FIFO's read address
 # (fifo_rd_addr_5 -> fifo_mem_5, towards m_axi_wdata) through its unregistered read data and the
 # vector engine's write-command logic (wc_pending, m_axi_wready) back into the FIFO's read
 # address. Before it: 908750a (the registered DSPs alone) at 97.35 MHz, critical path the
