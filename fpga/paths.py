@@ -61,7 +61,7 @@ class DelayModel:
     route_fanout_ns: float = 0.12
 
 
-# cell type -> (input ports -> output ports delay kind); comb cells only
+# combinational cell type -> the kind of its input-to-output delay (DelayModel's fields)
 _COMB = {
     "LUT4": "lut", "PFUMX": "mux", "L6MUX21": "mux", "CCU2C": "carry",
     "TRELLIS_DPR16X4": "lutram",
@@ -258,7 +258,8 @@ def analyze(netlist: dict, model: DelayModel = DelayModel()) -> Analysis:
             for b in bits:
                 if not isinstance(b, int):
                     continue
-                a = arr(b) + route(b, port) + model.setup + (extra if port[:1] in ("A", "B") else 0.0)
+                dsp = extra if port[:1] in ("A", "B") else 0.0
+                a = arr(b) + route(b, port) + model.setup + dsp
                 endpoints.append(Endpoint(f"{name}/{port}", a, _trace(b, prev, drivers) + [name],
                                           ""))
     for pname, p in top.get("ports", {}).items():
@@ -289,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m pycde_accel.fpga.paths",
         description="Estimate every register-to-register path of a synthesized ECP5 netlist "
                     "(Yosys netlist.json) and list the groups over a clock's budget.")
-    ap.add_argument("netlist", help="Yosys netlist.json of synth_ecp5 (e.g. OUT/synth/netlist.json)")
+    ap.add_argument("netlist",
+                    help="Yosys netlist.json of synth_ecp5 (e.g. OUT/synth/netlist.json)")
     ap.add_argument("--mhz", type=float, default=150.0, help="clock the budget comes from (150)")
     ap.add_argument("--top", type=int, default=25, help="groups to print (25)")
     args = ap.parse_args(argv)

@@ -28,7 +28,7 @@ care which route its kernel took. The wrapper then:
   element goes in (the pipeline captures scalars with each element), so runs follow each
   other with no bubble;
 * joins the tensor inputs: an element goes in when every ``X_valid`` is high, the run is open
-  and the pipeline is not stalled (``X_ready`` of each is that join);
+  and a credit is free (``X_ready`` of each is that join);
 * never stalls the pipeline (``out0_ready`` is 1: no stage register and no multiplier has an
   enable, so no stall net fans out across the pipeline): the results go into an output FIFO
   (LUT RAM, :func:`out_fifo_depth` entries: the latency plus the credit's round trip) and an

@@ -41,13 +41,14 @@ on ``wd`` 9 cycles after the command was taken; under write back-pressure the be
 MAX path: the pair FIFO's head goes whole into one register, ``max_in`` (2W bits: the lane
 kernels start at flops), which every lane kernel reads its two bytes from, and ``max_in``
 reloads once every lane took both of its bytes. With static-route kernels (``lockstep_join``:
-both inputs taken in one cycle, control independent of the data) the lanes run in step and lane
-0's ready stands for all; otherwise a flag per lane and input remembers an element taken. A result beat is
-taken when every lane kernel has its byte (``y_valid`` of all AB) and the output register is
-free or being emptied: the kernels' 2-entry output buffers hold the beats in flight and stall
-their pipelines in step, and the pair FIFO's credits (``PAIR_FIFO_DEPTH`` beats between the X
-read and ``max_in``) stop the issue, so no further credits are needed; the result goes into the
-output register the LUT path uses, whole.
+both inputs taken in one cycle, control independent of the data) the lanes run in step and
+lane 0's ready stands for all; otherwise a flag per lane and input remembers an element taken.
+A result beat is taken when every lane kernel has its byte (``y_valid`` of all AB) and the
+output register is free or being emptied: the kernels' output FIFOs hold the beats in flight
+(a static kernel takes an element only with a free slot, so the lanes hold back in step), and
+the pair FIFO's credits (``PAIR_FIFO_DEPTH`` beats between the X read and ``max_in``) stop the
+issue, so no further credits are needed; the result goes into the output register the LUT
+path uses, whole.
 
 MUL (flag MUL): ``sat8(RDBPOT(SRDHM(x * s, ma), shift))`` through the mul kernel, one element
 per cycle like ADD; with ``mb`` > 0 the X beat of step i is ``x_off + (i mod mb)`` (a wrapping

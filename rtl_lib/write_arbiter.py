@@ -130,6 +130,5 @@ class WriteArbiter:
         #: no write command's data still owed: the owner FIFO and its slice are empty
         self.own_empty = own.empty & ~o_valid & own_in_ready
         self.wfire = d_valid & wr_in_ready
-        self.idle = (own.empty & ~o_valid & own_in_ready & ~c_valid & c_in_ready &
-                     ~d_valid & d_in_ready &
+        self.idle = (self.own_empty & ~c_valid & c_in_ready & ~d_valid & d_in_ready &
                      ~a_in.out_valid & ~b_in.out_valid)

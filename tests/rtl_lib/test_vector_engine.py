@@ -279,8 +279,8 @@ def test_to_x_overlap(block_sim, tmp_path, w, gates):
 def test_max_backpressure(block_sim, tmp_path, w):
     """MAX to DRAM at one beat per cycle under write-data back-pressure alone (``wd_ready``
     random, S and X always ready): every beat bit-exact and in order, and the command as fast
-    as the write side lets it (the kernels' output buffers hold the beats and stall the lanes
-    in step, the pair FIFO's credits stop the issue)."""
+    as the write side lets it (the kernels' output FIFOs hold the beats and their credits hold
+    the lanes back in step, the pair FIFO's credits stop the issue)."""
     sim = _sim(block_sim, w)
     ab = w // 8
     rng = np.random.default_rng(500 + w)
