@@ -25,13 +25,17 @@ class NamedReg:
         self._d.assign(value)
 
 
-def register_slice(clk, rst, valid, data, ready, name: str):
+def register_slice(clk, rst, valid, data, ready, name: str, next_ready: bool = False):
     """A full-rate valid/ready register slice (2-entry skid buffer) between a sender
     (``valid``, ``data``) and a receiver (``ready``): returns ``(out_valid, out_data,
     in_ready)``. ``out_valid``/``out_data`` and ``in_ready`` are registers, so neither the
     sender's logic nor the receiver's reaches the other side in one cycle. Latency 1 (a beat
     taken on edge e is offered after e), 1 beat per cycle, order kept. Registers
-    ``{name}_v``/``{name}_d`` (the output) and ``{name}_skid_v``/``{name}_skid_d``."""
+    ``{name}_v``/``{name}_d`` (the output) and ``{name}_skid_v``/``{name}_skid_d``.
+
+    ``next_ready=True`` also returns ``in_ready``'s next value (a 4-tuple): a sender that joins
+    several slices can register the AND of their next readies, so that its own advance is one
+    flop instead of an AND tree of the slices' flops."""
     from pycde.constructs import Mux
 
     w = data.type.width
@@ -45,4 +49,7 @@ def register_slice(clk, rst, valid, data, ready, name: str):
     main_d.next(Mux(skid_v.q, data, skid_d.q))
     main_v.next(Mux(load, main_v.q, skid_v.q | valid))
     skid_v.next(Mux(load, skid_v.q | (valid & in_ready), Bits(1)(0)))
+    if next_ready:
+        # ~skid_v's next value: the output register loads, or nothing waits and nothing comes
+        return main_v.q, main_d.q, in_ready, load | (in_ready & ~valid)
     return main_v.q, main_d.q, in_ready

@@ -307,10 +307,10 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         s3_vs = []
         s2_adv_w = Wire(Bits(1), "s2_adv")
         for l in range(L):
-            v_l, d_l, r_l = register_slice(clk, rst, s2_adv_w, s2_words[l], s3_takes[l],
-                                           f"s3{sfx[l]}")
+            v_l, d_l, r_l, rn_l = register_slice(clk, rst, s2_adv_w, s2_words[l], s3_takes[l],
+                                                 f"s3{sfx[l]}", next_ready=True)
             s3_vs.append(v_l)
-            s2_all_ready = s2_all_ready & r_l
+            s2_all_ready = s2_all_ready & rn_l
             s3_in.append({nm: d_l[i * XW:(i + 1) * XW] for i, nm in enumerate(names)})
             k_ready.append({nm: Wire(Bits(1), f"k_{nm}_ready{sfx[l]}") for nm in names})
             sent.append({nm: NamedReg(1, clk, rst, 0, name=f"s3_{nm}_sent{sfx[l]}")
@@ -323,7 +323,12 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             for nm in names:
                 sent[l][nm].next(Mux(adv_l, sent[l][nm].q |
                                      (k_valid[l][nm] & k_ready[l][nm]), zero))
-        s2_adv = s2_v.q & s2_all_ready
+        # every lane's slice can take a word: the AND of the slices' in_ready flops, itself
+        # registered (from their next values), so that the stall chain S2 -> S1 -> beat
+        # buffer -> hold register starts at one flop instead of an L-input AND of flops
+        s3_ready = NamedReg(1, clk, rst, 1, name="s3_all_ready")
+        s3_ready.next(s2_all_ready)
+        s2_adv = s2_v.q & s3_ready.q
         s2_adv_w.assign(s2_adv)
         s2_take.assign(~s2_v.q | s2_adv)
         s2_v.next(Mux(s2_take, s2_v.q, s1_v.q))
