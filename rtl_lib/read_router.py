@@ -54,7 +54,10 @@ class ReadRouter:
         DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD = dsts
         rre = route.output
         r_pop_w = Wire(Bits(1), "route_pop")
-        pre = BitsSignal.concat([(rre[54:70].as_uint(16) - 1).as_bits(16),
+        # a ZERO entry's beats - 1 and rows - 1 (its last-beat compares), and whether each
+        # is zero (its first beat's or first row's compare), computed before the slice
+        pre = BitsSignal.concat([rre[38:54] == Bits(16)(1), rre[54:70] == Bits(16)(1),
+                                 (rre[54:70].as_uint(16) - 1).as_bits(16),
                                  (rre[38:54].as_uint(16) - 1).as_bits(16)]
                                 + [rre[0:3] == Bits(3)(d) for d in reversed(dsts)] + [rre])
         r_valid, re, route_ready = register_slice(clk, rst, ~route.empty, pre, r_pop_w,
@@ -64,11 +67,20 @@ class ReadRouter:
         r_index, r_word = re[6:22], re[22:38]
         self.is_dst = is_dst = {d: re[70 + i] for i, d in enumerate(dsts)}
         r_beats_m1, r_rows_m1 = re[76:92], re[92:108]
+        r_rows_one, r_beats_one = re[108], re[109]
         bcnt = NamedReg(16, clk, rst, 0, name="route_beat_in_row")
         rcnt = NamedReg(16, clk, rst, 0, name="route_row")
         tcnt = NamedReg(16, clk, rst, 0, name="route_beat")
-        z_row_last = bcnt.q == r_beats_m1
-        z_last = z_row_last & (rcnt.q == r_rows_m1)
+        # a ZERO entry's last-beat flags from flops, not from 16-bit compares of the counters
+        # (they ran into the pop, the route slice's load and its 100-odd CEs): on a row's
+        # (command's) first beat (row) the entry's precomputed "one beat (row)" bit, else the
+        # compare of the counter's next value, registered when the counter moved
+        b_first = NamedReg(1, clk, rst, 1, name="route_beat_first")
+        r_first = NamedReg(1, clk, rst, 1, name="route_row_first")
+        b_lastn = NamedReg(1, clk, rst, 0, name="route_beat_last_next")
+        r_lastn = NamedReg(1, clk, rst, 0, name="route_row_last_next")
+        z_row_last = Mux(b_first.q, b_lastn.q, r_beats_one)
+        z_last = z_row_last & Mux(r_first.q, r_lastn.q, r_rows_one)
         beat_valid = r_valid & Mux(r_zero, dma.rd_out_valid, one)
         beat_data = Mux(r_zero, dma.rd_out_data, Bits(data_width)(0))
         row_last = Mux(r_zero, dma.rd_out_row_last, z_row_last)
@@ -84,9 +96,15 @@ class ReadRouter:
         r_pop_w.assign(beat_fire & cmd_last)
         #: a LOAD's route entry (not a fetch's) had its last beat routed on this edge
         self.load_done = beat_fire & cmd_last & ~is_dst[DST_CMD]
-        bcnt.next(Mux(beat_fire, bcnt.q, Mux(row_last, inc(bcnt.q, 16), Bits(16)(0))))
+        b_up, r_up = inc(bcnt.q, 16), inc(rcnt.q, 16)
+        bcnt.next(Mux(beat_fire, bcnt.q, Mux(row_last, b_up, Bits(16)(0))))
         rcnt.next(Mux(beat_fire, rcnt.q,
-                      Mux(cmd_last, Mux(row_last, rcnt.q, inc(rcnt.q, 16)), Bits(16)(0))))
+                      Mux(cmd_last, Mux(row_last, rcnt.q, r_up), Bits(16)(0))))
+        b_first.next(Mux(beat_fire, b_first.q, row_last))
+        b_lastn.next(Mux(beat_fire, b_lastn.q, b_up == r_beats_m1))
+        r_move = beat_fire & (row_last | cmd_last)
+        r_first.next(Mux(r_move, r_first.q, cmd_last))
+        r_lastn.next(Mux(r_move, r_lastn.q, r_up == r_rows_m1))
         tcnt.next(Mux(beat_fire, tcnt.q, Mux(cmd_last, inc(tcnt.q, 16), Bits(16)(0))))
         self.lane = Mux(r_lanes, r_index, (r_index.as_uint(16) + rcnt.q.as_uint(16)).as_bits(16))
         self.word = (r_word.as_uint(16) + Mux(r_lanes, tcnt.q, bcnt.q).as_uint(16)).as_bits(16)
