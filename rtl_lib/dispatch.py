@@ -67,14 +67,27 @@ class EngineQueue:
         take = Wire(Bits(1), f"{name}_take")
         valid, self.output, in_ready = register_slice(clk, rst, ~fifo.empty, fifo.output, take,
                                                       name)
-        fifo.pop(~fifo.empty & in_ready)
+        fifo_pop = ~fifo.empty & in_ready
+        fifo.pop(fifo_pop)
         self._take = take
         self.empty = ~valid
-        self.full = fifo.full
+        # full as a flop: the FIFO's own full is a compare of its count, which ran into
+        # dispatch's decision and from there into every queue's write enable; the queue
+        # counts its entries itself and registers "full after this edge"
+        self._push_en = push_en = Wire(Bits(1), f"{name}_push")
+        cw = depth.bit_length()
+        used = NamedReg(cw, clk, rst, 0, name=f"{name}_used")
+        full = NamedReg(1, clk, rst, 0, name=f"{name}_full")
+        up = Mux(push_en, used.q, inc(used.q, cw))
+        used_next = Mux(fifo_pop, up, (up.as_uint() - 1).as_bits(cw))
+        used.next(used_next)
+        full.next(used_next == Bits(cw)(depth))
+        self.full = full.q
         self.idle = fifo.empty & ~valid              # the slice's skid entry implies valid
 
     def push(self, data, en) -> None:
         self.fifo.push(data, en)
+        self._push_en.assign(en)
 
     def pop(self, en) -> None:
         self._take.assign(en)
