@@ -78,16 +78,26 @@ def bank_ownership(clk, rst, commit_req, release_req) -> BankOwnership:
     full = [NamedReg(1, clk, rst, 0, name=f"bank{b}_full") for b in range(2)]
     wr_bank = NamedReg(1, clk, rst, 0, name="wr_bank")
     rd_bank = NamedReg(1, clk, rst, 0, name="rd_bank")
-    wr_ready = ~Mux(wr_bank.q, full[0].q, full[1].q)
-    rd_avail = Mux(rd_bank.q, full[0].q, full[1].q)
+    # wr_ready and rd_avail are flops of their own, computed from the next bank state:
+    # they gate the read router's beats and the matmul unit's read issue, whose logic
+    # then starts from one flop instead of a bank-select mux
+    wr_ready_q = NamedReg(1, clk, rst, 1, name="wr_ready_q")
+    rd_avail_q = NamedReg(1, clk, rst, 0, name="rd_avail_q")
+    wr_ready, rd_avail = wr_ready_q.q, rd_avail_q.q
     commit = commit_req & wr_ready
     release = release_req & rd_avail
+    full_next = []
     for b in range(2):
         set_b = commit & (wr_bank.q == Bits(1)(b))
         clr_b = release & (rd_bank.q == Bits(1)(b))
-        full[b].next((full[b].q & ~clr_b) | set_b)
-    wr_bank.next(wr_bank.q ^ commit)
-    rd_bank.next(rd_bank.q ^ release)
+        full_next.append((full[b].q & ~clr_b) | set_b)
+        full[b].next(full_next[b])
+    wr_bank_next = wr_bank.q ^ commit
+    rd_bank_next = rd_bank.q ^ release
+    wr_bank.next(wr_bank_next)
+    rd_bank.next(rd_bank_next)
+    wr_ready_q.next(~Mux(wr_bank_next, full_next[0], full_next[1]))
+    rd_avail_q.next(Mux(rd_bank_next, full_next[0], full_next[1]))
     return BankOwnership(wr_bank, rd_bank, wr_ready, rd_avail, commit, release)
 
 
