@@ -142,8 +142,11 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
         stride = NamedReg(AW, clk, None, None, ce=cmd_fire, name="stride")
         row_beats.next(p.cmd_beats)
         stride.next(p.cmd_stride)
-        b_valid = NamedReg(1, clk, rst, 0, name="burst_valid_q")
-        issue = active.q & (~b_valid.q | p.burst_ready)
+        # bursts leave through a register slice (burst_q): issue waits on its in_ready, a
+        # flop, so the address channel's ready (and the in-flight limit) does not reach the
+        # splitter's next-state logic; a burst is offered the cycle after it is issued
+        b_in_ready = Wire(Bits(1), "burst_q_in_ready")
+        issue = active.q & b_in_ready
 
         # beats to the next 4 KiB boundary: page_beats - (addr within the page, in beats).
         # Timing: the decisions (the burst cap, whether the row ends) come from registers
@@ -186,21 +189,16 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
                                          sub(rows_left.q, Bits(RW)(1), RW)), p.cmd_rows))
         active.next(Mux(cmd_fire, active.q & ~(issue & cmd_last), Bits(1)(1)))
 
-        b_addr = NamedReg(AW, clk, None, None, ce=issue, name="burst_addr_q")
-        b_len = NamedReg(8, clk, None, None, ce=issue, name="burst_len_q")
-        b_row_last = NamedReg(1, clk, None, None, ce=issue, name="burst_row_last_q")
-        b_last = NamedReg(1, clk, None, None, ce=issue, name="burst_last_q")
-        b_addr.next(addr.q)
-        b_len.next(blen_m1[0:8])
-        b_row_last.next(row_done)
-        b_last.next(cmd_last)
-        b_valid.next(issue | (b_valid.q & ~p.burst_ready))
+        b_valid, b_d, b_ready = register_slice(
+            clk, rst, issue, BitsSignal.concat([cmd_last, row_done, blen_m1[0:8], addr.q]),
+            p.burst_ready, "burst_q")
+        b_in_ready.assign(b_ready)
         p.cmd_ready = ~active.q
-        p.burst_addr = b_addr.q
-        p.burst_len = b_len.q
-        p.burst_row_last = b_row_last.q
-        p.burst_last = b_last.q
-        p.burst_valid = b_valid.q
+        p.burst_addr = b_d[0:AW]
+        p.burst_len = b_d[AW:AW + 8]
+        p.burst_row_last = b_d[AW + 8]
+        p.burst_last = b_d[AW + 9]
+        p.burst_valid = b_valid
         p.active = active.q
 
     return module(f"axi_dma_burst_d{data_width}_a{AW}_b{max_burst}_l{LW}_r{RW}", io, build)
