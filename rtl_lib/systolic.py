@@ -214,14 +214,19 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         # -- admission: back-pressure only a tile's last beat ------------------------------
         cw = count_width(depth)
         credits = NamedReg(cw, clk, rst, depth, name="credits")
-        credit_ok = credits.q.as_uint() >= rows
+        # the admission's two compares are flops of their own, set from the next values of
+        # their counters: a last beat's admission (from the operand FIFO's head) then runs
+        # through one LUT of flops, not through a compare of the credits and the gap
+        credit_ok_q = NamedReg(1, clk, rst, int(depth >= rows), name="credit_ok")
+        credit_ok = credit_ok_q.q
         if rows > 1:
             gw = count_width(rows)
             gap = NamedReg(gw, clk, rst, rows, name="last_gap")
-            gap_ok = gap.q == Bits(gw)(rows)
+            gap_ok_q = NamedReg(1, clk, rst, 1, name="last_gap_ok")
+            gap_ok = gap_ok_q.q
         else:
             gap_ok = one
-        ok = ~rst.as_bits() & (~ports.a_last | (credit_ok.as_bits() & gap_ok))
+        ok = ~rst.as_bits() & (~ports.a_last | (credit_ok & gap_ok))
         fire = ports.a_valid & ports.b_valid & ok
         last_fire = fire & ports.a_last
         ports.a_ready = ports.b_valid & ok
@@ -232,6 +237,8 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         if rows > 1:
             gap_inc = inc(gap.q)
             gap.next(Mux(last_fire, Mux(gap_ok, gap_inc, gap.q), Bits(gw)(1)))
+            # gap == rows after this edge: it saturates there; a last beat restarts it at 1
+            gap_ok_q.next(~last_fire & (gap_ok | (gap_inc == Bits(gw)(rows))))
 
         # -- skew the operands ----------------------------------------------------------
         lanes_a = []
@@ -347,5 +354,6 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         cred_next = (credits.q.as_uint() - cred_sub.as_uint()).as_bits(cw)
         cred_next = (cred_next.as_uint() + pop.as_uint()).as_bits(cw)
         credits.next(cred_next)
+        credit_ok_q.next((cred_next.as_uint() >= rows).as_bits())
 
     return module(f"systolic_core_{rows}x{cols}_d{dw}_a{aw}" + ("_dw" if dwm else ""), io, build)
