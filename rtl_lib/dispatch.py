@@ -144,8 +144,14 @@ class Dispatcher:
         drained_q.next(self.drained & ~dispatch)
         cmdq.pop(~cmdq.empty & slice_ready)
         credit_return.assign(dispatch)
+        # each queue's write enable from its own terms (one LUT of flops for EXEC, STORE and
+        # VEC; LOAD adds its two hazards), not from the global dispatch decision: equal to
+        # dispatch & is_op[k], since the opcodes are one-hot and FENCE is none of them
         for k in range(4):
-            queues[k].push(head, dispatch & is_op[k])
+            own = head_valid & is_op[k] & ~queues[k].full
+            if k == 0:
+                own = own & ~(ld_p & ~st_idle.q) & ~(ld_x & ~vec_idle.q)
+            queues[k].push(head, own)
         dispatched = NamedReg(32, clk, rst, 0, name="dispatched")
         dispatched.next(Mux(start, Mux(dispatch, dispatched.q, inc(dispatched.q, 32)),
                             Bits(32)(0)))
