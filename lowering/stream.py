@@ -245,8 +245,6 @@ def static_stream_module(system, kernel, lowered):
             assert args[port].type.width == w
         inst = core(**args)
         depth = out_fifo_depth(kernel)
-        kw = depth.bit_length()
-        credits = Wire(Bits(kw), "out_credits")
         k_in_ready.assign(has_credit & inst.in_ready)
         out = FIFO(Bits(yw), depth, clk, rst)
         out.push(inst.out0, inst.out0_valid)
@@ -254,12 +252,22 @@ def static_stream_module(system, kernel, lowered):
         pop = has & p.y_ready
         p.y = out.pop(pop)
         p.y_valid = has
-        c_dn = Mux(in_fire, credits, (credits.as_uint(kw) - 1).as_bits(kw))
-        c_next = Mux(pop, c_dn, (c_dn.as_uint(kw) + 1).as_bits(kw))
-        credits.assign(c_next.reg(clk, rst, rst_value=depth, name="out_credits_r"))
-        # a flop of its own: the input join starts from registers
-        has_credit.assign((c_next != Bits(kw)(0)).reg(clk, rst, rst_value=1,
-                                                      name="out_has_credit_r"))
+        # the credits in thermometer code (bit i: more than i credits), so that "a credit
+        # left after this edge" is a shift of neighbouring flops, not a subtract, an add
+        # and a zero compare behind the input join (the join, from the engine's valids,
+        # then ran 8 levels into out_has_credit); has_credit is bit 0, a flop
+        therm = Wire(Bits(depth), "out_credits")
+        t_bits = [therm[i] for i in range(depth)]
+        down = in_fire & ~pop                    # one credit claimed, none returned
+        up = pop & ~in_fire                      # one returned, none claimed
+        t_next = []
+        for i in range(depth):
+            above = t_bits[i + 1] if i + 1 < depth else zero
+            below = t_bits[i - 1] if i > 0 else one
+            t_next.append(Mux(down, Mux(up, t_bits[i], below), above))
+        therm.assign(BitsSignal.concat(list(reversed(t_next))).reg(
+            clk, rst, rst_value=(1 << depth) - 1, name="out_credits_r"))
+        has_credit.assign(t_bits[0])
         # -- done: the n-th result of a run leaves
         oc = Wire(Bits(cw), "out_count")
         o_last = oc == Bits(cw)(n - 1)
