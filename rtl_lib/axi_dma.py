@@ -149,25 +149,28 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
         issue = active.q & b_in_ready
 
         # beats to the next 4 KiB boundary: page_beats - (addr within the page, in beats).
-        # Timing: the decisions (the burst cap, whether the row ends) come from registers
-        # through one carry chain at most: ``left <= to_page`` is ``left + in_page <= page``,
-        # one adder then bit tests against the power of two (``_le_pow2``), not an adder
-        # into a comparator; the next address and the beats left are chosen between values
-        # computed in parallel.
+        # Timing: the decisions (does the page cap the burst, does the row end, is it the
+        # last row) are bit tests of registers kept beside the counters, with no carry
+        # chain: ``page_cap_q`` (the page boundary is nearer than maxb), ``left_in_q``
+        # (row_left + the address's beat in its page: ``left <= to_page`` is ``left_in <=
+        # page``, bit tests against the power of two, ``_le_pow2``) and ``last_row_q``.
+        # Each is set from candidates computed from registers in parallel with the
+        # decisions, selected by them; the next address and beats left are chosen the same way.
         in_page = addr.q[lsb:12].as_uint(BW)
         to_page = sub(Bits(BW)(page_beats), in_page.as_bits(BW), BW)
         left = row_left.q.as_uint(BW).as_bits(BW)
-        # == to_page < maxb: the page caps (a typed constant: with 128-bit beats a page is exactly
-        # one 256-beat burst and page_beats - maxb is 0, which as an untyped constant is 0 bits)
-        page_cap = in_page > UInt(BW)(page_beats - maxb)
-        cap = Mux(page_cap, Bits(BW)(maxb), to_page)  # min(to_page, maxb)
+        # a typed constant: with 128-bit beats a page is exactly one 256-beat burst and
+        # page_beats - maxb is 0, which as an untyped constant is 0 bits
+        cap_at = UInt(BW)(page_beats - maxb)
+        page_cap_q = NamedReg(1, clk, None, None, name="page_cap_q")   # to_page < maxb
+        left_in_q = NamedReg(BW + 1, clk, None, None, name="left_in_q")
+        last_row_q = NamedReg(1, clk, None, None, name="last_row_q")   # rows_left == 1
+        page_cap, left_in, last_row = page_cap_q.q, left_in_q.q, last_row_q.q
         fits_max = _le_pow2(left, maxb) if maxb & (maxb - 1) == 0 else left.as_uint() <= maxb
-        left_in = (left.as_uint(BW + 1) + in_page.as_uint(BW + 1)).as_bits(BW + 1)
-        fits_page = _le_pow2(left_in, page_beats)   # left <= to_page, no second carry chain
+        fits_page = _le_pow2(left_in, page_beats)   # left <= to_page
         row_done = Mux(page_cap, fits_max, fits_page)  # left <= cap
         cap_m1 = Mux(page_cap, Bits(BW)(maxb - 1), sub(to_page, Bits(BW)(1), BW))
         blen_m1 = Mux(row_done, cap_m1, sub(left, Bits(BW)(1), BW))  # burst beats - 1
-        last_row = rows_left.q == Bits(RW)(1)
         cmd_last = row_done & last_row
 
         # address after a burst that does not end the row: + maxb beats, or the next page
@@ -187,6 +190,29 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
                           p.cmd_beats))
         rows_left.next(Mux(cmd_fire, Mux(go_row, rows_left.q,
                                          sub(rows_left.q, Bits(RW)(1), RW)), p.cmd_rows))
+
+        # the decision registers' candidates: a new command; a burst that does not end the
+        # row (the page caps it: the next page, in_page 0; else + maxb beats, which wraps
+        # to the next page when in_page was exactly page - maxb); a new row (next_row)
+        def beat_in_page(a):
+            return a[lsb:12].as_uint(BW)
+
+        def in_plus(beats, a):
+            return (beats.as_uint(BW + 1) + beat_in_page(a).as_uint(BW + 1)).as_bits(BW + 1)
+
+        c_in = in_plus(p.cmd_beats, p.cmd_addr)
+        r_in = in_plus(row_beats.q, next_row)
+        wrap = page_cap | (in_page == cap_at)
+        a_in = Mux(wrap, left_in, sub(left_in, Bits(BW + 1)(page_beats), BW + 1))
+        pm_in_page = (in_page.as_uint(BW) + UInt(BW)(maxb)).as_bits(BW)
+        pm_in_page = Mux(wrap, pm_in_page, Bits(BW)(0))
+        a_cap = ~page_cap & (pm_in_page.as_uint() > cap_at)
+        left_in_q.next(Mux(cmd_fire, Mux(issue, left_in, Mux(row_done, a_in, r_in)), c_in))
+        page_cap_q.next(Mux(cmd_fire, Mux(issue, page_cap,
+                                          Mux(row_done, a_cap, beat_in_page(next_row) > cap_at)),
+                            beat_in_page(p.cmd_addr) > cap_at))
+        last_row_q.next(Mux(cmd_fire, Mux(go_row, last_row, rows_left.q == Bits(RW)(2)),
+                            p.cmd_rows == Bits(RW)(1)))
         active.next(Mux(cmd_fire, active.q & ~(issue & cmd_last), Bits(1)(1)))
 
         b_valid, b_d, b_ready = register_slice(
