@@ -210,7 +210,12 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         wr = NamedReg(FW, clk, rst, 0, ce=push, name="fifo_wr")
         wr.next(inc(wr.q))
         occ = NamedReg(CNTW, clk, rst, 0, name="fifo_occ")
-        head_valid = occ.q != Bits(CNTW)(0)
+        # the head's valid and last flags are flops of their own (the core's admission of a
+        # tile's last beat is logic of them, not of the slot mux behind the read pointer),
+        # set from candidates for "no pop" and "pop" computed from registers, selected by pop
+        hv_q = NamedReg(1, clk, rst, 0, name="fifo_head_valid")
+        hl_q = NamedReg(1, clk, None, None, name="fifo_head_last")
+        head_valid = hv_q.q
         pop = Wire(Bits(1), "pop")
         rd = NamedReg(FW, clk, rst, 0, ce=pop, name="fifo_rd")
         rd.next(inc(rd.q))
@@ -231,10 +236,17 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
             slot.next(entry)
             slots.append(slot.q)
         head = Mux(rd.q, *slots)
-        head_last = head[EW - 1]
+        LB = EW - 2 if DWM else EW - 1                 # the entry's last flag
+        occ0 = occ.q == Bits(CNTW)(0)
+        occ1 = occ.q == Bits(CNTW)(1)
+        rd_up = inc(rd.q)
+        last_stay = Mux(occ0 & push, Mux(rd.q, *[sl[LB] for sl in slots]), last_d)
+        last_pop = Mux(occ1 & push, Mux(rd_up, *[sl[LB] for sl in slots]), last_d)
+        hl_q.next(Mux(pop, last_stay, last_pop))
+        hv_q.next(push | ~(occ0 | (occ1 & pop)))
+        head_last = hl_q.q
         c_in_ready = Wire(Bits(1), "c_slice_ready")
         if DWM:
-            head_last = head[EW - 2]
             a_bytes = [head[i * W:i * W + 8] for i in range(R)]
             dw_in = {"a_dw": head[EW - 1], "a_words": head[0:AE]}
         else:
