@@ -9,8 +9,8 @@ The accelerators are ``assemble.emit_accelerator`` (the whole top: DMA, fetch/di
 matmul unit, store and vector engines with their CIRCT-lowered kernels, CSRs): the default
 config (8x8, 64-bit AXI) and the largest array that fits the device's multipliers next to the
 kernels' own (the default's MULT18X18D count minus its PEs; ``cols`` a multiple of the AXI beat,
-as the contract requires; the most PEs, then the squarer shape), checked against the placed
-DSP count. Prints what it measured against the targets (array >= 150 MHz, default accelerator
+as the contract requires; the most PEs, then the squarer shape; A/B scratchpads
+``LARGE_SPAD`` deep), checked against the placed DSP count. Prints what it measured against the targets (array >= 150 MHz, default accelerator
 >= 150 MHz, large accelerator >= 140 MHz with >= 128 PEs, exactly 1 DSP per PE), where the
 array's critical path runs and whether it stays inside one PE, each accelerator's resources and
 the critical path of its slowest seed (with the top-level blocks it crosses), and ends with
@@ -19,9 +19,9 @@ one JSON line: ``array_fmax_mhz``, ``accel_fmax_mhz``, ``large_fmax_mhz``, ``lar
 ``large_fmax_by_seed``, ``dsp_per_pe``, ``array_lut``, ``array_ff`` (null where a design could
 not be measured, with the reason printed above it).
 
-One placement of the default accelerator takes about 8 minutes on an idle core (Yosys about 3
-more, once per design), the large one about 1.5 times that, the array about 4: about an hour
-and a half for three seeds. The work folders (logs, netlists, report.json/md, one per design
+One placement of the default accelerator takes about 20 minutes on an idle core (Yosys about 3
+more, once per design), the large one about 1.5 times that, the array about 4: about two
+hours for three seeds (placements already in the synthesis cache are reused). The work folders (logs, netlists, report.json/md, one per design
 and seed) are kept under --work (default: a temporary folder, removed at the end).
 """
 
@@ -45,6 +45,10 @@ ARRAY_MHZ = 150.0
 ACCEL_MHZ = 150.0
 LARGE_MHZ = 140.0
 LARGE_PES = 128
+#: the large accelerator's A/B scratchpad depth: a larger array streams larger tiles, and
+#: block RAM is plentiful (the 16x8 with 2048-deep scratchpads uses 70 of the 85F's 208
+#: DP16KD); the config ``bench/vs_cpu.py --array 16x8 --spad 2048`` measures against the CPU
+LARGE_SPAD = 2048
 ROWS = COLS = 8
 
 
@@ -223,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{ROWS * COLS}; {device_dsp} on the device leave room for "
                 f"{device_dsp - kernel_dsp} PEs: the largest array is "
                 f"{large_shape[0]}x{large_shape[1]}")
-            lcfg = AccelConfig(rows=large_shape[0], cols=large_shape[1])
+            lcfg = AccelConfig(rows=large_shape[0], cols=large_shape[1],
+                               spad_a_depth=LARGE_SPAD, spad_b_depth=LARGE_SPAD)
             lrg = measure_accel(lcfg, work, seeds, LARGE_MHZ, "large")
             if lrg.get("dsp") is not None and lrg["dsp"] > device_dsp:
                 log(f"large: MISSES the device: {lrg['dsp']} MULT18X18D > {device_dsp}")
