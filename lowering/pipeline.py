@@ -138,6 +138,16 @@ _PIPELINE_HW_ECP5 = Stage(
     "hw", "circt", _PIPELINE_HW.pipeline + ",pycde-accel-ecp5-dsp-mul,canonicalize",
     _PIPELINE_HW.doc + "; then (ECP5) each multiply one MULT18X18D with its own input and "
     "output registers in place of the stage registers around it (pycde-accel-ecp5-dsp-mul)")
+_PIPELINE_HW_STREAM = Stage(
+    "hw", "circt", _PIPELINE_HW.pipeline + ",pycde-accel-free-running-regs,canonicalize",
+    _PIPELINE_HW.doc + "; then, for a kernel whose wrapper never stalls it (out0_ready held at "
+    "1, lowering.stream), its data registers load on every edge, without an enable "
+    "(pycde-accel-free-running-regs)")
+_PIPELINE_HW_ECP5_STREAM = Stage(
+    "hw", "circt", _PIPELINE_HW_ECP5.pipeline + ",pycde-accel-free-running-regs,canonicalize",
+    _PIPELINE_HW_ECP5.doc + "; then, for a kernel whose wrapper never stalls it (out0_ready "
+    "held at 1, lowering.stream), its data registers and MULT18X18D load on every edge, without "
+    "an enable (pycde-accel-free-running-regs)")
 _POSTOPS = Stage(
     "postops", "model", "extract-postops",
     "the model's post-op kernels as linalg (requantize(+relu) per Linear/Conv, residual_add per "
@@ -148,6 +158,9 @@ ROUTES: dict[str, tuple[Stage, ...]] = {
     "dynamic-stock": (_BUFFERIZE, _SCF, _CF, _HANDSHAKE_STOCK, _HANDSHAKE_BUF, _HW, _SV),
     "static": (_BUFFERIZE, _SCF, _PIPELINE, _PIPELINE_HW, _SV),
     "static-ecp5": (_BUFFERIZE, _SCF, _PIPELINE, _PIPELINE_HW_ECP5, _SV),
+    # the accelerator's: the static routes for a kernel inside lowering.stream's wrapper
+    "static-stream": (_BUFFERIZE, _SCF, _PIPELINE, _PIPELINE_HW_STREAM, _SV),
+    "static-ecp5-stream": (_BUFFERIZE, _SCF, _PIPELINE, _PIPELINE_HW_ECP5_STREAM, _SV),
     "static-calyx": (_BUFFERIZE, _SCF, _SCF_WHILE, _CALYX, _CALYX_OPT, _CALYX_HW, _SV),
 }
 #: A model's routes: stage 00 is the frontend's whole integer model; 01 extracts its post-op

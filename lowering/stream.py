@@ -80,7 +80,7 @@ CALYX_ROUTES = ("calyx", "static-calyx")
 
 #: the routes whose kernel is a fixed-latency pipeline (``pycde-accel-scf-to-pipeline``); on
 #: ``static-ecp5`` its multiplies are registered MULT18X18D blocks, the same ports and latency
-STATIC_ROUTES = ("static", "static-ecp5")
+STATIC_ROUTES = ("static", "static-ecp5", "static-stream", "static-ecp5-stream")
 
 
 def stream_module(system, kernel, lowered):

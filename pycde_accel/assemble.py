@@ -41,17 +41,22 @@ KERNEL_ROUTE = "static"
 
 
 def lowering_route(route: str, target: str) -> str:
-    """The ``lowering.ROUTES`` name that builds the kernels of ``route`` for ``target``: on
-    ECP5 the static route maps each multiply to a registered MULT18X18D (``static-ecp5``,
-    ``pycde-accel-ecp5-dsp-mul``; simulation then needs ``rtl_lib.ecp5.SIM_MODEL``)."""
+    """The ``lowering.ROUTES`` name that builds the kernels of ``route`` for ``target``. The
+    static route's kernels run inside ``lowering.stream``'s wrapper, which never stalls them,
+    so their data registers need no enable (``static-stream``,
+    ``pycde-accel-free-running-regs``); on ECP5 each multiply is also a registered MULT18X18D
+    (``static-ecp5-stream``, ``pycde-accel-ecp5-dsp-mul``; simulation then needs
+    ``rtl_lib.ecp5.SIM_MODEL``)."""
     from .rtl_lib.ecp5 import is_ecp5
-    return "static-ecp5" if route == "static" and is_ecp5(target) else route
+    if route != "static":
+        return route
+    return "static-ecp5-stream" if is_ecp5(target) else "static-stream"
 
 
 def kernel_sim_models(route: str, target: str) -> list:
     """The simulation-only sources the kernels of ``route`` need on ``target``."""
     from .rtl_lib.ecp5 import SIM_MODEL
-    return [SIM_MODEL] if lowering_route(route, target) == "static-ecp5" else []
+    return [SIM_MODEL] if lowering_route(route, target).startswith("static-ecp5") else []
 
 
 def kernel_for_route(kernel, route: str = KERNEL_ROUTE):

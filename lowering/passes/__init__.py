@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from . import (backedge_buffers, balance_select_chain, calyx_drop_ref_wrapper, calyx_inline_comb_groups, calyx_mem_ports,
                calyx_wire_clk_reset, calyx_merge_groups, calyx_fold_latch, calyx_fold_mult, calyx_hoist_comb,
-               calyx_static_mult, ecp5_dsp_mul,
+               calyx_static_mult, ecp5_dsp_mul, free_running_regs,
                fsm_skip_empty_states, narrow_mul_to_adds, drop_reset_initial, fsm_next_state_default, drop_mem_completion_join, drop_returned_buffers,
                invariant_buffers, lowering_options, split_struct_buffers, prefix_modules, scf_to_pipeline,
                sink_constants, store_input_buffers)
@@ -21,7 +21,7 @@ _MODULES = (drop_returned_buffers, sink_constants, drop_mem_completion_join, bac
             calyx_mem_ports, calyx_wire_clk_reset, fsm_next_state_default, drop_reset_initial,
             calyx_merge_groups, calyx_fold_latch, calyx_static_mult, fsm_skip_empty_states,
             narrow_mul_to_adds, calyx_fold_mult, calyx_hoist_comb, balance_select_chain,
-            ecp5_dsp_mul)
+            ecp5_dsp_mul, free_running_regs)
 
 
 def _parse_options(spec: str) -> dict[str, str]:

@@ -26,8 +26,8 @@ def circt_ctx():
 
 
 def test_the_accelerators_route_on_ecp5_only():
-    assert lowering_route("static", "ecp5-85f") == "static-ecp5"
-    assert lowering_route("static", "ice40-up5k") == "static"
+    assert lowering_route("static", "ecp5-85f") == "static-ecp5-stream"
+    assert lowering_route("static", "ice40-up5k") == "static-stream"
     assert lowering_route("dynamic", "ecp5-85f") == "dynamic"
 
 
