@@ -179,17 +179,26 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 96.91,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 106.15,
               "bench/fmax.py's measure_accel (the whole default accelerator, nextpnr towards "
-              "150 MHz), RTL of commit 8a3e4ae (static kernels without stall, parameter RAMs "
-              "with a read enable, memories no_rw_check): 89 MULT18X18D, 46 DP16KD, seed 1; "
-              "main at 8ea50c7 placed the same way gave 92.42"),
-    FmaxPoint(16, 8, 32, 64, 2048, 256, 96.69,
+              "150 MHz), RTL of commit 44feef0 (decisions as flops in the store, dispatch, "
+              "router, burst splitter and core admission; kernels without stage enables): 89 "
+              "MULT18X18D, 46 DP16KD, 16819 LUT4, 32795 FF, seed 1; 8a3e4ae placed the same "
+              "way gave 96.91, b84981b (before the kernels lost their enables) 98.86"),
+    FmaxPoint(16, 8, 32, 64, 2048, 256, 98.87,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
-              "spad_b_depth=2048), towards 140 MHz, RTL of commit 8a3e4ae: 153 MULT18X18D, "
-              "70 DP16KD, 22677 LUT4, 48817 FF, seed 1; main at 8ea50c7 (spad 1024) placed the "
-              "same way gave 91.37"),
+              "spad_b_depth=2048), towards 140 MHz, RTL of commit 44feef0: 153 MULT18X18D, "
+              "70 DP16KD, 23606 LUT4, 49573 FF, seed 1; 8a3e4ae placed the same way gave 96.69, "
+              "b84981b 100.94"),
 )
+# Critical path of the 8x8 point at 44feef0 (9.42 ns, 6.87 of it routing): the store engine's
+# output queue (a LUT-RAM FIFO, fifo_rd_addr_1 -> fifo_mem_1) through the valid-rows compare
+# (a carry chain) into store.wd_valid_q; of the 16x8 point (10.11 ns, 9.35 routing): the
+# matmul unit's operand FIFO write pointer (fifo_wr, a 4.4 ns route) into the enable of a
+# 1090-bit slot register (the depthwise entry carries R x C bytes). At b84981b the 8x8's was
+# the stage-0 enable of a requantize lane (the stream wrapper's input join into every stage-0
+# register, 10.1 ns, 8.2 routing), the 16x8's the read router's head into the store engine's
+# parameter RAM write address (9.9 ns, a 4.7 ns route). Before them, at 8a3e4ae:
 # Critical path of the 8x8 point (10.32 ns, 8.38 of it routing): a store lane's output slice
 # valid (store.y_2_v) through the lanes' join into store.wd_valid_q; of the 16x8 point (10.34 ns,
 # 8.64 routing): the parameter splitter's part register through the read router's
