@@ -31,6 +31,14 @@ class AccelConfig:
     """Parameters of one accelerator instance.
 
     rows, cols:      systolic array shape (PE rows x PE columns); rows index M, cols index N.
+                     The default 8x8 is chosen from placed measurements on the ECP5-85F
+                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 106.15 MHz
+                     against 98.87 for 16x8 with 2048-deep A/B scratchpads; the 16x8 runs the
+                     CIFAR-size CNNs 1.4-1.6 times faster (0.63 of the device's MAC peak
+                     against 0.37), but the small built-ins are memory-bound there (about the
+                     same time) and it doubles the simulation and placement time of everything
+                     built at the default. For large CNNs: ``--array 16x8`` (and
+                     ``spad_a_depth = spad_b_depth = 2048`` through the API).
     data_width:      signed operand width in bits (int8 by default).
     acc_width:       signed accumulator width in bits.
     max_k:           the largest reduction length K one output tile may have, summed over the
