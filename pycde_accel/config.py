@@ -35,9 +35,9 @@ class AccelConfig:
                      (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 106.15 MHz
                      against 98.87 for 16x8 with 2048-deep A/B scratchpads; the 16x8 runs the
                      CIFAR-size CNNs 1.4-1.6 times faster (0.63 of the device's MAC peak
-                     against 0.37), but the small built-ins are memory-bound there (about the
-                     same time) and it doubles the simulation and placement time of everything
-                     built at the default. For large CNNs: ``--array 16x8`` (and
+                     against 0.37), but the small built-ins are memory-bound (mlp and lenet5
+                     8-11% slower at its lower clock) and it doubles the simulation and
+                     placement time of everything built at the default. For large CNNs: ``--array 16x8`` (and
                      ``spad_a_depth = spad_b_depth = 2048`` through the API).
     data_width:      signed operand width in bits (int8 by default).
     acc_width:       signed accumulator width in bits.
