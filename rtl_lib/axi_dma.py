@@ -117,8 +117,9 @@ def _le_pow2(x: BitsSignal, bound: int) -> BitsSignal:
 def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: int = 256,
                         beat_width: int = 16, row_width: int = 16) -> type[Module]:
     """Command -> stream of bursts (``burst_addr``, ``burst_len`` = beats-1 as AXI ``*len``,
-    ``burst_row_last``, ``burst_last``, ``burst_valid``, ``burst_ready``). Registered output: a
-    burst is offered the cycle after the command is taken, then one per cycle while taken."""
+    ``burst_row_last``, ``burst_last``, ``burst_valid``, ``burst_ready``). Registered output (a
+    register slice, ``burst_q``): a burst is offered the cycle after the command is taken, then
+    one per cycle while taken; the splitter may run one burst ahead of a stalled output."""
     _check(data_width, addr_width, max_burst, 1, beat_width, row_width)
     AW, LW, RW = addr_width, beat_width, row_width
     lsb = log2(data_width // 8)

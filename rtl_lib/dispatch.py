@@ -58,9 +58,9 @@ class EngineQueue:
     named ``name`` (``common.register_slice``). The engine side has the FIFO's interface:
     ``output`` (the head, from the slice's flops), ``empty`` (no head: the slice's valid flop,
     inverted), ``pop(en)`` (the engine takes the head this cycle; ``en`` only when a head is
-    there). The dispatch side: ``push(data, en)``, ``full`` (the FIFO's). ``idle``: no command
-    anywhere in the queue (FIFO and slice). Latency: push on edge e -> ``output`` valid after
-    e + 1; one command per cycle."""
+    there). The dispatch side: ``push(data, en)``, ``full`` (a flop: the queue counts its own
+    entries). ``idle``: no command anywhere in the queue (FIFO and slice). Latency: push on
+    edge e -> ``output`` valid after e + 1; one command per cycle."""
 
     def __init__(self, width: int, depth: int, clk, rst, name: str):
         self.fifo = fifo = FIFO(Bits(width), depth, clk, rst)
