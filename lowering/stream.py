@@ -63,10 +63,10 @@ from __future__ import annotations
 
 from pycde import Clock, Input, Module, Output, Reset, generator
 from pycde.constructs import Mux, Wire
-from pycde.seq import FIFO
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
+from ..queue import Queue
 from ..regs import register_slice
 
 
@@ -246,7 +246,7 @@ def static_stream_module(system, kernel, lowered):
         inst = core(**args)
         depth = out_fifo_depth(kernel)
         k_in_ready.assign(has_credit & inst.in_ready)
-        out = FIFO(Bits(yw), depth, clk, rst)
+        out = Queue(Bits(yw), depth, clk, rst, "out_fifo")
         out.push(inst.out0, inst.out0_valid)
         has = ~out.empty
         pop = has & p.y_ready

@@ -55,11 +55,11 @@ from __future__ import annotations
 
 from pycde import Clock, Input, Module, Output, Reset
 from pycde.constructs import Mux, Wire
-from pycde.seq import FIFO
 from pycde.signals import BitsSignal
 from pycde.types import Bits, UInt
 
 from ..errors import ConfigError
+from ..queue import Queue
 from .bits import add, log2, sub
 from .common import NamedReg, register_slice
 from .stream import Stream, module
@@ -299,7 +299,7 @@ def make_dma_read(data_width: int = 64, addr_width: int = 32, max_burst: int = 2
         r_end = r_fire & p.m_axi_rlast
         inflight, ar_fire = _issue_bursts(p, "m_axi_ar", split, burst_ready, r_end,
                                           max_outstanding, "rd_inflight", lsb)
-        flags = FIFO(Bits(2), max(2, max_outstanding), clk, rst)
+        flags = Queue(Bits(2), max(2, max_outstanding), clk, rst, "flags")
         flags.push(BitsSignal.concat([split.burst_last, split.burst_row_last]), ar_fire)
         head = flags.pop(r_end)
         beat = BitsSignal.concat([p.m_axi_rlast & head[1], p.m_axi_rlast & head[0],
@@ -347,7 +347,7 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
                                           max_outstanding, "wr_inflight", lsb)
         depth = max(2, max_outstanding)
         # W side: the lengths of accepted bursts, in order
-        lens = FIFO(Bits(8), depth, clk, rst)
+        lens = Queue(Bits(8), depth, clk, rst, "lens")
         lens.push(split.burst_len, aw_fire)
         have = ~lens.empty
         w_fire = have & p.in_valid & p.m_axi_wready
@@ -362,7 +362,7 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         p.m_axi_wvalid = have & p.in_valid
         p.in_ready = have & p.m_axi_wready
         # B side: which burst ends a command
-        lasts = FIFO(Bits(1), depth, clk, rst)
+        lasts = Queue(Bits(1), depth, clk, rst, "lasts")
         lasts.push(split.burst_last, aw_fire)
         head_last = lasts.pop(b_fire)
         p.m_axi_bready = Bits(1)(1)

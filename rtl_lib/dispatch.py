@@ -45,10 +45,10 @@ opcode ``[0, 8)``, flags ``[8, 16)``, a LOAD's destination ``[16, 24)``, then 32
 from __future__ import annotations
 
 from pycde.constructs import Mux, Wire
-from pycde.seq import FIFO
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
+from ..queue import Queue
 from .bits import inc
 from .common import NamedReg, register_slice
 
@@ -63,7 +63,7 @@ class EngineQueue:
     edge e -> ``output`` valid after e + 1; one command per cycle."""
 
     def __init__(self, width: int, depth: int, clk, rst, name: str):
-        self.fifo = fifo = FIFO(Bits(width), depth, clk, rst)
+        self.fifo = fifo = Queue(Bits(width), depth, clk, rst, f"{name}_fifo")
         take = Wire(Bits(1), f"{name}_take")
         valid, self.output, in_ready = register_slice(clk, rst, ~fifo.empty, fifo.output, take,
                                                       name)

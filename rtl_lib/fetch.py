@@ -28,9 +28,9 @@ and no cycle is added; ``idle`` terms are ``left == 0`` and ``credits_used == 0`
 from __future__ import annotations
 
 from pycde.constructs import Mux, Wire
-from pycde.seq import FIFO
 from pycde.types import Bits
 
+from ..queue import Queue
 from .bits import shl
 from .common import NamedReg
 
@@ -41,7 +41,7 @@ class Fetcher:
     def __init__(self, clk, rst, running, start, cmd_base, cmd_count, addr_width: int,
                  cmd_bits: int, depth: int, chunk: int):
         AW = addr_width
-        self.cmdq = FIFO(Bits(cmd_bits), depth, clk, rst)
+        self.cmdq = Queue(Bits(cmd_bits), depth, clk, rst, "cmdq")
         self.credit_width = CW = depth.bit_length()
         addr = NamedReg(AW, clk, rst, 0, name="fetch_addr")
         left = NamedReg(32, clk, rst, 0, name="fetch_left")

@@ -24,10 +24,10 @@ DMA's command port (``cmd_addr``, ``cmd_beats``, ``cmd_rows``, ``cmd_stride``, `
 from __future__ import annotations
 
 from pycde.constructs import Mux
-from pycde.seq import FIFO
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
+from ..queue import Queue
 from .bits import shl
 from .dispatch import cmd_field
 
@@ -46,7 +46,7 @@ class LoadEngine:
         l_dst, l_flags = lh[16:24], lh[8:16]
         l_zero = l_flags[2]
         l_valid = ~loadq.empty
-        self.route = route = FIFO(Bits(ROUTE_BITS), depth, clk, rst)
+        self.route = route = Queue(Bits(ROUTE_BITS), depth, clk, rst, "route_fifo")
         rd["cmd_valid"].assign(~route.full & (fetch_req | (l_valid & ~l_zero)))
         rd["cmd_addr"].assign(Mux(fetch_req, cmd_field(lh, 1, AW), fetcher.addr))
         fetch_beats = shl(fetcher.chunk_now, cmd_beats.bit_length() - 1, 16)

@@ -40,12 +40,12 @@ from __future__ import annotations
 
 from pycde import Clock, Input, Output, Reset
 from pycde.constructs import Mux, Wire
-from pycde.seq import FIFO
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from ..config import AccelConfig
 from ..errors import ConfigError
+from ..queue import Queue
 from .bits import inc, log2, sub
 from .common import NamedReg
 from .stream import module
@@ -90,7 +90,7 @@ def make_row_reduce(config: AccelConfig, lanes_kernel, rq_kernel, shift_width: i
         last_beat = sub(p.bpr, Bits(CW)(1), CW)
 
         # ---- input FIFO and its credits (counted at issue)
-        fifo = FIFO(Bits(W), RR_FIFO_DEPTH, clk, rst)
+        fifo = Queue(Bits(W), RR_FIFO_DEPTH, clk, rst, "rr_fifo")
         fifo.push(p.in_data, p.in_valid)
         pop_w = Wire(Bits(1), "rr_pop")
         occ = NamedReg(OW, clk, rst, 0, name="rr_occupancy")

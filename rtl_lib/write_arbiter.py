@@ -37,10 +37,10 @@ write commands, ``wd_*`` data); ``wr``: the wires of the write DMA's ``cmd_*`` a
 from __future__ import annotations
 
 from pycde.constructs import Mux, Wire
-from pycde.seq import FIFO
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
+from ..queue import Queue
 from .bits import inc
 from .common import NamedReg, register_slice
 from .skid_buffer import make_skid_buffer
@@ -64,7 +64,7 @@ class WriteArbiter:
 
     def build(self, clk, rst, a, b, wr, wr_cmd_ready, wr_in_ready):
         (a_wc_ready, a_wd_ready), (b_wc_ready, b_wd_ready) = (self._ready[n] for n in self._names)
-        own = FIFO(Bits(33), OWNER_FIFO_DEPTH, clk, rst)
+        own = Queue(Bits(33), OWNER_FIFO_DEPTH, clk, rst, "owner")
         a_wants = a.wc_valid
         pick_b = ~a_wants
         any_wc = a_wants | b.wc_valid

@@ -1,0 +1,103 @@
+"""A FIFO whose ``empty`` and ``full`` are flip-flops: the queue of every engine and stream
+wrapper (``rtl_lib`` and ``lowering``; neither imports the other).
+
+``Queue(Bits(w), depth, clk, rst, name)`` has the interface of PyCDE's ``seq.FIFO``:
+``push(data, en)``, ``pop(en)`` (returns ``output``), ``output`` (the head, valid while
+``empty`` is low), ``empty``, ``full``; the same cycle behaviour: a word pushed on edge e is the
+head after e if the queue was empty, ``depth`` words fit, a push while full and a pop while
+empty change nothing (the word pushed while full is dropped).
+
+What differs is the timing structure. CIRCT's ``seq.fifo`` lowering computes ``empty`` and
+``full`` as compares of its count and wraps its pointers with a compare against the depth, so
+a pop decision that depends on ``empty`` runs count -> compare -> the caller's logic -> pop ->
+pointer increment -> wrap compare -> pointer (``bench/fmax.py``'s estimate named several such
+paths: ``fifo_count -> fifo_rd_addr``). Here ``empty`` and ``full`` are registers set from the
+next count, and the storage has a power-of-two number of words, so the pointers wrap by
+overflow. Registers ``{name}_count``, ``{name}_empty``, ``{name}_full``, ``{name}_wr``,
+``{name}_rd``; memory ``{name}_mem`` (``seq.hlmem`` with a combinational read: distributed
+RAM on ECP5, like ``seq.fifo``'s).
+"""
+
+from __future__ import annotations
+
+from pycde.constructs import Mux, Wire
+from pycde.types import Bits
+
+from .regs import NamedReg
+
+
+def _inc(v, w):
+    return (v.as_uint() + 1).as_bits(w)
+
+
+def _dec(v, w):
+    return (v.as_uint() - 1).as_bits(w)
+
+
+class Queue:
+    """See the module docstring."""
+
+    def __init__(self, type, depth: int, clk, rst, name: str = "queue"):
+        from pycde.circt import ir
+        from pycde.circt.dialects import seq as raw_seq
+        from pycde.signals import _FromCirctValue
+
+        if not isinstance(type, Bits):
+            raise TypeError(f"Queue {name}: a Bits type, got {type}")
+        if depth < 1:
+            raise ValueError(f"Queue {name}: depth must be >= 1, got {depth}")
+        width = type.bitwidth
+        self.type = type
+        pw = max(1, (depth - 1).bit_length())        # pointer bits: 2**pw >= depth words
+        cw = depth.bit_length()                      # count bits: 0..depth
+        self._wr_en = Wire(Bits(1), f"{name}_push")
+        self._rd_en = Wire(Bits(1), f"{name}_pop")
+        self._data = Wire(Bits(width), f"{name}_in")
+        count = NamedReg(cw, clk, rst, 0, name=f"{name}_count")
+        empty = NamedReg(1, clk, rst, 1, name=f"{name}_empty")
+        full = NamedReg(1, clk, rst, 0, name=f"{name}_full")
+        wr = NamedReg(pw, clk, rst, 0, name=f"{name}_wr")
+        rd = NamedReg(pw, clk, rst, 0, name=f"{name}_rd")
+        push = self._wr_en & ~full.q
+        pop = self._rd_en & ~empty.q
+        wr.next(Mux(push, wr.q, _inc(wr.q, pw)))
+        rd.next(Mux(pop, rd.q, _inc(rd.q, pw)))
+        up = push & ~pop
+        down = pop & ~push
+        count_next = Mux(up, Mux(down, count.q, _dec(count.q, cw)), _inc(count.q, cw))
+        count.next(count_next)
+        # the flags from the count's next value, as compares of the count (a register) and
+        # the two enables: count == 1 and a pop only -> empty, count == depth-1 and a push
+        # only -> full
+        at1 = count.q == Bits(cw)(1)
+        at_top = count.q == Bits(cw)(depth - 1)
+        empty.next(Mux(up, Mux(down, empty.q, at1), Bits(1)(0)))
+        full.next(Mux(down, Mux(up, full.q, at_top), Bits(1)(0)))
+
+        mem = raw_seq.HLMemOp(ir.Type.parse(f"!seq.hlmem<{1 << pw}xi{width}>"), clk.value,
+                              rst.value, f"{name}_mem").handle
+        raw_seq.WritePortOp(mem, [wr.q.value], self._data.value, push.value, 1)
+        rd_data = raw_seq.ReadPortOp(ir.IntegerType.get_signless(width), mem, [rd.q.value], 0)
+        self._output = _FromCirctValue(rd_data.result)
+        self._empty, self._full = empty.q, full.q
+
+    def push(self, data, en) -> None:
+        self._data.assign(data)
+        self._wr_en.assign(en)
+
+    def pop(self, en):
+        self._rd_en.assign(en)
+        return self._output
+
+    @property
+    def output(self):
+        return self._output
+
+    @property
+    def empty(self):
+        return self._empty
+
+    @property
+    def full(self):
+        return self._full
+
