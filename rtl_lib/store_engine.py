@@ -97,13 +97,13 @@ from __future__ import annotations
 
 from pycde import Clock, Module, Output, Reset
 from pycde.constructs import Mux, Wire
-from pycde.seq import FIFO
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from .. import contract
 from ..config import AccelConfig
 from ..errors import ConfigError
+from ..queue import Queue
 from .axi_dma import write_ports
 from .bits import add, inc, index_width
 from .common import NamedReg, dual_port_mem, register_slice
@@ -166,15 +166,19 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         not_rst = ~rst.as_bits()
 
         # -- command intake: three queues (DMA command, feed side, output side) ----------
-        wcq = FIFO(Bits(2 * AW + 16), QUEUE, clk, rst)
-        fq = FIFO(Bits(PA + 1), QUEUE, clk, rst)
-        oq = FIFO(Bits(17), QUEUE, clk, rst)
+        wcq = Queue(Bits(2 * AW + 16), QUEUE, clk, rst, "wc_queue")
+        fq = Queue(Bits(PA + 1), QUEUE, clk, rst, "feed_queue")
+        # the output side's queue holds (relu, row mask): bit r of the mask = row r is kept
+        # (r < rows), so the output's row test is a bit select of a flop, not a compare
+        oq = Queue(Bits(R + 1), QUEUE, clk, rst, "out_queue")
         st_ready = not_rst & ~wcq.full & ~fq.full & ~oq.full
         st_fire = p.st_valid & st_ready
         p.st_ready = st_ready
         wcq.push(BitsSignal.concat([_fit(p.st_stride, AW), p.st_rows, p.st_addr]), st_fire)
         fq.push(BitsSignal.concat([p.st_per_tensor, _fit(p.st_p_index, PA)]), st_fire)
-        oq.push(BitsSignal.concat([p.st_relu, p.st_rows]), st_fire)
+        kept = [(p.st_rows.as_uint() > Bits(16)(r).as_uint()).as_bits() for r in range(R)]
+        row_mask = BitsSignal.concat(kept[::-1]) if R > 1 else kept[0]
+        oq.push(BitsSignal.concat([p.st_relu, row_mask]), st_fire)
 
         wc_valid = ~wcq.empty
         wc_head = wcq.pop(wc_valid & p.wc_ready)
@@ -362,11 +366,17 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         o_j = NamedReg(JW, clk, rst, 0, name="out_col")
         o_r = NamedReg(RW, clk, rst, 0, name="out_row")
         wd_v = NamedReg(1, clk, rst, 0, name="wd_valid_q")
-        o_head = oq.output
-        o_rows, o_relu = o_head[0:16], o_head[16]
+        # the queue's head leaves through a register slice: the output's decisions (the
+        # row kept, ReLU) read flops, not the queue's LUT RAM (its read into the row test
+        # into wd_valid_q was the placed 8x8's critical path)
+        tile_end_w = Wire(Bits(1), "out_tile_end")
+        oh_v, o_head, oh_ready = register_slice(clk, rst, ~oq.empty, oq.output, tile_end_w,
+                                                "out_cmd")
+        oq.pop(~oq.empty & oh_ready)
+        o_mask, o_relu = o_head[0:R], o_head[R]
         beat_end = (o_j.q[0:LGB] == Bits(LGB)(GB - 1)) if LGB else one
         wd_busy = wd_v.q & ~p.wd_ready
-        y_rdy = ~oq.empty & ~(beat_end & wd_busy)
+        y_rdy = oh_v & ~(beat_end & wd_busy)
         # a lane's result is taken when every lane has one (they run in lockstep)
         y_ready.assign(y_rdy & y_all)
         y_fire = y_all & y_rdy
@@ -377,7 +387,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         o_last_j = o_j.q == Bits(JW)(G - 1) if G > 1 else one
         o_last_r = o_r.q == Bits(RW)(R - 1) if R > 1 else one
         tile_end = y_fire & o_last_j & o_last_r
-        oq.pop(tile_end)
+        tile_end_w.assign(tile_end)
         if G > 1:
             o_j.next(Mux(y_fire, o_j.q, Mux(o_last_j, inc(o_j.q), Bits(JW)(0))))
         else:
@@ -387,8 +397,8 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
                          Mux(o_last_r, inc(o_r.q), Bits(RW)(0))))
         else:
             o_r.next(Bits(RW)(0))
-        row_kept = o_r.q.as_uint(16) < o_rows.as_uint()
-        push = y_fire & beat_end & row_kept.as_bits()
+        row_kept = Mux(o_r.q, *[o_mask[r] for r in range(R)]) if R > 1 else o_mask[0]
+        push = y_fire & beat_end & row_kept
         GBW = 8 * L
         if GB > 1:
             pack = NamedReg(W - GBW, clk, None, None, ce=y_fire, name="pack")
