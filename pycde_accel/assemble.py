@@ -148,7 +148,7 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
     get the accelerator without it, unchanged)."""
     from . import lowering
     from .lowering.stream import stream_module
-    from .rtl_lib import lutram
+    from .rtl_lib import keep_ff, lutram
     from .rtl_lib.accel import make_accelerator
     from .rtl_lib.ecp5 import SIM_MODEL, uses_ecp5_dsp
 
@@ -170,8 +170,8 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
             return make_accelerator(config, mods["requant"], mods["add"], mods["max"],
                                     mods["mul"], make_row_reduce_unit(config, mods))
 
-        return emit_module(None, Path(sv_dir), sim_models=models, sources=[lutram.SOURCE],
-                           prepare=prepare)
+        return emit_module(None, Path(sv_dir), sim_models=models,
+                           sources=[lutram.SOURCE, keep_ff.SOURCE], prepare=prepare)
 
 
 # ---- one engine alone ----------------------------------------------------------------------------

@@ -83,6 +83,7 @@ from ..config import AccelConfig
 from ..errors import ConfigError
 from .bits import index_width, inc, log2
 from .common import NamedReg, register_slice
+from .keep_ff import replicated
 from .operand_spad import LANE_WIDTH, RD_LATENCY, make_operand_spad
 from .stream import Stream, module
 from .systolic import has_depthwise, make_systolic_core
@@ -93,6 +94,8 @@ FIFO_DEPTH = contract.EXEC_CREDITS
 ISSUE_TO_CORE = 1 + RD_LATENCY
 #: edges the C stream's register slice adds between the core's C beat and ``c_*``
 C_SLICE_LATENCY = 1
+#: bits of an operand FIFO slot loaded by one copy of the slot's enable register
+SLOT_CHUNK = 64
 #: width of the command's K and word fields (the contract's EXEC fields)
 CMD_WIDTH = contract.EXEC.field("K").bits
 
@@ -229,12 +232,26 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
             entry = BitsSignal.concat([dw_d, last_d, spad_b.rd_data, a_ent])
         else:
             entry = BitsSignal.concat([last_d, spad_b.rd_data, spad_a.rd_data])
+        # the slots' load enables are registers, computed a cycle ahead (the push is the
+        # issue delayed RD_LATENCY edges, so its next value is the issue delayed one edge
+        # less), one kept copy per SLOT_CHUNK bits of a slot: a slot is up to R*W + C*8 + 2
+        # bits, and one enable net into all of them crossed the die (the placed 16x8's
+        # critical path: the write pointer into a 1090-bit slot's enable, 4.4 ns of one route)
+        push_ahead = iss
+        for i in range(RD_LATENCY - 1):
+            push_ahead = push_ahead.reg(clk, rst, rst_value=0, name=f"fifo_push_ahead{i}")
+        wr_next = Mux(push, wr.q, inc(wr.q))
+        chunks = [(lo, min(lo + SLOT_CHUNK, EW)) for lo in range(0, EW, SLOT_CHUNK)]
         slots = []
         for i in range(FIFO_DEPTH):
-            slot = NamedReg(EW, clk, None, None, ce=push & (wr.q == Bits(FW)(i)),
-                            name=f"fifo_slot{i}")
-            slot.next(entry)
-            slots.append(slot.q)
+            load = push_ahead & (wr_next == Bits(FW)(i))
+            ens = replicated(clk, rst, load, len(chunks), f"fifo_slot{i}_load")
+            parts = []
+            for (lo, hi), en in zip(chunks, ens):
+                part = NamedReg(hi - lo, clk, None, None, ce=en, name=f"fifo_slot{i}_{lo}")
+                part.next(entry[lo:hi])
+                parts.append(part.q)
+            slots.append(BitsSignal.concat(parts[::-1]) if len(parts) > 1 else parts[0])
         head = Mux(rd.q, *slots)
         LB = EW - 2 if DWM else EW - 1                 # the entry's last flag
         occ0 = occ.q == Bits(CNTW)(0)
@@ -289,10 +306,11 @@ def emit_matmul_unit(config: AccelConfig, sv_dir):
     on ECP5, the simulation model of its DSP); returns ``emit.EmittedSV``."""
     from pathlib import Path
 
-    from . import lutram
+    from . import keep_ff, lutram
     from .ecp5 import SIM_MODEL, uses_ecp5_dsp
     from .emit import emit_module
 
     unit = make_matmul_unit(config)
     models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
-    return emit_module(unit, Path(sv_dir), sim_models=models, sources=[lutram.SOURCE])
+    return emit_module(unit, Path(sv_dir), sim_models=models,
+                       sources=[lutram.SOURCE, keep_ff.SOURCE])

@@ -1,0 +1,38 @@
+"""A 1-bit register that synthesis does not merge with its copies, as a PyCDE extern module.
+
+A load enable that drives a thousand flip-flops is one net across the die (the matmul unit's
+operand FIFO slots, R*W + C*8 + 2 bits each in the depthwise build). Copying its register per
+chunk of the load does not help by itself: Yosys ``opt_merge`` merges identical flip-flops back
+into one. ``KeepFF`` is a flip-flop in a process marked ``keep`` (``keep_ff.sv``), so each copy
+stays a flip-flop of its own and drives only its chunk.
+
+``KeepFF(clk=, rst=, d=)`` -> ``.q`` (``q`` takes ``d`` on every edge; 0 on an edge with
+``rst``). ``replicated(clk, rst, d, n, name)``: ``n`` such copies of one register.
+``SOURCE`` (``keep_ff.sv``) defines it: a synthesis *and* simulation source, listed in
+``filelist.f`` by ``emit_module(..., sources=[SOURCE])``. No parameters: a parameterized
+extern module instantiated with two parameter sets gets a uniquified name the source does
+not define (see ``lutram``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pycde import Clock, Input, Module, Output, Reset
+from pycde.types import Bits
+
+SOURCE = Path(__file__).resolve().parent / "keep_ff.sv"
+
+
+class KeepFF(Module):
+    module_name = "pycde_accel_keep_ff"
+    clk = Clock()
+    rst = Reset()
+    d = Input(Bits(1))
+    q = Output(Bits(1))
+
+
+def replicated(clk, rst, d, n: int, name: str) -> list:
+    """``n`` kept copies of the register ``d`` -> ``q`` (instances ``{name}_{i}``): their
+    outputs, each to drive one part of a wide load."""
+    return [KeepFF(clk=clk, rst=rst, d=d, instance_name=f"{name}_{i}").q for i in range(n)]
