@@ -281,9 +281,14 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
         sw = max(1, (STAMP_DEPTH - 1).bit_length())
         room = stamp_n.q.as_uint(32) < STAMP_DEPTH
         vals = [disp.dispatched if n == PERF_CMDS else status.perf_q[n] for n in PERF_COUNTERS]
+        # the write is registered (enable, address, counters) and lands one edge after the
+        # FENCE's dispatch, with the values of the dispatch edge: the dispatch decision into
+        # the block RAMs' write enables was a placed critical path
+        st_we = (disp.fence_go & room).reg(clk, rst, rst_value=0, name="stamp_we_q")
+        st_wa = stamp_n.q[0:sw].reg(clk, name="stamp_waddr_q")
+        st_wd = BitsSignal.concat(list(reversed(vals))).reg(clk, name="stamp_wdata_q")
         stamp_rd = dual_port_mem(clk, rst, "stamp_mem", 32 * len(vals), STAMP_DEPTH,
-                                 stamp_n.q[0:sw], BitsSignal.concat(list(reversed(vals))),
-                                 disp.fence_go & room, csr.stamp_sel[0:sw])
+                                 st_wa, st_wd, st_we, csr.stamp_sel[0:sw])
         status.csr["stamp_count"].assign(stamp_n.q)
         for i, n in enumerate(STAMP_REGS):
             status.csr[n].assign(stamp_rd[32 * i:32 * (i + 1)])
