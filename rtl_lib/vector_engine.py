@@ -137,13 +137,13 @@ from __future__ import annotations
 
 from pycde import Clock, Module, Output, Reset
 from pycde.constructs import Mux, Wire
-from pycde.seq import FIFO
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from .. import contract
 from ..config import AccelConfig
 from ..errors import ConfigError
+from ..queue import Queue
 from .axi_dma import write_ports
 from .bits import add, inc, log2, resize, sub
 from .common import NamedReg, dual_port_mem, register_slice
@@ -283,7 +283,14 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         if rr:
             rr_room_w = Wire(Bits(1), "rr_room")
             lut_room = Mux(is_rr, lut_room, rr_room_w)
-        can_issue = busy.q & (r != n) & Mux(
+        # "reads left" is a flop kept equal to r != n (set from the next value of r: a
+        # compare for "issued" and one for "not", picked by the issue), so the issue
+        # decision has no 16-bit compare on it (cmd_n -> s_beat's enable was a placed
+        # critical path)
+        rd_more = NamedReg(1, clk, rst, 0, name="rd_more")
+        rd_more.next(Mux(accept, Mux(issue_w, r != n, inc(r, CW) != n),
+                         p.v_n != Bits(16)(0)))
+        can_issue = busy.q & rd_more.q & Mux(
             is_lut, (occ.q != Bits(OW)(PAIR_FIFO_DEPTH)) & ~hazard, lut_room)
         # S comes in through a register slice: s_ready is a register, so the issue
         # condition (the overlap hazard's compares) does not reach the read data router
@@ -297,7 +304,21 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         xr = NamedReg(CW, clk, rst, 0, name="x_rd_index")
         period = cmd["mb"][0:CW]
         xr_inc = inc(xr.q, CW)
-        xr_wrap = cmd["mul"] & (period != Bits(CW)(0)) & (xr_inc == period)
+        # "the next read wraps" is a flop (xr + 1 == period, kept from xr's next value:
+        # after a wrap or an accept xr is 0, after a step xr + 1), so the index's update
+        # is a mux of registers, not an increment, a compare and a mux in one cycle
+        xr_wrap_q = NamedReg(1, clk, rst, 0, name="x_rd_wraps")
+        xr_wrap = xr_wrap_q.q
+        one_c = Bits(CW)(1)
+        # (the period's compares are decoded on accept: xr + 2 == period is xr == mb - 2)
+        v_period = p.v_mb[0:CW]
+        p_m2 = NamedReg(CW, clk, None, None, ce=accept, name="x_rd_period_m2")
+        p_m2.next(sub(v_period, Bits(CW)(2), CW))
+        wraps = decoded("x_rd_wrapping", p.v_mul & (v_period != Bits(CW)(0)))
+        wrap_at0 = decoded("x_rd_period1", p.v_mul & (v_period == one_c))
+        wrap_step = wraps & (xr.q == p_m2.q)
+        xr_wrap_q.next(Mux(accept, Mux(issue, xr_wrap, Mux(xr_wrap, wrap_step, wrap_at0)),
+                           p.v_mul & (v_period == one_c)))
         xr.next(Mux(accept, Mux(issue, xr.q, Mux(xr_wrap, xr_inc, Bits(CW)(0))), Bits(CW)(0)))
         rd_addr = add(cmd["x_off"], xr.q, CW)[0:XA]
         x_wr_ready = ~eng_wr
@@ -318,7 +339,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         s_q2.next(s_q.q)
         rd_v2 = NamedReg(1, clk, rst, 0, name="x_rd_valid_q")
         rd_v2.next(rd_v.q)
-        pairs = FIFO(Bits(2 * W), PAIR_FIFO_DEPTH, clk, rst)
+        pairs = Queue(Bits(2 * W), PAIR_FIFO_DEPTH, clk, rst, "pairs")
         pairs.push(BitsSignal.concat([s_q2.q, x_q.q]), rd_v2.q & ~is_lut)
 
         # ------------------------------------------------------------ function table
@@ -345,7 +366,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
             for j in range(1, AB):
                 b = Mux(sel == Bits(EB)(j), b, word[8 * j:8 * j + 8])
             lut_bytes.append(b)
-        lut_fifo = FIFO(Bits(W), LUT_FIFO_DEPTH, clk, rst)
+        lut_fifo = Queue(Bits(W), LUT_FIFO_DEPTH, clk, rst, "lut_fifo")
         lut_fifo.push(BitsSignal.concat(list(reversed(lut_bytes))), lut_v3.q)
         head = pairs.output
         head_valid = ~pairs.empty
