@@ -1,7 +1,8 @@
 """cocotb testbench for the skid buffer (``rtl_lib.skid_buffer``) and for any block with its
 ports (``in_data``/``in_valid``/``in_ready``, ``out_data``/``out_valid``/``out_ready``).
 
-Spec (JSON in ``TB_SKID_SPEC``): ``{"width", "beats", "seed", "p_in", "p_out"}``.
+Spec (JSON in ``TB_SKID_SPEC``): ``{"width", "beats", "seed", "p_in", "p_out"}``, and
+``"depth"`` for a block of another capacity than the skid buffer's ``DEPTH`` (a ``Queue``).
 
 * ``stream``: ``beats`` random words through the block, ``in_valid`` on with probability
   ``p_in`` and ``out_ready`` with ``p_out`` per cycle (seeded). Checks: every word comes out
@@ -12,7 +13,7 @@ Spec (JSON in ``TB_SKID_SPEC``): ``{"width", "beats", "seed", "p_in", "p_out"}``
 * ``registered``: every cycle, ``in_valid``/``in_data``/``out_ready`` are driven twice with
   random values (after the edge, then again mid-cycle); ``in_ready``, ``out_valid`` and
   ``out_data`` must not change between the two (they are registers). ``out_ready`` is then
-  held low: exactly ``DEPTH`` words are taken and ``in_ready`` stays low; they come out in
+  held low: exactly ``depth`` words are taken and ``in_ready`` stays low; they come out in
   order once ``out_ready`` rises.
 """
 
@@ -72,6 +73,7 @@ async def registered(dut):
     await tb.start(dut, idle=IDLE)
     rng = random.Random(spec["seed"])
     w = spec["width"]
+    depth = spec.get("depth", DEPTH)   # another block's capacity (a queue's)
     expect, got = [], []
     for _ in range(400):
         await Timer(1, "ns")
@@ -91,11 +93,11 @@ async def registered(dut):
         if od and after[1]:
             got.append(after[2])
         await RisingEdge(dut.clk)
-    assert got == expect[:len(got)] and len(expect) - len(got) <= DEPTH
-    # drain, then hold out_ready low: exactly DEPTH words are taken
+    assert got == expect[:len(got)] and len(expect) - len(got) <= depth
+    # drain, then hold out_ready low: exactly depth words are taken
     await Timer(1, "ns")
     dut.in_valid.value, dut.out_ready.value = 0, 1
-    for _ in range(4):
+    for _ in range(depth + 2):
         await ReadOnly()
         if int(dut.out_valid.value):
             got.append(int(dut.out_data.value))
@@ -103,21 +105,21 @@ async def registered(dut):
     assert got == expect
     await Timer(1, "ns")
     dut.out_ready.value = 0
-    words = [rng.getrandbits(w) for _ in range(DEPTH + 3)]
+    words = [rng.getrandbits(w) for _ in range(depth + 3)]
     taken = 0
-    for _ in range(10):
-        dut.in_valid.value, dut.in_data.value = 1, words[taken]
+    for _ in range(depth + 8):
+        dut.in_valid.value, dut.in_data.value = 1, words[min(taken, len(words) - 1)]
         await ReadOnly()
         ok = int(dut.in_ready.value)
         await RisingEdge(dut.clk)
         await Timer(1, "ns")
         taken += ok
-    assert taken == DEPTH, f"{taken} words taken into a buffer of {DEPTH} held full"
+    assert taken == depth, f"{taken} words taken into a buffer of {depth} held full"
     dut.in_valid.value, dut.out_ready.value = 0, 1
     out = []
-    for _ in range(DEPTH + 2):
+    for _ in range(depth + 2):
         await ReadOnly()
         if int(dut.out_valid.value):
             out.append(int(dut.out_data.value))
         await RisingEdge(dut.clk)
-    assert out == words[:DEPTH], (out, words[:DEPTH])
+    assert out == words[:depth], (out, words[:depth])
