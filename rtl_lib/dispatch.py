@@ -15,7 +15,7 @@ opcode ``[0, 8)``, flags ``[8, 16)``, a LOAD's destination ``[16, 24)``, then 32
   write enable was the accelerator's critical path). 1 cycle from the FIFO to dispatch, one
   command per cycle.
 * ``queues`` (``loadq``, ``execq``, ``storeq``, ``vecq``): one :class:`EngineQueue` per engine,
-  a ``seq.FIFO`` of ``depth`` commands and behind it a register slice (``{engine}_head``), so
+  a ``queue.Queue`` of ``depth`` commands and behind it a register slice (``{engine}_head``), so
   an engine takes its command from flops and its take (``pop``) reaches only the slice: the
   FIFO's count -> empty -> the engine's intake -> the FIFO's read address was the critical
   path (83.82 MHz at 0593636) once the STORE lanes were sliced. A command reaches its engine
@@ -54,7 +54,7 @@ from .common import NamedReg, register_slice
 
 
 class EngineQueue:
-    """One engine's command queue: a ``seq.FIFO`` of ``depth`` commands, then a register slice
+    """One engine's command queue: a ``queue.Queue`` of ``depth`` commands, then a register slice
     named ``name`` (``common.register_slice``). The engine side has the FIFO's interface:
     ``output`` (the head, from the slice's flops), ``empty`` (no head: the slice's valid flop,
     inverted), ``pop(en)`` (the engine takes the head this cycle; ``en`` only when a head is

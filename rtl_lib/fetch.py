@@ -7,7 +7,7 @@ Inputs: ``running`` (the top's running flag), ``start`` (the CSR start pulse), `
 (DRAM byte address of the first command) and ``cmd_count`` (commands to run), both sampled
 on ``start``. Commands are ``cmd_bits`` bits (32 bytes) each.
 
-* ``cmdq``: the command FIFO (``depth`` commands of ``cmd_bits`` bits, ``seq.FIFO``): the read
+* ``cmdq``: the command FIFO (``depth`` commands of ``cmd_bits`` bits, a ``queue.Queue``): the read
   router pushes the fetched commands, dispatch pops them.
 * ``req`` (out): a fetch read is wanted: running, commands left, and room for ``chunk`` more
   commands than are already credited. The read covers ``chunk_now`` commands (``chunk``, or

@@ -68,7 +68,9 @@ are logic of a few registers and no compare sits on them); every
 output is a register or logic of registers (``c_*``: the C slice's registers).
 
 Resources: ``bench/fmax.py`` reports them for the default config (the lane memories map to
-DP16KD, the PEs to MULT18X18D, the operand FIFO to distributed RAM).
+DP16KD, the PEs to MULT18X18D). The operand FIFO's slots are registers, each loaded by
+registered enables computed a cycle ahead, one kept copy (``keep_ff``) per ``SLOT_CHUNK`` bits of
+the slot, so no single enable net reaches a whole slot.
 """
 
 from __future__ import annotations
