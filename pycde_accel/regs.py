@@ -25,7 +25,8 @@ class NamedReg:
         self._d.assign(value)
 
 
-def register_slice(clk, rst, valid, data, ready, name: str, next_ready: bool = False):
+def register_slice(clk, rst, valid, data, ready, name: str, next_ready: bool = False,
+                   next_valid: bool = False):
     """A full-rate valid/ready register slice (2-entry skid buffer) between a sender
     (``valid``, ``data``) and a receiver (``ready``): returns ``(out_valid, out_data,
     in_ready)``. ``out_valid``/``out_data`` and ``in_ready`` are registers, so neither the
@@ -35,7 +36,9 @@ def register_slice(clk, rst, valid, data, ready, name: str, next_ready: bool = F
 
     ``next_ready=True`` also returns ``in_ready``'s next value (a 4-tuple): a sender that joins
     several slices can register the AND of their next readies, so that its own advance is one
-    flop instead of an AND tree of the slices' flops."""
+    flop instead of an AND tree of the slices' flops. ``next_valid=True`` likewise appends
+    ``out_valid``'s next value (a receiver that joins several slices can register the AND of
+    their valids)."""
     from pycde.constructs import Mux
 
     w = data.type.width
@@ -47,9 +50,13 @@ def register_slice(clk, rst, valid, data, ready, name: str, next_ready: bool = F
     skid_d.next(data)
     main_d = NamedReg(w, clk, None, None, ce=load, name=f"{name}_d")
     main_d.next(Mux(skid_v.q, data, skid_d.q))
-    main_v.next(Mux(load, main_v.q, skid_v.q | valid))
+    main_v_next = Mux(load, main_v.q, skid_v.q | valid)
+    main_v.next(main_v_next)
     skid_v.next(Mux(load, skid_v.q | (valid & in_ready), Bits(1)(0)))
+    out = (main_v.q, main_d.q, in_ready)
     if next_ready:
         # ~skid_v's next value: the output register loads, or nothing waits and nothing comes
-        return main_v.q, main_d.q, in_ready, load | (in_ready & ~valid)
-    return main_v.q, main_d.q, in_ready
+        out += (load | (in_ready & ~valid),)
+    if next_valid:
+        out += (main_v_next,)
+    return out

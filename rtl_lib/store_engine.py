@@ -352,15 +352,20 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             for nm in names:
                 k_ready[l][nm].assign(getattr(k, f"{nm}_ready"))
             start_ready[l].assign(k.start_ready)
-            yv_l, yd_l, yr_l = register_slice(clk, rst, k.y_valid, k.y, y_ready,
-                                              f"y{sfx[l]}")
+            _, yd_l, yr_l, yvn_l = register_slice(clk, rst, k.y_valid, k.y, y_ready,
+                                                  f"y{sfx[l]}", next_valid=True)
             k_y_ready.assign(yr_l)
             ks.append(k)
             ys.append(yd_l)
-            y_vs.append(yv_l)
-        y_all = y_vs[0]
+            y_vs.append(yvn_l)
+        # every lane's Y slice holds a result: the AND of their valids, registered from
+        # their next values, so the output's decisions start at one flop, not an L-input AND
+        y_all_next = y_vs[0]
         for v in y_vs[1:]:
-            y_all = y_all & v
+            y_all_next = y_all_next & v
+        y_all = NamedReg(1, clk, rst, 0, name="y_all_valid")
+        y_all.next(y_all_next)
+        y_all = y_all.q
 
         # -- output: ReLU, pack bytes into beats, drop rows >= valid rows ------------------
         o_j = NamedReg(JW, clk, rst, 0, name="out_col")

@@ -354,6 +354,17 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         cred_next = (credits.q.as_uint() - cred_sub.as_uint()).as_bits(cw)
         cred_next = (cred_next.as_uint() + pop.as_uint()).as_bits(cw)
         credits.next(cred_next)
-        credit_ok_q.next((cred_next.as_uint() >= rows).as_bits())
+        # credits' >= rows for each case of (last beat taken, C beat left), as compares of
+        # the credits register with constants, picked by the two events: the last beat's
+        # admission does not run through the subtract, the add and a compare
+        c = credits.q.as_uint(cw + 1)
+
+        def ge(k):
+            if k <= 0:
+                return one
+            return (c >= k).as_bits() if k < 1 << (cw + 1) else zero
+
+        credit_ok_q.next(Mux(last_fire, Mux(pop, ge(rows), ge(rows - 1)),
+                             Mux(pop, ge(2 * rows), ge(2 * rows - 1))))
 
     return module(f"systolic_core_{rows}x{cols}_d{dw}_a{aw}" + ("_dw" if dwm else ""), io, build)

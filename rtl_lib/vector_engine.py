@@ -558,7 +558,14 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         out_valid.next((out_valid.q & ~out_take) | y_last | lut_take)
 
         # ------------------------------------------------------------ outputs, finish
-        finish = busy.q & Mux(lut_set, w == n, tw == n) & ~wc_pend.q
+        # w == n and tw == n as flops, each set from its counter's next value (an accept
+        # clears the counters: equal iff n == 0), so the finish is a LUT of flops
+        n_zero = p.v_n == Bits(16)(0)
+        w_done = NamedReg(1, clk, rst, 0, name="wr_beats_done")
+        w_done.next(Mux(accept, Mux(out_take, w == n, inc(w, CW) == n), n_zero))
+        tw_done = NamedReg(1, clk, rst, 0, name="lut_set_beats_done")
+        tw_done.next(Mux(accept, Mux(lut_set_beat, tw == n, inc(tw, CW) == n), n_zero))
+        finish = busy.q & Mux(lut_set, w_done.q, tw_done.q) & ~wc_pend.q
         busy.next(Mux(accept, busy.q & ~finish, one))
         p.v_ready = ~busy.q
         p.busy = busy.q
