@@ -73,7 +73,8 @@ register slice per lane holding that lane's x, m0, shift: its kernel's input sta
 there; S2 moves when every lane's slice ``in_ready``, a flop, is high) -> L kernels
 (``x``/``m0``/``shift`` element streams, one start token per tile each) -> Y (one register
 slice per lane on the kernel's ``y``: the kernel's ``y_ready`` is its slice's ``in_ready``
-flop) -> the join (every lane's Y slice valid; the lanes are fed and drained together, so
+flop) -> the join (every lane's Y slice valid: one flop, ``y_all_valid``, set from the
+slices' next valids; the lanes are fed and drained together, so
 they run in lockstep, at most two elements apart) -> ReLU -> byte packer (L bytes per
 cycle) -> ``wd`` register. No combinational path runs from one lane's kernel to another's:
 the joins are ANDs of slice flops. L elements per cycle end to end, so a tile occupies the engine
