@@ -218,6 +218,10 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
             r.next(getattr(p, f"v_{nm}"))
             cmd[nm] = r.q
         n, is_max, to_x = cmd["n"], cmd["max"], cmd["to_x"]
+        # n - 1, for the "this is the last" flags (c + 1 == n is c == n - 1: no adder)
+        n_m1_r = NamedReg(16, clk, None, None, ce=accept, name="cmd_n_m1")
+        n_m1_r.next(sub(p.v_n, Bits(16)(1), 16))
+        n_m1 = n_m1_r.q
         lut_set = cmd["lut_set"]
 
         def decoded(name, value):
@@ -288,7 +292,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         # decision has no 16-bit compare on it (cmd_n -> s_beat's enable was a placed
         # critical path)
         rd_more = NamedReg(1, clk, rst, 0, name="rd_more")
-        rd_more.next(Mux(accept, Mux(issue_w, r != n, inc(r, CW) != n),
+        rd_more.next(Mux(accept, Mux(issue_w, r != n, r != n_m1),
                          p.v_n != Bits(16)(0)))
         can_issue = busy.q & rd_more.q & Mux(
             is_lut, (occ.q != Bits(OW)(PAIR_FIFO_DEPTH)) & ~hazard, lut_room)
@@ -562,9 +566,9 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         # clears the counters: equal iff n == 0), so the finish is a LUT of flops
         n_zero = p.v_n == Bits(16)(0)
         w_done = NamedReg(1, clk, rst, 0, name="wr_beats_done")
-        w_done.next(Mux(accept, Mux(out_take, w == n, inc(w, CW) == n), n_zero))
+        w_done.next(Mux(accept, Mux(out_take, w == n, w == n_m1), n_zero))
         tw_done = NamedReg(1, clk, rst, 0, name="lut_set_beats_done")
-        tw_done.next(Mux(accept, Mux(lut_set_beat, tw == n, inc(tw, CW) == n), n_zero))
+        tw_done.next(Mux(accept, Mux(lut_set_beat, tw == n, tw == n_m1), n_zero))
         finish = busy.q & Mux(lut_set, w_done.q, tw_done.q) & ~wc_pend.q
         busy.next(Mux(accept, busy.q & ~finish, one))
         p.v_ready = ~busy.q
