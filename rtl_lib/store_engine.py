@@ -71,7 +71,9 @@ accumulators, read out one group of L per cycle) -> S1 (parameter memory read, l
 m0, shift; x = acc + bias is added after them, so no logic follows the block RAMs) -> S3 (one
 register slice per lane holding that lane's x, m0, shift: its kernel's input stall ends
 there; S2 moves when every lane's slice ``in_ready``, a flop, is high) -> L kernels
-(``x``/``m0``/``shift`` element streams, one start token per tile each) -> Y (one register
+(``x``/``m0``/``shift`` element streams, one start token per tile each; a kernel whose class
+says ``lockstep_join``, the static route's, takes the three in one cycle, so a slice is taken
+on its kernel's ``x_ready``, with no per-input flags) -> Y (one register
 slice per lane on the kernel's ``y``: the kernel's ``y_ready`` is its slice's ``in_ready``
 flop) -> the join (every lane's Y slice valid: one flop, ``y_all_valid``, set from the
 slices' next valids; the lanes are fed and drained together, so
@@ -305,6 +307,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         # take a word, so the lanes' slices are loaded together; each then feeds its
         # kernel's three inputs on its own (at most two words apart between lanes)
         names = ("x", "m0", "shift")
+        lockstep = getattr(requant, "lockstep_join", False)   # the static route's wrapper
         s3_in_ready = []
         k_ready, k_valid, sent, s3_in = [], [], [], []
         s2_all_ready = one
@@ -318,6 +321,12 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             s2_all_ready = s2_all_ready & rn_l
             s3_in.append({nm: d_l[i * XW:(i + 1) * XW] for i, nm in enumerate(names)})
             k_ready.append({nm: Wire(Bits(1), f"k_{nm}_ready{sfx[l]}") for nm in names})
+            if lockstep:
+                # the kernel takes x, m0 and shift in one cycle (its ready for each is
+                # its input join's): no per-input flags between the slice and its take
+                k_valid.append({nm: v_l for nm in names})
+                s3_takes[l].assign(v_l & k_ready[l]["x"])
+                continue
             sent.append({nm: NamedReg(1, clk, rst, 0, name=f"s3_{nm}_sent{sfx[l]}")
                          for nm in names})
             k_valid.append({nm: v_l & ~sent[l][nm].q for nm in names})
