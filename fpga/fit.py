@@ -191,63 +191,7 @@ FMAX_POINTS: tuple[FmaxPoint, ...] = (
               "70 DP16KD, 23606 LUT4, 49573 FF, seed 1; 8a3e4ae placed the same way gave 96.69, "
               "b84981b 100.94"),
 )
-# Critical path of the 8x8 point at 44feef0 (9.42 ns, 6.87 of it routing): the store engine's
-# output queue (a LUT-RAM FIFO, fifo_rd_addr_1 -> fifo_mem_1) through the valid-rows compare
-# (a carry chain) into store.wd_valid_q; of the 16x8 point (10.11 ns, 9.35 routing): the
-# matmul unit's operand FIFO write pointer (fifo_wr, a 4.4 ns route) into the enable of a
-# 1090-bit slot register (the depthwise entry carries R x C bytes). At b84981b the 8x8's was
-# the stage-0 enable of a requantize lane (the stream wrapper's input join into every stage-0
-# register, 10.1 ns, 8.2 routing), the 16x8's the read router's head into the store engine's
-# parameter RAM write address (9.9 ns, a 4.7 ns route). Before them, at 8a3e4ae:
-# Critical path of the 8x8 point (10.32 ns, 8.38 of it routing): a store lane's output slice
-# valid (store.y_2_v) through the lanes' join into store.wd_valid_q; of the 16x8 point (10.34 ns,
-# 8.64 routing): the parameter splitter's part register through the read router's
-# destination readies into route_head_d's enable. Earlier, the 101.0 MHz of c52dcf6 (towards
-# 100 MHz) had this critical path (9.91 ns, 7.31 of it routing): a LUT-RAM FIFO's read address
-# (fifo_rd_addr_5 -> fifo_mem_5, towards m_axi_wdata) through its unregistered read data and the
-# vector engine's write-command logic (wc_pending, m_axi_wready) back into the FIFO's read
-# address. Before it: 908750a (the registered DSPs alone) at 97.35 MHz, critical path the
-# requantize stream wrapper's output occupancy -> in_ready -> in_last -> start_ready -> the
-# store engine's start_owed (10.27 ns, 6 LUT levels); 3a8a1d7 at 95.27 MHz (31358 FF), critical
-# path (10.50 ns, 6.04 of it routing): a requantize lane's input
-# register (store.requant_3...in0) into a 16x16 limb MULT18X18D (3.12 ns route, 3.93 in the
-# block) and out to its stage register (2.93 ns route): the fabric registers around the
-# kernel's multiplies are far from the DSP column. Before it: 8e52b74 (the chained kernels
-# without the queue slices) at 92.66 MHz (30510 FF), the same DSP path; e352e46 (not merged: a
-# register stage of its own before each kernel multiply) at 89.23 MHz, the same path from that
-# register (3.3 ns route). 0593636 placed at 83.82 MHz (39166 FF), critical path the STORE
-# command queue's count (dispatch's LUT-RAM FIFO, fifo_count_2) through the engine's intake
-# into its read address. On the way to it: 755262b (4 STORE lanes) at
-# 78.67 MHz, critical path the write path's FIFO read through the STORE engine's wd_valid_q
-# into its output queue; f5fff8e (the write arbiter's skid buffers) at 74.40 MHz, critical
-# path across the 4 lanes (requant_3's output occupancy -> the shared S3 slice's advance ->
-# requant_1's input enable); cc173d7 (before the lanes) at 95.45 MHz.
-# The two points are of main's RTL after the periphery slices, but not of one commit: the 8x8
-# of 0593636, the 16x8 of 67dfa09 (before the depthwise mode, the lane-parallel MAX and the
-# registered vector command decode, the store lanes). Critical path of cc173d7's 8x8 (10.48
-# ns, 7.42 of it routing): the read DMA's burst splitter (dma.rd.split.burst_addr_q) through a
-# carry chain into m_axi_arlen. Placed on the way, not fitted: commit c0b123e (branch timing,
-# the vector command decode registered, before the depthwise and MAX changes) at 86.68 MHz, critical
-# path the read router's head beat (route_head_d) through a carry-chain compare into the
-# operand scratchpads' lane write enables (11.5 ns, 8.6 routing); seed-to-seed spread is
-# about +-8 MHz, so one seed ranks RTL changes only roughly. Critical path of the
-# 16x8 point (15.73 ns, 13.29 of it routing): a LUT-RAM FIFO's read address (fifo_rd_addr_5 ->
-# fifo_mem_5, the write data path towards m_axi_wdata) through the vector engine's
-# write-ready logic and its y_byte enable into vector.out_valid_q, with two 3 ns routes: the
-# larger array spreads the periphery across the die.
-# On record but not fitted: the 16x8 at the older RTL of commit 07c1dc0 placed at 83.28 MHz
-# (141 MULT18X18D, 61 DP16KD, 27687 TRELLIS_COMB, synth cache entry
-# c2078752d555a752dc833eb47bafd4de), when the 8x8 placed at 81.91; the default config at
-# commit 878e961 (main) placed at 91.77 MHz (seed 1; 77 MULT18X18D, 37 DP16KD, 21824
-# TRELLIS_COMB; critical path: the vector engine's decoded command (cmd_lut_set) through the
-# add kernel's run_active into its scalar registers, 10.9 ns, 8.8 of it routing); the default
-# config at commit c1a6013 (branch fmax, before the
-# FENCE dispatch) placed at 87.15 MHz (critical path: the vector engine's command FIFO read into
-# its issue decision, lut_occupancy); the default config at commit 07c1dc0 (synth cache entry
-# 75f4e6939ae74eeb427878670266fa91) placed at 81.91 MHz; at commit 9d1fa13 (branch fmax, the
-# counters' increments not yet registered) at 76.77 MHz, critical path operand FIFO -> core
-# admission -> perf_stall's enable; at an earlier RTL (main at 13:34 UTC on 2026-12-01, synth
-# cache entry 97b57eaeabaa3c2c649e268ccaebdd87) at 92.99 MHz.
+# The critical paths of these placements and of every earlier one: docs/timing.md.
 #: The 8x8 int8 PE array alone (``bench/fmax.py``'s array, DSP-registered PEs: 173.1 MHz,
 #: docs of the toolchain facts): no whole accelerator is predicted faster than its array.
 ARRAY_CEILING_MHZ = 173.1
