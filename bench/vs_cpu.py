@@ -30,7 +30,11 @@ target, met or missed and by how much. Ends with one JSON line: ``min_speedup_vs
 ``geomean_speedup_vs_cpu_1t``, ``device_peak_fraction``, ``fmax_mhz``, ``fmax_source``,
 ``targets_missed`` and ``models`` (per model: cpu_1t_us, cpu_all_us, cycles, accel_us,
 speedup_vs_cpu_1t, speedup_vs_cpu_all, model_macs, accel_gmacs, bit_exact,
-max_model_error_pct: the perf model's worst per-layer error against these Verilator cycles).
+max_model_error_pct: the perf model's worst per-layer error against these Verilator cycles;
+cpu_1t_gmacs, speedup_bound_vs_cpu_1t) and ``geomean_speedup_bound_vs_cpu_1t``: the speedup the
+device could reach at most, every one of its DSPs busy every cycle at ``BOUND_MHZ`` (150, the
+default accelerator's clock target), memory and padding not counted. A geomean target above
+that bound cannot be met on this device against this CPU, whatever the accelerator does.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ BUILTINS = ("mlp", "lenet5", "resblock")
 CIFAR = ("vgg_cifar", "resnet_cifar")
 PEAK_MODEL = "vgg_cifar"
 TARGETS = {"device_peak_fraction": 0.5, "geomean_speedup_vs_cpu_1t": 1.0}
+#: the clock the issue asks of the default accelerator: the bound below assumes it
+BOUND_MHZ = 150.0
 MIN_REPS = 50
 
 
@@ -309,6 +315,14 @@ def main(argv=None) -> int:
               f"with other work, so the all-thread figures say little here")
     sp = [m["speedup_vs_cpu_1t"] for m in results.values()]
     geo = math.exp(sum(math.log(s) for s in sp) / len(sp))
+    # what the device could do at most: every DSP busy every cycle at BOUND_MHZ (compute only:
+    # no memory, no padding), against the CPU's time on the same model
+    dev_gmacs = device.dsp * BOUND_MHZ / 1e3
+    for m in results.values():
+        m["cpu_1t_gmacs"] = round(m["model_macs"] / m["cpu_1t_us"] / 1e3, 4)
+        m["speedup_bound_vs_cpu_1t"] = round(dev_gmacs / m["cpu_1t_gmacs"], 4)
+    bound = math.exp(sum(math.log(m["speedup_bound_vs_cpu_1t"]) for m in results.values())
+                     / len(results))
     peak = None
     if PEAK_MODEL in results:
         m = results[PEAK_MODEL]
@@ -329,6 +343,14 @@ def main(argv=None) -> int:
             missed.append(key)
             print(f"  {key:<28} {got:8.4f}   target >= {want:g}   MISSED by {want - got:.4f} "
                   f"({100 * (want - got) / want:.0f}% short)")
+    if "geomean_speedup_vs_cpu_1t" in missed:
+        below = [n for n, m in results.items() if m["speedup_bound_vs_cpu_1t"] < 1]
+        print(f"  note: every one of the device's {device.dsp} DSPs busy every cycle at "
+              f"{BOUND_MHZ:g} MHz ({dev_gmacs:.1f} GMAC/s, no memory counted) would give a "
+              f"geomean of {bound:.3f}"
+              + (f"; below 1 even then on {', '.join(below)} (the CPU runs them at "
+                 + ", ".join(f"{results[n]['cpu_1t_gmacs']:.1f}" for n in below)
+                 + " GMAC/s)" if below else ""))
     if "device_peak_fraction" in missed:
         ceiling = cfg.rows * cfg.cols / device.dsp
         print(f"  note: the array holds {cfg.rows * cfg.cols} of {device.dsp} DSPs, so even every "
@@ -338,7 +360,9 @@ def main(argv=None) -> int:
                       "spad_b_depth": cfg.spad_b_depth, "target": device.name, "device_dsp": device.dsp,
                       "reps": args.reps, "cpu_all_threads": all_threads(),
                       "load_average_1min": None if load is None else round(load, 2),
-                      "targets": TARGETS, "targets_missed": missed, "models": results},
+                      "targets": TARGETS, "targets_missed": missed, "models": results,
+                      "geomean_speedup_bound_vs_cpu_1t": round(bound, 4),
+                      "bound_mhz": BOUND_MHZ},
                      sort_keys=True))
     return 0
 

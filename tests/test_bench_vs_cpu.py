@@ -42,6 +42,11 @@ def test_vs_cpu_on_mlp(tmp_path_factory):
         m["speedup_vs_cpu_1t"], 4)
     assert fig["device_peak_fraction"] is None
     assert fig["fmax_mhz"] == 80 and "--fmax 80" in fig["fmax_source"]
+    # the bound: every one of the 85F's 156 DSPs busy every cycle at 150 MHz
+    assert m["cpu_1t_gmacs"] == round(109184 / m["cpu_1t_us"] / 1e3, 4)
+    assert abs(m["speedup_bound_vs_cpu_1t"] - 156 * 0.15 / m["cpu_1t_gmacs"]) < 1e-3 * \
+        m["speedup_bound_vs_cpu_1t"]
+    assert fig["geomean_speedup_bound_vs_cpu_1t"] == m["speedup_bound_vs_cpu_1t"]
     assert fig["targets"] == {"device_peak_fraction": 0.5, "geomean_speedup_vs_cpu_1t": 1.0}
     out = r.stdout
     assert "--fmax 80 (given on the command line)" in out and "note: --reps 3 < 50" in out
