@@ -261,9 +261,24 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         # (LUT beats do not enter the pair FIFO: they have their own credits, lut_occ)
         occ_up = Mux(issue_w & ~is_lut, occ.q, inc(occ.q, OW))
         occ.next(Mux(pop_w, occ_up, sub(occ_up, Bits(OW)(1), OW)))
-        inflight = sub(r, w, CW)
         dst16 = resize(cmd["dst"], CW)
-        dist = sub(dst16, cmd["x_off"], CW)
+        # the hazard's operands are registers: reads in flight (r - w) counted by a register
+        # of its own, and the distance (dst - x_off, and one less) and "dst above x_off"
+        # computed from the command ports on accept, so each hazard flag is one compare of
+        # registers (cmd_dst -> dist -> dist - 1 -> compare, three carry chains, was the
+        # placed 8x8's critical path on three seeds)
+        inflight_q = NamedReg(CW, clk, rst, 0, name="reads_in_flight")
+        inflight = inflight_q.q
+        in_up = Mux(issue_w, inflight, inc(inflight, CW))
+        inflight_q.next(Mux(accept, Mux(out_take_w, in_up, sub(in_up, Bits(CW)(1), CW)),
+                            Bits(CW)(0)))
+        v_dst16, v_xoff = resize(p.v_dst, CW), p.v_x_off
+        v_dist = sub(v_dst16, v_xoff, CW)
+        dist_q = NamedReg(CW, clk, None, None, ce=accept, name="overlap_dist")
+        dist_q.next(v_dist)
+        dist_m1_q = NamedReg(CW, clk, None, None, ce=accept, name="overlap_dist_m1")
+        dist_m1_q.next(sub(v_dist, Bits(CW)(1), CW))
+        dist, dist_m1 = dist_q.q, dist_m1_q.q
         # the overlap hazard is evaluated from the previous cycle's counters into
         # registers (its compares are off the issue path), twice: ``hz0`` for "no read was
         # issued in that cycle" (inflight >= dist) and ``hz1`` for "one was" (inflight + 1 >=
@@ -272,8 +287,8 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         # only makes inflight smaller), so the hazard is never too permissive and reads may
         # issue back to back (MAX TO_X at one beat per cycle). Cleared on accept (nothing
         # is in flight when a command starts).
-        overlap = to_x & ~is_lut & (dst16.as_uint() > cmd["x_off"].as_uint())
-        dist_m1 = sub(dist, Bits(CW)(1), CW)
+        overlap = decoded("overlap", p.v_to_x & ~v_lut &
+                          (v_dst16.as_uint() > v_xoff.as_uint()).as_bits())
         hz0 = NamedReg(1, clk, rst, 0, name="overlap_hazard")
         hz0.next(Mux(accept, overlap & (inflight.as_uint() >= dist.as_uint()),
                      Bits(1)(0)))
