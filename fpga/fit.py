@@ -179,17 +179,17 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 106.15,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 103.36,
               "bench/fmax.py's measure_accel (the whole default accelerator, nextpnr towards "
-              "150 MHz), RTL of commit 44feef0 (decisions as flops in the store, dispatch, "
-              "router, burst splitter and core admission; kernels without stage enables): 89 "
-              "MULT18X18D, 46 DP16KD, 16819 LUT4, 32795 FF, seed 1; 8a3e4ae placed the same "
-              "way gave 96.91, b84981b (before the kernels lost their enables) 98.86"),
-    FmaxPoint(16, 8, 32, 64, 2048, 256, 98.87,
+              "150 MHz), RTL of commit 45d1f20 (flag-register queues, registered stamp "
+              "writes, splitter and vector decisions as flops), seed 1; seeds 2 and 3 of the "
+              "same netlist 101.77 and 104.31; 44feef0 placed the same way gave 106.15 "
+              "(seeds 2, 3: 103.54, 107.89)"),
+    FmaxPoint(16, 8, 32, 64, 2048, 256, 88.66,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
-              "spad_b_depth=2048), towards 140 MHz, RTL of commit 44feef0: 153 MULT18X18D, "
-              "70 DP16KD, 23606 LUT4, 49573 FF, seed 1; 8a3e4ae placed the same way gave 96.69, "
-              "b84981b 100.94"),
+              "spad_b_depth=2048), towards 140 MHz, RTL of commit 45d1f20, seed 1 (critical "
+              "path: the vector engine's mul kernel run control, two 3-4 ns routes); a5fb480 "
+              "placed the same way gave 102.56, 44feef0 98.87"),
 )
 # The critical paths of these placements and of every earlier one: docs/timing.md.
 #: The 8x8 int8 PE array alone (``bench/fmax.py``'s array, DSP-registered PEs: 173.1 MHz,
