@@ -100,4 +100,3 @@ class Queue:
     @property
     def full(self):
         return self._full
-

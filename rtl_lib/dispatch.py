@@ -58,8 +58,7 @@ class EngineQueue:
     named ``name`` (``common.register_slice``). The engine side has the FIFO's interface:
     ``output`` (the head, from the slice's flops), ``empty`` (no head: the slice's valid flop,
     inverted), ``pop(en)`` (the engine takes the head this cycle; ``en`` only when a head is
-    there). The dispatch side: ``push(data, en)``, ``full`` (a flop: the queue counts its own
-    entries). ``idle``: no command anywhere in the queue (FIFO and slice). Latency: push on
+    there). The dispatch side: ``push(data, en)``, ``full`` (the Queue's, a flop). ``idle``: no command anywhere in the queue (FIFO and slice). Latency: push on
     edge e -> ``output`` valid after e + 1; one command per cycle."""
 
     def __init__(self, width: int, depth: int, clk, rst, name: str):
@@ -71,23 +70,13 @@ class EngineQueue:
         fifo.pop(fifo_pop)
         self._take = take
         self.empty = ~valid
-        # full as a flop: the FIFO's own full is a compare of its count, which ran into
-        # dispatch's decision and from there into every queue's write enable; the queue
-        # counts its entries itself and registers "full after this edge"
-        self._push_en = push_en = Wire(Bits(1), f"{name}_push")
-        cw = depth.bit_length()
-        used = NamedReg(cw, clk, rst, 0, name=f"{name}_used")
-        full = NamedReg(1, clk, rst, 0, name=f"{name}_full")
-        up = Mux(push_en, used.q, inc(used.q, cw))
-        used_next = Mux(fifo_pop, up, (up.as_uint() - 1).as_bits(cw))
-        used.next(used_next)
-        full.next(used_next == Bits(cw)(depth))
-        self.full = full.q
+        # full is the Queue's, a flop (seq.fifo's was a compare of its count, which ran into
+        # dispatch's decision and from there into every queue's write enable)
+        self.full = fifo.full
         self.idle = fifo.empty & ~valid              # the slice's skid entry implies valid
 
     def push(self, data, en) -> None:
         self.fifo.push(data, en)
-        self._push_en.assign(en)
 
     def pop(self, en) -> None:
         self._take.assign(en)

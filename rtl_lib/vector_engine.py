@@ -334,10 +334,11 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         p_m2 = NamedReg(CW, clk, None, None, ce=accept, name="x_rd_period_m2")
         p_m2.next(sub(v_period, Bits(CW)(2), CW))
         wraps = decoded("x_rd_wrapping", p.v_mul & (v_period != Bits(CW)(0)))
-        wrap_at0 = decoded("x_rd_period1", p.v_mul & (v_period == one_c))
+        v_wrap_at0 = p.v_mul & (v_period == one_c)      # a period of 1: every read wraps
+        wrap_at0 = decoded("x_rd_period1", v_wrap_at0)
         wrap_step = wraps & (xr.q == p_m2.q)
         xr_wrap_q.next(Mux(accept, Mux(issue, xr_wrap, Mux(xr_wrap, wrap_step, wrap_at0)),
-                           p.v_mul & (v_period == one_c)))
+                           v_wrap_at0))
         xr.next(Mux(accept, Mux(issue, xr.q, Mux(xr_wrap, xr_inc, Bits(CW)(0))), Bits(CW)(0)))
         rd_addr = add(cmd["x_off"], xr.q, CW)[0:XA]
         x_wr_ready = ~eng_wr
