@@ -45,7 +45,8 @@ def run_body(lines, result, env):
             x, y = env[a], env[b]
             ux, uy = x & ((1 << w) - 1), y & ((1 << w) - 1)
             env[dst] = int({"eq": x == y, "slt": x < y, "sgt": x > y, "sge": x >= y,
-                            "sle": x <= y, "ult": ux < uy}[pred])
+                            "sle": x <= y, "ult": ux < uy,
+                            "ugt": ux > uy}[pred])
             width[dst] = 1
             continue
         if op == "select":
@@ -111,6 +112,27 @@ def test_variable_shifts_are_split():
         env["%shift_e"] = s
         assert run_body(k.body_lines, k.result, env) == run_body(
             kernels.requantize(8, per_channel=True).body_lines, k.result, env)
+    # residual_add shifts both ways (1 << s, x >> s); negative amounts are huge unsigned ones
+    ra = kernels.residual_add(8)
+    split = split_wide_muls(ra)
+    for s in [*range(0, 40), 63, 1 << 20, -1, -8, -(1 << 31)]:
+        for a, b in ((-128, 127), (5, -3), (0, 0)):
+            env = {"%a_e": a, "%b_e": b, "%ma": (1 << 30) + 7, "%mb": -(1 << 29) - 11, "%s": s}
+            assert run_body(split.body_lines, split.result, env) == \
+                run_body(ra.body_lines, ra.result, env), env
+
+
+def test_coarse_shift_takes_only_the_bits_below_the_width():
+    """The coarse shift's amount has no bit at or above log2(W): the range check is a compare
+    of the amount beside the shifter, not an OR of its high bits inside it."""
+    k = split_wide_muls(kernels.requantize(8, per_channel=True))
+    consts = dict(re.findall(r"^(%\S+) = arith\.constant (-?\d+) : i\d+$", "\n".join(
+        k.body_lines), re.M))
+    masked = re.findall(r"= arith\.andi %shift_e, (%\S+) : i(\d+)$", "\n".join(k.body_lines),
+                        re.M)
+    assert masked
+    for c, w in masked:
+        assert 0 <= int(consts[c]) < int(w), (c, consts[c])
 
 
 def test_narrow_kernels_unchanged():
