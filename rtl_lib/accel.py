@@ -91,7 +91,7 @@ from .axil_csr import default_csr_map, make_axil_csr
 from .bits import inc, resize
 from .common import NamedReg, dual_port_mem
 from .counters import StatusCounters
-from .dispatch import Dispatcher, cmd_field, cmd_word
+from .dispatch import CommandQueue, Decode, Dispatcher, cmd_field, cmd_word
 from .fetch import Fetcher
 from .load_engine import LoadEngine
 from .read_router import ReadRouter
@@ -186,9 +186,9 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
         # ---------------------------------------------------------------- fetch, dispatch
         fetch = Fetcher(clk, rst, running, start, csr.cmd_base, csr.cmd_count, AW, CMD_BITS,
                         CMD_FIFO_DEPTH, FETCH_CHUNK)
-        cmdq = fetch.cmdq
-        disp = Dispatcher(clk, rst, cmdq, start, fetch.pop, (OP_LOAD, OP_EXEC, OP_STORE, OP_VEC),
-                          DST_P, DST_X, CMD_BITS, ENGINE_FIFO_DEPTH, OP_FENCE)
+        cmdq = CommandQueue(CMD_BITS, CMD_FIFO_DEPTH, clk, rst,
+                            Decode((OP_LOAD, OP_EXEC, OP_STORE, OP_VEC), OP_FENCE, DST_P, DST_X))
+        disp = Dispatcher(clk, rst, cmdq, start, fetch.pop, ENGINE_FIFO_DEPTH)
         loadq, execq, storeq, vecq = disp.queues
         status.csr["perf_cmds"].assign(disp.dispatched)
 

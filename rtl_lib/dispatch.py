@@ -1,19 +1,28 @@
 """The accelerator top's in-order dispatch: the command FIFO's head -> four engine FIFOs
 (built inside the top's generator; ``accel`` composes it), and the command field accessors.
 
-``Dispatcher(clk, rst, cmdq, start, credit_return, opcodes, dst_p, dst_x, cmd_bits, depth, fence_op)``
-------------------------------------------------------------------------------------------------------
-``cmdq``: the command FIFO (``fetch.Fetcher.cmdq``); ``opcodes``: the four opcodes (LOAD, EXEC,
-STORE, VEC) in that order; ``dst_p``/``dst_x``: the LOAD destinations of the store engine's
-parameter memory and of the vector engine's X buffer. A command is bits ``[0, cmd_bits)``:
-opcode ``[0, 8)``, flags ``[8, 16)``, a LOAD's destination ``[16, 24)``, then 32-bit words
+``CommandQueue(cmd_bits, depth, clk, rst, decode)``
+--------------------------------------------------
+The command FIFO (a ``queue.Queue`` named ``cmdq``, ``depth`` commands) with each command's
+dispatch decode (:class:`Decode`) stored beside it: ``push(cmd, en)`` decodes on the way in (the
+read router's command packer, a register, feeds it), so the head's decode bits are read from
+the LUT-RAM like the command itself. Decoding the head after the LUT-RAM read (8-bit opcode
+compares into the dispatch slice) was the placed 8x8's critical path on seed 3 at 45d1f20 and
+on seed 1 at 541b140. ``output`` (the command), ``decoded`` (its decode bits), ``empty``,
+``full``, ``pop(en)``: the Queue's. Same latency and capacity as the Queue alone.
+
+``Dispatcher(clk, rst, cmdq, start, credit_return, depth)``
+-----------------------------------------------------------
+``cmdq``: the :class:`CommandQueue`. :class:`Decode` holds the four opcodes (LOAD, EXEC,
+STORE, VEC) in that order, FENCE, and the LOAD destinations of the store engine's parameter
+memory (P) and of the vector engine's X buffer. A command is bits ``[0, cmd_bits)``: opcode
+``[0, 8)``, flags ``[8, 16)``, a LOAD's destination ``[16, 24)``, then 32-bit words
 (:func:`cmd_word`, :func:`cmd_field`).
 
 * The FIFO's head goes through a register slice (``common.register_slice`` named
-  ``dispatch_head``) with its opcode and LOAD destination decoded before it: dispatch starts
-  from flops, not from the FIFO's LUT-RAM read (that read + decode + hazard + the engine FIFO's
-  write enable was the accelerator's critical path). 1 cycle from the FIFO to dispatch, one
-  command per cycle.
+  ``dispatch_head``) with its decode bits: dispatch starts from flops, and the slice's input
+  is the FIFO's read with no logic after it. 1 cycle from the FIFO to dispatch, one command
+  per cycle.
 * ``queues`` (``loadq``, ``execq``, ``storeq``, ``vecq``): one :class:`EngineQueue` per engine,
   a ``queue.Queue`` of ``depth`` commands and behind it a register slice (``{engine}_head``), so
   an engine takes its command from flops and its take (``pop``) reaches only the slice: the
@@ -43,6 +52,8 @@ opcode ``[0, 8)``, flags ``[8, 16)``, a LOAD's destination ``[16, 24)``, then 32
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from pycde.constructs import Mux, Wire
 from pycde.signals import BitsSignal
@@ -92,23 +103,59 @@ def cmd_field(cmd, i: int, w: int):
     return cmd[32 * i:32 * i + w]
 
 
+@dataclass(frozen=True)
+class Decode:
+    """What dispatch decodes from a command: ``opcodes`` (LOAD, EXEC, STORE, VEC), ``fence``
+    (FENCE's opcode), ``dst_p`` / ``dst_x`` (the LOAD destinations with a hazard). ``bits(cmd)``:
+    :data:`BITS` decode bits, in order: is LOAD, EXEC, STORE, VEC, bad (none of them and not
+    FENCE), LOAD into P, LOAD into X, FENCE."""
+
+    opcodes: tuple[int, int, int, int]
+    fence: int
+    dst_p: int
+    dst_x: int
+
+    def bits(self, cmd):
+        op, ldst = cmd[0:8], cmd[16:24]
+        is_op = [op == Bits(8)(k) for k in self.opcodes]
+        fence = op == Bits(8)(self.fence)
+        bad = ~(is_op[0] | is_op[1] | is_op[2] | is_op[3] | fence)
+        ld_p = is_op[0] & (ldst == Bits(8)(self.dst_p))
+        ld_x = is_op[0] & (ldst == Bits(8)(self.dst_x))
+        return BitsSignal.concat([fence, ld_x, ld_p, bad] + list(reversed(is_op)))
+
+
+#: decode bits per command (Decode.bits)
+BITS = 8
+
+
+class CommandQueue:
+    """The command FIFO with its commands' decode stored beside them (see the module
+    docstring)."""
+
+    def __init__(self, cmd_bits: int, depth: int, clk, rst, decode: Decode):
+        self.cmd_bits, self.decode = cmd_bits, decode
+        self.fifo = fifo = Queue(Bits(BITS + cmd_bits), depth, clk, rst, "cmdq")
+        self.empty, self.full = fifo.empty, fifo.full
+        self.output = fifo.output[0:cmd_bits]
+        self.decoded = fifo.output[cmd_bits:cmd_bits + BITS]
+
+    def push(self, cmd, en) -> None:
+        self.fifo.push(BitsSignal.concat([self.decode.bits(cmd), cmd]), en)
+
+    def pop(self, en) -> None:
+        self.fifo.pop(en)
+
+
 class Dispatcher:
     """In-order dispatch (see the module docstring)."""
 
-    def __init__(self, clk, rst, cmdq, start, credit_return, opcodes, dst_p: int, dst_x: int,
-                 cmd_bits: int, depth: int, fence_op: int):
-        raw = cmdq.output
-        r_op, r_ldst = raw[0:8], raw[16:24]
-        r_is_op = [r_op == Bits(8)(k) for k in opcodes]
-        r_fence = r_op == Bits(8)(fence_op)
-        r_bad = ~(r_is_op[0] | r_is_op[1] | r_is_op[2] | r_is_op[3] | r_fence)
-        r_ld_p = r_is_op[0] & (r_ldst == Bits(8)(dst_p))
-        r_ld_x = r_is_op[0] & (r_ldst == Bits(8)(dst_x))
+    def __init__(self, clk, rst, cmdq: CommandQueue, start, credit_return, depth: int):
+        cmd_bits = cmdq.cmd_bits
         dispatch_w = Wire(Bits(1), "dispatch")
         head_valid, dec, slice_ready = register_slice(
-            clk, rst, ~cmdq.empty,
-            BitsSignal.concat([r_fence, r_ld_x, r_ld_p, r_bad] + list(reversed(r_is_op)) + [raw]),
-            dispatch_w, "dispatch_head")
+            clk, rst, ~cmdq.empty, BitsSignal.concat([cmdq.decoded, cmdq.output]), dispatch_w,
+            "dispatch_head")
         self.head = head = dec[0:cmd_bits]
         is_op = [dec[cmd_bits + k] for k in range(4)]
         bad, ld_p, ld_x = dec[cmd_bits + 4], dec[cmd_bits + 5], dec[cmd_bits + 6]

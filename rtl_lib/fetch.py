@@ -3,12 +3,12 @@ overflowing (built inside the top's generator; ``accel`` composes it).
 
 ``Fetcher(clk, rst, running, start, cmd_base, cmd_count, addr_width, cmd_bits, depth, chunk)``
 ----------------------------------------------------------------------------------------------
+``depth``: the command FIFO's (``dispatch.CommandQueue``, built by the top: the read router
+pushes the fetched commands, dispatch pops them).
 Inputs: ``running`` (the top's running flag), ``start`` (the CSR start pulse), ``cmd_base``
 (DRAM byte address of the first command) and ``cmd_count`` (commands to run), both sampled
 on ``start``. Commands are ``cmd_bits`` bits (32 bytes) each.
 
-* ``cmdq``: the command FIFO (``depth`` commands of ``cmd_bits`` bits, a ``queue.Queue``): the read
-  router pushes the fetched commands, dispatch pops them.
 * ``req`` (out): a fetch read is wanted: running, commands left, and room for ``chunk`` more
   commands than are already credited. The read covers ``chunk_now`` commands (``chunk``, or
   fewer at the end) from ``addr``: ``chunk_now * cmd_bits / W`` beats, one row.
@@ -30,7 +30,6 @@ from __future__ import annotations
 from pycde.constructs import Mux, Wire
 from pycde.types import Bits
 
-from ..queue import Queue
 from .bits import shl
 from .common import NamedReg
 
@@ -41,7 +40,6 @@ class Fetcher:
     def __init__(self, clk, rst, running, start, cmd_base, cmd_count, addr_width: int,
                  cmd_bits: int, depth: int, chunk: int):
         AW = addr_width
-        self.cmdq = Queue(Bits(cmd_bits), depth, clk, rst, "cmdq")
         self.credit_width = CW = depth.bit_length()
         addr = NamedReg(AW, clk, rst, 0, name="fetch_addr")
         left = NamedReg(32, clk, rst, 0, name="fetch_left")
