@@ -19,10 +19,13 @@ destination codes of A, B, P, X, S and CMD, in that order.
   otherwise the AXI R channel stalls. Counters ``route_beat_in_row``, ``route_row``,
   ``route_beat`` (the beat in the command).
 * Outputs per beat: ``beat_valid``/``beat_data`` (qualify with :meth:`to`), ``lane`` (LANES:
-  the entry's index; else index + row), ``word`` (the entry's word + beat in the row, or +
-  beat in the command with LANES) and ``commit`` (the command's last beat, with COMMIT): the
-  operand scratchpads' write port; ``x_index()`` (index + beat): the X buffer's; the S stream
-  takes ``beat_data`` as is.
+  the entry's index + row, one lane per row; else the entry's index), ``word`` (LANES: the
+  entry's word + beat in the row; else + beat in the command) and ``commit`` (the command's
+  last beat, with COMMIT): the operand scratchpads' write port. ``lane`` and ``word`` come
+  from registers (``route_lane``, ``route_word``) advanced with the counters, or from the
+  route slice on a command's first row (beat): no adder between a flop and the scratchpads'
+  compares. ``x_index()`` (index + beat): the X buffer's; the S stream takes ``beat_data``
+  as is.
 * ``load_done`` (out): the last beat of a LOAD's entry (any destination but CMD) was routed
   on this edge (the top counts LOADs in flight for FENCE).
 * CMD: beats packed into 256-bit commands (``cmd_pack``) pushed into ``cmdq`` (its room is the
@@ -106,8 +109,22 @@ class ReadRouter:
         r_first.next(Mux(r_move, r_first.q, cmd_last))
         r_lastn.next(Mux(r_move, r_lastn.q, r_up == r_rows_m1))
         tcnt.next(Mux(beat_fire, tcnt.q, Mux(cmd_last, inc(tcnt.q, 16), Bits(16)(0))))
-        self.lane = Mux(r_lanes, r_index, (r_index.as_uint(16) + rcnt.q.as_uint(16)).as_bits(16))
-        self.word = (r_word.as_uint(16) + Mux(r_lanes, tcnt.q, bcnt.q).as_uint(16)).as_bits(16)
+        # lane (index + row) and word (word + beat) as registers advanced with their counters,
+        # so the scratchpads' lane compares and word addresses start at a mux of flops, not
+        # at a 16-bit adder (route_row -> lane adder -> lane compare -> spad lane wen was the
+        # placed 8x8's critical path on seed 3 at 541b140). On a command's first row (first
+        # beat) they are the entry's index (word) itself, from the route slice.
+        lane_q = NamedReg(16, clk, rst, 0, name="route_lane")
+        lane = Mux(~r_lanes | r_first.q, lane_q.q, r_index)
+        lane_q.next(Mux(r_move & ~cmd_last, lane_q.q, inc(lane, 16)))
+        t_first = NamedReg(1, clk, rst, 1, name="route_beat_first_in_cmd")
+        t_first.next(Mux(beat_fire, t_first.q, cmd_last))
+        w_first = Mux(r_lanes, t_first.q, b_first.q)
+        w_last = Mux(r_lanes, cmd_last, row_last)
+        word_q = NamedReg(16, clk, rst, 0, name="route_word")
+        word = Mux(w_first, word_q.q, r_word)
+        word_q.next(Mux(beat_fire & ~w_last, word_q.q, inc(word, 16)))
+        self.lane, self.word = lane, word
         self.commit = beat_fire & cmd_last & r_commit
 
         # command FIFO input: W-bit beats packed into 256-bit commands
