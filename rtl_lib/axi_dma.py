@@ -136,7 +136,6 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
         active = NamedReg(1, clk, rst, 0, name="active")
         cmd_fire = p.cmd_valid & ~active.q
         addr = NamedReg(AW, clk, None, None, name="cur_addr")
-        row_addr = NamedReg(AW, clk, None, None, name="row_addr")
         row_left = NamedReg(LW, clk, None, None, name="row_left")
         rows_left = NamedReg(RW, clk, None, None, name="rows_left")
         row_beats = NamedReg(LW, clk, None, None, ce=cmd_fire, name="row_beats")
@@ -193,11 +192,17 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
         after_cap = Mux(page_cap, plus_max, next_page)
         left_after = Mux(page_cap, sub(left, Bits(BW)(maxb), BW),
                          sub(left_in[0:BW], Bits(BW)(page_beats), BW))  # left - cap
-        next_row = add(row_addr.q, stride.q, AW)
+        # the next row's address is the register next_row_q (the command's address + stride,
+        # then + stride per row), so the new-row candidates below start from a flop, not
+        # from an AW-bit adder (row_addr -> + stride -> + row_beats -> fits_page_q was the
+        # placed 8x8's critical path on seed 2 at 45d1f20)
+        next_row_q = NamedReg(AW, clk, None, None, name="next_row_q")
+        next_row = next_row_q.q
         go_row = issue & row_done & ~last_row
         addr.next(Mux(cmd_fire, Mux(issue, addr.q, Mux(row_done, after_cap, next_row)),
                       p.cmd_addr))
-        row_addr.next(Mux(cmd_fire, Mux(go_row, row_addr.q, next_row), p.cmd_addr))
+        next_row_q.next(Mux(cmd_fire, Mux(go_row, next_row, add(next_row, stride.q, AW)),
+                            add(p.cmd_addr, p.cmd_stride, AW)))
         row_left.next(Mux(cmd_fire, Mux(issue, row_left.q,
                                         Mux(row_done, left_after[0:LW], row_beats.q)),
                           p.cmd_beats))
