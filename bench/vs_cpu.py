@@ -2,7 +2,7 @@
 the accelerator's latency at its placed Fmax, per model, with the device-peak fraction.
 
     python bench/vs_cpu.py [--only NAME ...] [--reps N] [--fmax MHZ] [--array RxC] [--spad N]
-                           [--work DIR]
+                           [--axi BITS] [--work DIR]
 
 Models: the built-ins (mlp, lenet5, resblock), every example under ``examples/`` that is a CNN
 (its module holds an ``nn.Conv2d``), and two CIFAR-size CNNs defined here (1x3x32x32):
@@ -241,6 +241,9 @@ def main(argv=None) -> int:
     ap.add_argument("--spad", type=int, default=None, metavar="N",
                     help="A and B scratchpad depth (spad_a_depth = spad_b_depth; default: the "
                          "default config's)")
+    ap.add_argument("--axi", type=int, default=None, metavar="BITS",
+                    help="AXI data width in bits (default: the default config's); the board's "
+                         "memory bandwidth is charged whatever the width")
     ap.add_argument("--work", type=Path, help="keep the simulation and synthesis folders here")
     args = ap.parse_args(argv)
 
@@ -257,6 +260,8 @@ def main(argv=None) -> int:
         cfg = cfg.replace(rows=r, cols=c)
     if args.spad is not None:
         cfg = cfg.replace(spad_a_depth=args.spad, spad_b_depth=args.spad)
+    if args.axi is not None:
+        cfg = cfg.replace(axi_data_width=args.axi)
     try:
         cfg.validate()
     except UserError as e:
@@ -285,8 +290,8 @@ def main(argv=None) -> int:
         work = Path(tmp.name)
     try:
         fmax, source = placed_fmax(cfg, work, args.fmax)
-        print(f"accelerator {cfg.array} on {device.name} ({device.part}, {device.dsp} DSP) at "
-              f"{fmax:.2f} MHz: {source}", flush=True)
+        print(f"accelerator {cfg.array}, {cfg.axi_data_width}-bit AXI, on {device.name} "
+              f"({device.part}, {device.dsp} DSP) at {fmax:.2f} MHz: {source}", flush=True)
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         print(f"CPU: float PyTorch {torch.__version__}, median of {args.reps} after {args.warmup} "
               f"warm-up, 1 thread and {all_threads()} threads"
@@ -356,7 +361,8 @@ def main(argv=None) -> int:
         print(f"  note: the array holds {cfg.rows * cfg.cols} of {device.dsp} DSPs, so even every "
               f"PE busy every cycle gives {ceiling:.3f} of the device's peak")
     print(json.dumps({**fig, "fmax_mhz": round(fmax, 2), "fmax_source": source,
-                      "array": cfg.array, "spad_a_depth": cfg.spad_a_depth,
+                      "array": cfg.array, "axi_data_width": cfg.axi_data_width,
+                      "spad_a_depth": cfg.spad_a_depth,
                       "spad_b_depth": cfg.spad_b_depth, "target": device.name, "device_dsp": device.dsp,
                       "reps": args.reps, "cpu_all_threads": all_threads(),
                       "load_average_1min": None if load is None else round(load, 2),
