@@ -179,17 +179,17 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 103.36,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 106.38,
               "bench/fmax.py's measure_accel (the whole default accelerator, nextpnr towards "
-              "150 MHz), RTL of commit 45d1f20 (flag-register queues, registered stamp "
-              "writes, splitter and vector decisions as flops), seed 1; seeds 2 and 3 of the "
-              "same netlist 101.77 and 104.31; 44feef0 placed the same way gave 106.15 "
-              "(seeds 2, 3: 103.54, 107.89)"),
-    FmaxPoint(16, 8, 32, 64, 2048, 256, 88.66,
+              "150 MHz), RTL of commit de26887 (decoded command queue, registered router lane "
+              "and word, the read command slice, the coarse shift without the OR of the high "
+              "amount bits), seed 1; seeds 2 and 3 of the same netlist 111.88 and 105.10; "
+              "45d1f20 placed the same way gave 103.36 (seeds 2, 3: 101.77, 104.31)"),
+    FmaxPoint(16, 8, 32, 64, 2048, 256, 94.19,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
-              "spad_b_depth=2048), towards 140 MHz, RTL of commit 45d1f20, seed 1 (critical "
-              "path: the vector engine's mul kernel run control, two 3-4 ns routes); a5fb480 "
-              "placed the same way gave 102.56, 44feef0 98.87"),
+              "spad_b_depth=2048), towards 140 MHz, RTL of commit de26887, seed 1 (critical "
+              "path: the vector engine's mul kernel, k_in_ready -> out_credits, two 3.9 ns "
+              "routes); 45d1f20 placed the same way gave 88.66, a5fb480 102.56"),
 )
 # The critical paths of these placements and of every earlier one: docs/timing.md.
 #: The 8x8 int8 PE array alone (``bench/fmax.py``'s array, DSP-registered PEs: 173.1 MHz,
