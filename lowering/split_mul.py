@@ -23,12 +23,12 @@ wiring before it) in a stage of its own and the sums in the following ones:
 
 A shift by a variable amount ``e`` (requantize's and residual_add's RoundingDivideByPOT:
 ``x >> e``, ``1 << e``) is a W-bit barrel shifter in one stage (the next critical path, 9-9.6 ns
-on ECP5): it is split into a shift by ``e & ~7`` and then by ``e & 7``, each half the mux
+on ECP5): it is split into a coarse shift and then one by ``e & 7``, each half the mux
 levels. The coarse shift takes only the amount's bits below ``log2 W`` (``e & (W - 8)``); an
 amount past the width (``e > W - 1``, unsigned) selects the fill instead (all sign bits for
 ``shrsi``, zeros otherwise), which the fine shift keeps, so the split is exact for every ``e``
 under CIRCT's comb semantics. Masking with ``~7`` instead would leave the shifter an OR of the
-amount's 27 high bits in its path: three more LUT levels, placed at 9.7 ns (residual_add on
+amount's high bits (27 of 32) in its path: three more LUT levels, placed at 9.7 ns (residual_add on
 the 8x8 at 45d1f20).
 
 Exact modulo 2^W (``arith.muli`` semantics), so the kernel stays bit-exact; every op is still
