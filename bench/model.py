@@ -96,5 +96,17 @@ def main(argv=None) -> int:
     return 0 if worst <= BOUND_PCT and ok else 1
 
 
+def cli(argv=None) -> int:
+    """``main`` with a bad config (e.g. cols not a multiple of the AXI beat) as one line and
+    exit status 2, not a traceback."""
+    from pycde_accel.errors import UserError
+
+    try:
+        return main(argv)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())
