@@ -29,8 +29,7 @@ DRAM image. The host runs the whole list per ``start``: ``cmd_base``/``cmd_count
    one command per cycle, 1 cycle later than straight from the FIFO; the engines' idle
    conditions reach it registered (so a LOAD P / LOAD X goes 1 cycle after the engine is idle);
 3. the *load engine* issues each LOAD as one 2-D DMA read (ZERO loads: none) and records its
-   destination in the *route FIFO*; the fetcher's reads share the DMA (fetch first); the
-   read command reaches the DMA through a register slice (``rd_cmd_q``, one cycle);
+   destination in the *route FIFO*; the fetcher's reads share the DMA (fetch first);
 4. the *router* takes the read data in order (AXI reads are in order, ID 0) and, per the route
    FIFO's head, writes it to the A or B operand scratchpad (lane/word addressing, COMMIT after
    the last beat), the parameter memory (as 32-bit words), the X buffer, the S stream, or the
@@ -90,7 +89,7 @@ from ..contract import (CMD_BITS, CMD_FIFO_DEPTH, DST_A, DST_B, DST_CMD, DST_P, 
 from .axi_dma import command_stream, make_axi_dma
 from .axil_csr import default_csr_map, make_axil_csr
 from .bits import inc, resize
-from .common import NamedReg, dual_port_mem, register_slice
+from .common import NamedReg, dual_port_mem
 from .counters import StatusCounters
 from .dispatch import CommandQueue, Decode, Dispatcher, cmd_field, cmd_word
 from .fetch import Fetcher
@@ -194,23 +193,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
         status.csr["perf_cmds"].assign(disp.dispatched)
 
         # ---------------------------------------------------------------- loads, read data
-        # the read command reaches the DMA through a register slice (rd_cmd_q): fetch and the
-        # load engine see its in_ready (a flop) and the splitter takes its command from flops.
-        # Fetch's request -> the load engine's issue -> the splitter's cmd_fire -> its
-        # next-state muxes was the placed 8x8's critical path at fd39ae6 (seed 1, 9.53 ns);
-        # one cycle more per read command (perfmodel.dma.ReadDma)
-        le_rd = {n: Wire(Bits(t), f"le_rd_{n}") for n, t in dma_cmd}
-        fields = [n for n, _ in dma_cmd if n != "cmd_valid"]
-        q_v, q_d, q_ready = register_slice(
-            clk, rst, le_rd["cmd_valid"],
-            BitsSignal.concat([le_rd[n] for n in reversed(fields)]), dma.rd_cmd_ready, "rd_cmd_q")
-        rd["cmd_valid"].assign(q_v)
-        lo = 0
-        for n in fields:
-            w = le_rd[n].type.width
-            rd[n].assign(q_d[lo:lo + w])
-            lo += w
-        load = LoadEngine(clk, rst, loadq, fetch, le_rd, q_ready, AW, CMD_BEATS,
+        load = LoadEngine(clk, rst, loadq, fetch, rd, dma.rd_cmd_ready, AW, CMD_BEATS,
                           ROUTE_FIFO_DEPTH, DST_CMD)
         route = load.route
         rt = ReadRouter(clk, rst, route, dma, rd["out_ready"], cmdq, CmdPack, ParamSplit,

@@ -3,10 +3,7 @@ order) and the write side (AW, W beats, B responses), as ``rtl_lib.axi_dma`` run
 
 * :func:`bursts`: the burst lengths of one 2-D transfer (<= ``MAX_BURST`` beats, never across a
   ``BURST_BOUNDARY``).
-* :class:`ReadDma`: a command reaches the splitter through the top's command slice
-  (``rd_cmd_q``, a 2-entry register slice: it takes a command while its skid entry is empty,
-  and offers it the cycle after); the splitter takes the slice's head when idle and puts one
-  burst per cycle into its output register (from the edge after it took the command), which
+* :class:`ReadDma`: the splitter puts one burst per cycle into its output register, which
   issues it while fewer than ``MAX_OUTSTANDING`` are in flight (so one burst more than those
   waits there); it takes the next command the cycle after the last burst of the current one
   entered the register; a burst's first beat comes ``read_latency`` cycles after it is
@@ -59,14 +56,11 @@ def bursts(addr: int, beats: int, rows: int, stride: int, ab: int) -> list[int]:
 
 
 class ReadDma:
-    __slots__ = ("rl", "cmd_q", "taken_at", "split_q", "split_free", "held", "inflight", "rq",
-                 "mem")
+    __slots__ = ("rl", "split_q", "split_free", "held", "inflight", "rq", "mem")
 
     def __init__(self, read_latency: int, mem: Budget | None = None):
         self.rl = read_latency
         self.mem = _budget(mem)
-        self.cmd_q = deque()      # the command slice: [time offered, burst lengths], <= 2
-        self.taken_at = -1        # the cycle the splitter last took the slice's head
         self.split_q = deque()    # bursts still to split off the active command: lengths
         self.split_free = 0       # time the splitter can take a new command
         self.held = None          # the burst in the splitter's output register (its length)
@@ -74,19 +68,19 @@ class ReadDma:
         self.rq = deque()         # [available time, beats left] bursts in flight, in order
 
     def ready(self, t) -> bool:
-        """The read command port (the slice) takes a command this cycle: its skid entry was
-        empty at the cycle's start (a head the splitter takes in this cycle still counts)."""
-        return len(self.cmd_q) + (self.taken_at == t) < 2
+        """The read command port takes a command this cycle."""
+        return not self.split_q and t >= self.split_free
 
-    def issue(self, t, lengths) -> None:
-        """A command of bursts ``lengths`` enters the slice on this edge."""
-        self.cmd_q.append((t + 1, lengths))
+    def issue(self, lengths) -> None:
+        """A command of bursts ``lengths`` taken (the port is busy until they are split)."""
+        self.split_q.extend(lengths)
+        self.split_free = INF
 
     def step(self, t) -> bool:
         """The splitter: one burst per cycle into its output register (from the edge after
         the command is taken), which issues it (AR) while fewer than ``MAX_OUTSTANDING`` are
-        in flight; it takes the slice's head the cycle after the last burst of the previous
-        command entered the register (that burst may still wait for the outstanding limit)."""
+        in flight; the port takes the next command the cycle after the last burst entered
+        the register (it may still wait there for the outstanding limit)."""
         moved = False
         if self.held is None and self.split_q:
             self.held = self.split_q.popleft()
@@ -97,12 +91,6 @@ class ReadDma:
             self.rq.append([t + self.rl + RD_SLICE, self.held])
             self.inflight += 1
             self.held = None
-            moved = True
-        if (not self.split_q and t >= self.split_free and self.cmd_q
-                and self.cmd_q[0][0] <= t):
-            self.split_q.extend(self.cmd_q.popleft()[1])
-            self.split_free = INF
-            self.taken_at = t
             moved = True
         return moved
 
@@ -125,14 +113,12 @@ class ReadDma:
             self.inflight -= 1
 
     def idle(self) -> bool:
-        return not self.cmd_q and not self.split_q and self.held is None and self.inflight == 0
+        return not self.split_q and self.held is None and self.inflight == 0
 
     def wakes(self, t, out: list, routing: bool) -> None:
         if routing and self.rq:
             out.append(self.rq[0][0])
         out.append(self.split_free)
-        if self.cmd_q:
-            out.append(self.cmd_q[0][0])
 
 
 class WriteDma:
