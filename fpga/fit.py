@@ -179,15 +179,17 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 106.38,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 104.95,
               "bench/fmax.py's measure_accel (the whole default accelerator, nextpnr towards "
-              "150 MHz), RTL of commit de26887 (decoded command queue, registered router lane "
-              "and word, the read command slice, the coarse shift without the OR of the high "
-              "amount bits), seed 1; seeds 2 and 3 of the same netlist 111.88 and 105.10; "
-              "45d1f20 placed the same way gave 103.36 (seeds 2, 3: 101.77, 104.31)"),
+              "150 MHz), RTL of commit 8278460 (decoded command queue, registered router lane "
+              "and word, the splitter's next-row register, the coarse shift without the OR of "
+              "the high amount bits), seed 1; de26887 (the same plus a read command slice, "
+              "reverted: its perf model missed the 4x8 by 7.5%) gave 106.38 / 111.88 / 105.10 "
+              "on seeds 1-3; 45d1f20 gave 103.36 / 101.77 / 104.31"),
     FmaxPoint(16, 8, 32, 64, 2048, 256, 94.19,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
-              "spad_b_depth=2048), towards 140 MHz, RTL of commit de26887, seed 1 (critical "
+              "spad_b_depth=2048), towards 140 MHz, RTL of commit de26887 (8278460 plus the "
+              "reverted read command slice), seed 1 (critical "
               "path: the vector engine's mul kernel, k_in_ready -> out_credits, two 3.9 ns "
               "routes); 45d1f20 placed the same way gave 88.66, a5fb480 102.56"),
 )

@@ -32,9 +32,9 @@ class AccelConfig:
 
     rows, cols:      systolic array shape (PE rows x PE columns); rows index M, cols index N.
                      The default 8x8 is chosen from placed measurements on the ECP5-85F
-                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 105.1-111.9
-                     MHz (three seeds) against 94.2 for 16x8 with 2048-deep A/B scratchpads
-                     (seed 1; 88.7-102.6 on earlier RTL); the 16x8 runs the
+                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 101.8-111.9
+                     MHz (seeds 1-3 of recent RTL) against 88.7-102.6 for 16x8 with 2048-deep
+                     A/B scratchpads (seed 1); the 16x8 runs the
                      CIFAR-size CNNs 1.4-1.6 times faster (0.63 of the device's MAC peak
                      against 0.37), but the small built-ins are memory-bound (mlp and lenet5
                      8-11% slower at its lower clock) and it doubles the simulation and
