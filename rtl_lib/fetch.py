@@ -3,8 +3,8 @@ overflowing (built inside the top's generator; ``accel`` composes it).
 
 ``Fetcher(clk, rst, running, start, cmd_base, cmd_count, addr_width, cmd_bits, depth, chunk)``
 ----------------------------------------------------------------------------------------------
-``depth``: the command FIFO's (``dispatch.CommandQueue``, built by the top: the read router
-pushes the fetched commands, dispatch pops them).
+``depth``: the depth of the command FIFO (a ``dispatch.CommandQueue`` the top builds: the
+read router pushes the fetched commands, dispatch pops them); the credits cover it.
 Inputs: ``running`` (the top's running flag), ``start`` (the CSR start pulse), ``cmd_base``
 (DRAM byte address of the first command) and ``cmd_count`` (commands to run), both sampled
 on ``start``. Commands are ``cmd_bits`` bits (32 bytes) each.
