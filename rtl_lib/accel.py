@@ -29,7 +29,9 @@ DRAM image. The host runs the whole list per ``start``: ``cmd_base``/``cmd_count
    one command per cycle, 1 cycle later than straight from the FIFO; the engines' idle
    conditions reach it registered (so a LOAD P / LOAD X goes 1 cycle after the engine is idle);
 3. the *load engine* issues each LOAD as one 2-D DMA read (ZERO loads: none) and records its
-   destination in the *route FIFO*; the fetcher's reads share the DMA (fetch first);
+   destination in the *route FIFO*; the fetcher's reads share the DMA (fetch first); the
+   read command reaches the DMA through a one-entry register (``rd_cmd_q``, one cycle) that
+   takes a command only while the DMA's splitter is idle;
 4. the *router* takes the read data in order (AXI reads are in order, ID 0) and, per the route
    FIFO's head, writes it to the A or B operand scratchpad (lane/word addressing, COMMIT after
    the last beat), the parameter memory (as 32-bit words), the X buffer, the S stream, or the
@@ -193,7 +195,31 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
         status.csr["perf_cmds"].assign(disp.dispatched)
 
         # ---------------------------------------------------------------- loads, read data
-        load = LoadEngine(clk, rst, loadq, fetch, rd, dma.rd_cmd_ready, AW, CMD_BEATS,
+        # the read command reaches the DMA through a one-entry register (rd_cmd_q): fetch and
+        # the load engine see its ready (flops: the register is empty and the splitter idle)
+        # and the splitter takes its command from flops. Fetch's request -> the load engine's
+        # issue -> the splitter's cmd_fire -> its next-state muxes was the placed 8x8's
+        # critical path at fd39ae6 (seed 1, 9.53 ns). The register takes a command only while
+        # the splitter is idle, so commands reach the DMA in the order the port was free for
+        # them, as without it (a 2-entry slice let LOADs queue ahead of fetch's reads: their
+        # data then waited on busy scratchpad banks in front of the commands that free them,
+        # +7% on the 4x8's resblock). One cycle more per read command (perfmodel.dma.ReadDma)
+        le_rd = {n: Wire(Bits(t), f"le_rd_{n}") for n, t in dma_cmd}
+        fields = [n for n, _ in dma_cmd if n != "cmd_valid"]
+        q_v = NamedReg(1, clk, rst, 0, name="rd_cmd_q_v")
+        q_ready = ~q_v.q & dma.rd_cmd_ready
+        q_d = NamedReg(sum(le_rd[n].type.width for n in fields), clk, None, None, ce=q_ready,
+                       name="rd_cmd_q_d")
+        q_d.next(BitsSignal.concat([le_rd[n] for n in reversed(fields)]))
+        # empty: takes a valid command while the splitter is idle; full: held until taken
+        q_v.next(Mux(q_v.q, le_rd["cmd_valid"] & dma.rd_cmd_ready, ~dma.rd_cmd_ready))
+        rd["cmd_valid"].assign(q_v.q)
+        lo = 0
+        for n in fields:
+            w = le_rd[n].type.width
+            rd[n].assign(q_d.q[lo:lo + w])
+            lo += w
+        load = LoadEngine(clk, rst, loadq, fetch, le_rd, q_ready, AW, CMD_BEATS,
                           ROUTE_FIFO_DEPTH, DST_CMD)
         route = load.route
         rt = ReadRouter(clk, rst, route, dma, rd["out_ready"], cmdq, CmdPack, ParamSplit,

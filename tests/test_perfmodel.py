@@ -118,22 +118,33 @@ def test_bursts_follow_the_dma_splitter():
 
 def test_read_port_frees_when_the_last_burst_is_in_the_splitter_register():
     # rtl_lib.axi_dma: the splitter's output register holds one burst beyond the
-    # MAX_OUTSTANDING in flight, and the command port is free the cycle after the last
-    # burst entered it (a 2-D LOAD of MAX_OUTSTANDING + 1 bursts frees the port for a fetch
-    # while its bursts wait for R beats to be taken)
+    # MAX_OUTSTANDING in flight, and the splitter is idle the cycle after the last burst
+    # entered it; rtl_lib.accel: the command reaches it through a one-entry register (rd_cmd_q)
+    # that takes a command only while it is empty and the splitter idle, and offers it the
+    # cycle after it took it
     from pycde_accel.contract import MAX_OUTSTANDING
     from pycde_accel.perfmodel.dma import ReadDma
 
     dma = ReadDma(3)
-    dma.issue([24] * (MAX_OUTSTANDING + 1))
-    for t in range(1, 20):
+    assert dma.ready(0)
+    dma.issue(0, [24] * (MAX_OUTSTANDING + 1))
+    dma.step(0)
+    assert not dma.split_q                 # offered at 1, not in the cycle it entered
+    assert not dma.ready(0)
+    dma.step(1)
+    assert not dma.ready(1)                # the splitter took it: busy
+    for t in range(2, 21):
         dma.step(t)
     assert dma.inflight == MAX_OUTSTANDING
-    assert dma.ready(20)
-    assert not dma.idle()
-    dma.issue([8])
-    dma.step(20)
-    assert not dma.ready(21)              # the register is still taken: nothing moves on
+    assert dma.held == 24 and not dma.idle()
+    assert dma.ready(20)                   # the last burst waits in the output register
+    dma.issue(20, [8])
+    assert not dma.ready(21)               # the register is full
+    dma.step(21)
+    assert list(dma.split_q) == [8] and not dma.cmd_q
+    assert not dma.ready(21)
+    dma.step(22)                           # the output register is still taken: no move on
+    assert list(dma.split_q) == [8] and not dma.ready(22)
 
 
 @pytest.mark.parametrize("schedule,add_per_beat", [("dynamic", 9), ("static", 8)])

@@ -3,11 +3,14 @@ order) and the write side (AW, W beats, B responses), as ``rtl_lib.axi_dma`` run
 
 * :func:`bursts`: the burst lengths of one 2-D transfer (<= ``MAX_BURST`` beats, never across a
   ``BURST_BOUNDARY``).
-* :class:`ReadDma`: the splitter puts one burst per cycle into its output register, which
-  issues it while fewer than ``MAX_OUTSTANDING`` are in flight (so one burst more than those
-  waits there); it takes the next command the cycle after the last burst of the current one
-  entered the register; a burst's first beat comes ``read_latency`` cycles after it is
-  issued, and reaches the router ``RD_SLICE`` later (the R register slice). The router takes the beats (:mod:`.load`).
+* :class:`ReadDma`: a command reaches the splitter through the top's command register
+  (``rd_cmd_q``, one entry: it takes a command while it is empty and the splitter idle, and
+  offers it the cycle after); the splitter takes it and puts one burst per cycle into its
+  output register (from the edge after it took the command), which issues it while fewer than
+  ``MAX_OUTSTANDING`` are in flight (so one burst more than those waits there); it is idle
+  again the cycle after the last burst of the current one entered the output register; a
+  burst's first beat comes ``read_latency`` cycles after it is issued, and reaches the router
+  ``RD_SLICE`` later (the R register slice). The router takes the beats (:mod:`.load`).
 * :class:`WriteDma`: one AW per cycle (``MAX_OUTSTANDING`` bursts until their B response), one
   W beat per cycle as the engines offer them (``WD_SKID`` cycles later: the write arbiter's skid
   buffer in front of its data slice), B ``write_latency`` after a burst's last beat.
@@ -56,11 +59,12 @@ def bursts(addr: int, beats: int, rows: int, stride: int, ab: int) -> list[int]:
 
 
 class ReadDma:
-    __slots__ = ("rl", "split_q", "split_free", "held", "inflight", "rq", "mem")
+    __slots__ = ("rl", "cmd_q", "split_q", "split_free", "held", "inflight", "rq", "mem")
 
     def __init__(self, read_latency: int, mem: Budget | None = None):
         self.rl = read_latency
         self.mem = _budget(mem)
+        self.cmd_q = deque()      # the command register: [time offered, burst lengths], <= 1
         self.split_q = deque()    # bursts still to split off the active command: lengths
         self.split_free = 0       # time the splitter can take a new command
         self.held = None          # the burst in the splitter's output register (its length)
@@ -68,19 +72,20 @@ class ReadDma:
         self.rq = deque()         # [available time, beats left] bursts in flight, in order
 
     def ready(self, t) -> bool:
-        """The read command port takes a command this cycle."""
-        return not self.split_q and t >= self.split_free
+        """The read command port (the register) takes a command this cycle: it is empty and
+        the splitter is idle (called after :meth:`step` of the cycle)."""
+        return not self.cmd_q and not self.split_q and t >= self.split_free
 
-    def issue(self, lengths) -> None:
-        """A command of bursts ``lengths`` taken (the port is busy until they are split)."""
-        self.split_q.extend(lengths)
-        self.split_free = INF
+    def issue(self, t, lengths) -> None:
+        """A command of bursts ``lengths`` enters the register on this edge."""
+        self.cmd_q.append((t + 1, lengths))
 
     def step(self, t) -> bool:
         """The splitter: one burst per cycle into its output register (from the edge after
         the command is taken), which issues it (AR) while fewer than ``MAX_OUTSTANDING`` are
-        in flight; the port takes the next command the cycle after the last burst entered
-        the register (it may still wait there for the outstanding limit)."""
+        in flight; it takes the command register's command the cycle after the last burst of
+        the previous command entered the output register (that burst may still wait there for
+        the outstanding limit)."""
         moved = False
         if self.held is None and self.split_q:
             self.held = self.split_q.popleft()
@@ -91,6 +96,11 @@ class ReadDma:
             self.rq.append([t + self.rl + RD_SLICE, self.held])
             self.inflight += 1
             self.held = None
+            moved = True
+        if (not self.split_q and t >= self.split_free and self.cmd_q
+                and self.cmd_q[0][0] <= t):
+            self.split_q.extend(self.cmd_q.popleft()[1])
+            self.split_free = INF
             moved = True
         return moved
 
@@ -113,12 +123,14 @@ class ReadDma:
             self.inflight -= 1
 
     def idle(self) -> bool:
-        return not self.split_q and self.held is None and self.inflight == 0
+        return not self.cmd_q and not self.split_q and self.held is None and self.inflight == 0
 
     def wakes(self, t, out: list, routing: bool) -> None:
         if routing and self.rq:
             out.append(self.rq[0][0])
         out.append(self.split_free)
+        if self.cmd_q:
+            out.append(self.cmd_q[0][0])
 
 
 class WriteDma:

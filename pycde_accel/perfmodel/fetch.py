@@ -38,13 +38,13 @@ class Fetch:
     def wants(self) -> bool:
         return self.left > 0 and self.credits <= CMD_FIFO_DEPTH - FETCH_CHUNK
 
-    def request(self, dma) -> int:
+    def request(self, t, dma) -> int:
         """Issue the next chunk's read on ``dma``; returns its beats."""
         chunk = min(FETCH_CHUNK, self.left)
         self.left -= chunk
         self.credits += chunk
         nb = chunk * self.cmd_beats
-        dma.issue(bursts(0, nb, 1, 0, self.ab) if nb <= MAX_BURST else [nb])
+        dma.issue(t, bursts(0, nb, 1, 0, self.ab) if nb <= MAX_BURST else [nb])
         return nb
 
     def beat(self, t) -> None:

@@ -73,7 +73,7 @@ class LoadEngine:
         room = len(self.route) < ROUTE_FIFO_DEPTH + SLICE
         if self.fetch.wants():
             if room and rd_ready:
-                nb = self.fetch.request(self.dma)
+                nb = self.fetch.request(t, self.dma)
                 self.route.append([DST_CMD, nb, 0, -1, False, t + 2])
                 return True
             return False
@@ -84,7 +84,7 @@ class LoadEngine:
             if zero or rd_ready:
                 q.popleft()
                 if not zero:
-                    self.dma.issue(bursts(c.addr, c.beats, c.rows, c.stride, self.ab))
+                    self.dma.issue(t, bursts(c.addr, c.beats, c.rows, c.stride, self.ab))
                 self.route.append([c.dst, c.beats * c.rows, c.flags, 0, zero, t + 2])
                 return True
         return False
