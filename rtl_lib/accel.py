@@ -141,6 +141,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
     config.validate()
     check_config(config)
     W, AW = config.axi_data_width, config.axi_addr_width
+    R, C = config.rows, config.cols
     AB = W // 8
     CMD_BEATS = CMD_BITS // W
     csr_map = default_csr_map(AW, config.axil_data_width)
@@ -223,13 +224,13 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                           ROUTE_FIFO_DEPTH, DST_CMD)
         route = load.route
         rt = ReadRouter(clk, rst, route, dma, rd["out_ready"], cmdq, CmdPack, ParamSplit,
-                        (DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD), W)
+                        (DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD), W, max(R, C))
 
         # ---------------------------------------------------------------- matmul unit
         eh = execq.output
         mm_c_ready = Wire(Bits(1), "c_ready")
-        mm = _inst(Mm, "matmul", clk=clk, rst=rst, **rt.spad_write(DST_A, "a"),
-                   **rt.spad_write(DST_B, "b"),
+        mm = _inst(Mm, "matmul", clk=clk, rst=rst, **rt.spad_write(DST_A, "a", R),
+                   **rt.spad_write(DST_B, "b", C),
                    ex_k=cmd_field(eh, 1, 16), ex_a_word=cmd_field(eh, 2, 16),
                    ex_b_word=cmd_field(eh, 3, 16), ex_rel_a=eh[8], ex_rel_b=eh[9],
                    ex_chain=eh[8 + (EXEC_CHAIN.bit_length() - 1)],

@@ -11,8 +11,8 @@ words), the EXEC engine below, a 4-entry operand FIFO and ``systolic.make_systol
 
 Ports (valid/ready: a transfer on a rising edge where both are high)
 * ``clk``, ``rst`` (synchronous, active high; banks empty, no command, FIFO empty).
-* A producer: ``a_wr_valid``, ``a_wr_ready`` (out), ``a_wr_lane`` (16 bits; lanes >= R are
-  dropped), ``a_wr_word`` (log2(spad_a_depth/AB) bits), ``a_wr_data`` (W), ``a_commit``: the
+* A producer: ``a_wr_valid``, ``a_wr_ready`` (out), ``a_wr_lane`` (R bits, one-hot: bit i writes
+  lane i), ``a_wr_word`` (log2(spad_a_depth/AB) bits), ``a_wr_data`` (W), ``a_commit``: the
   operand scratchpad's producer port (``wr_*``, ``commit``; see ``operand_spad``). ``b_*`` the
   same for B (C lanes, log2(spad_b_depth/AB) word bits).
 * EXEC command: ``ex_k`` (16 bits, >= 1, its words inside the bank; 0 is not a valid K and
@@ -86,7 +86,7 @@ from ..errors import ConfigError
 from .bits import index_width, inc, log2
 from .common import NamedReg, register_slice
 from .keep_ff import replicated
-from .operand_spad import LANE_WIDTH, RD_LATENCY, make_operand_spad
+from .operand_spad import RD_LATENCY, make_operand_spad
 from .stream import Stream, module
 from .systolic import has_depthwise, make_systolic_core
 
@@ -135,8 +135,8 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
     EW = AE + C * 8 + 1 + (1 if DWM else 0)  # FIFO entry: (dw,) last, B beat, A
 
     # the scratchpads' producer port (valid, ready, then the payload; see operand_spad)
-    wr_a = Stream(valid=1, ready=1, lane=LANE_WIDTH, word=AWA, data=W)
-    wr_b = Stream(valid=1, ready=1, lane=LANE_WIDTH, word=AWB, data=W)
+    wr_a = Stream(valid=1, ready=1, lane=R, word=AWA, data=W)
+    wr_b = Stream(valid=1, ready=1, lane=C, word=AWB, data=W)
     c_stream = Stream(data=C * ACC, last=1)
     io = {"clk": Clock(), "rst": Reset(),
           **wr_a.sink("a_wr"), "a_commit": Input(Bits(1)),

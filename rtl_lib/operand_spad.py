@@ -12,7 +12,7 @@ most one bank and the consumer (exec side) at most one; a bank passes producer -
 *commit* and back by a *release*.
 
 Producer ports: ``wr_ready`` (out: the producer owns an empty bank), ``wr_valid``, ``wr_lane``
-(16 bits; a write to a lane >= ``lanes`` is dropped), ``wr_word`` (log2 depth_words bits),
+(``lanes`` bits, one-hot: bit i writes lane i; no bit set drops the write), ``wr_word`` (log2 depth_words bits),
 ``wr_data`` (width): a word is taken on an edge where ``wr_valid & wr_ready`` and reaches the
 memory one edge later (write stage: address, data and lane enable registered). ``commit``:
 taken on an edge where ``commit & wr_ready``; the bank (including a write on that same edge) goes
@@ -63,14 +63,14 @@ from .stream import Stream, module
 
 #: cycles from a read issued (edge e) to its ``rd_data`` (valid for edge e + RD_LATENCY)
 RD_LATENCY = 2
-#: width of the ``wr_lane`` port
-LANE_WIDTH = 16
+#: the most lanes a scratchpad has (``wr_lane`` is one-hot, one bit per lane)
+MAX_LANES = 256
 
 
 def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
     """The operand scratchpad module class (see the module docstring)."""
-    if not isinstance(lanes, int) or lanes < 1 or lanes >= (1 << LANE_WIDTH):
-        raise ConfigError(f"operand scratchpad: lanes must be in 1..{(1 << LANE_WIDTH) - 1}, "
+    if not isinstance(lanes, int) or lanes < 1 or lanes > MAX_LANES:
+        raise ConfigError(f"operand scratchpad: lanes must be in 1..{MAX_LANES}, "
                           f"got {lanes!r}")
     if width < 8 or width % 8 or (width // 8) & (width // 8 - 1):
         raise ConfigError(f"operand scratchpad: width must be 8 times a power of two, got {width}")
@@ -82,7 +82,7 @@ def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
     BW = index_width(AB)
 
     io = {"clk": Clock(), "rst": Reset(),
-          **Stream(ready=1, valid=1, lane=LANE_WIDTH, word=AW, data=width).sink("wr"),
+          **Stream(ready=1, valid=1, lane=lanes, word=AW, data=width).sink("wr"),
           "commit": Input(Bits(1)), "rd_avail": Output(Bits(1)), "rd_valid": Input(Bits(1)),
           "rd_word": Input(Bits(AW)), "rd_byte": Input(Bits(BW)),
           "rd_data": Output(Bits(lanes * 8)), "rd_data_valid": Output(Bits(1)),
@@ -102,15 +102,17 @@ def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
         commit_q.next(p.commit & wr_ready)
 
         # -- write stage: address, data and each lane's enable registered before the memory
-        # write (the router's lane decode and the read data's fan-out to every lane's block
-        # RAM are then a cycle of their own).
+        # write (the read data's fan-out to every lane's block RAM is then a cycle of its
+        # own). The lane comes one-hot: each lane's enable is one AND of its bit, not a
+        # compare of a lane number (the router's lane mux -> a 16-bit compare -> the lane
+        # enables was the placed 8x8's critical path on all three seeds at de26887).
         wen = p.wr_valid & wr_ready
         waddr = BitsSignal.concat([wr_bank.q, p.wr_word]).reg(clk, name="wr_addr_q")
         wdata = p.wr_data.reg(clk, name="wr_data_q")
         raddr = BitsSignal.concat([rd_bank.q, p.rd_word])
         words = []
         for i in range(lanes):
-            lane_hit = (wen & (p.wr_lane == Bits(LANE_WIDTH)(i))).reg(
+            lane_hit = (wen & p.wr_lane[i]).reg(
                 clk, rst, rst_value=0, name=f"lane{i}_wen_q")
             words.append(dual_port_mem(clk, rst, f"lane{i}_mem", width, 2 * depth_words,
                                        waddr, wdata, lane_hit, raddr))

@@ -1,13 +1,14 @@
 """The accelerator top's read-data router: DMA read beats -> the destination the route FIFO's
 head names (built inside the top's generator; ``accel`` composes it).
 
-``ReadRouter(clk, rst, route, dma, out_ready, cmdq, CmdPack, ParamSplit, dsts, data_width)``
-----------------------------------------------------------------------------------------------
+``ReadRouter(clk, rst, route, dma, out_ready, cmdq, CmdPack, ParamSplit, dsts, data_width, lanes)``
+------------------------------------------------------------------------------------------------------
 ``route``: the load engine's route FIFO (``load_engine``, entry layout there); ``dma``: the DMA
 instance (its ``rd_out_*`` stream: ``data``, ``last``, ``row_last``, ``valid``); ``out_ready``:
 the wire of its ``rd_out_ready``; ``cmdq``: the command FIFO; ``CmdPack``/``ParamSplit``: the
 width adapters W -> 256 and W -> 32 (``scratchpad.make_width_adapter``); ``dsts``: the
-destination codes of A, B, P, X, S and CMD, in that order.
+destination codes of A, B, P, X, S and CMD, in that order; ``lanes``: the most lanes an operand
+scratchpad has (max(rows, cols)).
 
 * The route FIFO's head goes through a register slice (``route_head``) with its destination
   decoded one-hot and ``beats - 1`` / ``rows - 1`` (the ZERO loads' last-beat compares)
@@ -18,13 +19,14 @@ destination codes of A, B, P, X, S and CMD, in that order.
   destination is ready (``ready[dst]``, wires the top drives with the engines' readies);
   otherwise the AXI R channel stalls. Counters ``route_beat_in_row``, ``route_row``,
   ``route_beat`` (the beat in the command).
-* Outputs per beat: ``beat_valid``/``beat_data`` (qualify with :meth:`to`), ``lane`` (LANES:
-  the entry's index + row, one lane per row; else the entry's index), ``word`` (LANES: the
-  entry's word + beat in the row; else + beat in the command) and ``commit`` (the command's
-  last beat, with COMMIT): the operand scratchpads' write port. ``lane`` and ``word`` come
-  from registers (``route_lane``, ``route_word``) advanced with the counters, or from the
-  route slice on a command's first row (beat): no adder between a flop and the scratchpads'
-  compares. ``x_index()`` (index + beat): the X buffer's; the S stream takes ``beat_data``
+* Outputs per beat: ``beat_valid``/``beat_data`` (qualify with :meth:`to`), ``lane`` (one-hot,
+  ``lanes`` bits; LANES: the entry's index + row, one lane per row; else the entry's index; no
+  bit set for a lane >= ``lanes``), ``word`` (LANES: the entry's word + beat in the row; else
+  + beat in the command) and ``commit`` (the command's last beat, with COMMIT): the operand
+  scratchpads' write port. ``lane`` and ``word`` come from registers (``route_lane``, shifted
+  one place per row, and ``route_word``) advanced with the counters, or from the route slice
+  (the index decoded one-hot before it) on a command's first row (beat): no adder or compare
+  between a flop and the scratchpads' lane enables. ``x_index()`` (index + beat): the X buffer's; the S stream takes ``beat_data``
   as is.
 * ``load_done`` (out): the last beat of a LOAD's entry (any destination but CMD) was routed
   on this edge (the top counts LOADs in flight for FENCE).
@@ -52,14 +54,16 @@ class ReadRouter:
     """The read-data router (see the module docstring)."""
 
     def __init__(self, clk, rst, route, dma, out_ready, cmdq, CmdPack, ParamSplit, dsts,
-                 data_width: int):
+                 data_width: int, lanes: int):
         one, zero = Bits(1)(1), Bits(1)(0)
         DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD = dsts
         rre = route.output
         r_pop_w = Wire(Bits(1), "route_pop")
-        # a ZERO entry's beats - 1 and rows - 1 (its last-beat compares), and whether each
-        # is zero (its first beat's or first row's compare), computed before the slice
-        pre = BitsSignal.concat([rre[38:54] == Bits(16)(1), rre[54:70] == Bits(16)(1),
+        # a ZERO entry's beats - 1 and rows - 1 (its last-beat compares), whether each is
+        # zero (its first beat's or first row's compare) and the index one-hot (the first
+        # row's lane), computed before the slice
+        pre = BitsSignal.concat([rre[6:22] == Bits(16)(i) for i in reversed(range(lanes))]
+                                + [rre[38:54] == Bits(16)(1), rre[54:70] == Bits(16)(1),
                                  (rre[54:70].as_uint(16) - 1).as_bits(16),
                                  (rre[38:54].as_uint(16) - 1).as_bits(16)]
                                 + [rre[0:3] == Bits(3)(d) for d in reversed(dsts)] + [rre])
@@ -71,6 +75,7 @@ class ReadRouter:
         self.is_dst = is_dst = {d: re[70 + i] for i, d in enumerate(dsts)}
         r_beats_m1, r_rows_m1 = re[76:92], re[92:108]
         r_rows_one, r_beats_one = re[108], re[109]
+        r_index_hot = re[110:110 + lanes]
         bcnt = NamedReg(16, clk, rst, 0, name="route_beat_in_row")
         rcnt = NamedReg(16, clk, rst, 0, name="route_row")
         tcnt = NamedReg(16, clk, rst, 0, name="route_beat")
@@ -109,14 +114,17 @@ class ReadRouter:
         r_first.next(Mux(r_move, r_first.q, cmd_last))
         r_lastn.next(Mux(r_move, r_lastn.q, r_up == r_rows_m1))
         tcnt.next(Mux(beat_fire, tcnt.q, Mux(cmd_last, inc(tcnt.q, 16), Bits(16)(0))))
-        # lane (index + row) and word (word + beat) as registers advanced with their counters,
-        # so the scratchpads' lane compares and word addresses start at a mux of flops, not
-        # at a 16-bit adder (route_row -> lane adder -> lane compare -> spad lane wen was the
-        # placed 8x8's critical path on seed 3 at 541b140). On a command's first row (first
-        # beat) they are the entry's index (word) itself, from the route slice.
-        lane_q = NamedReg(16, clk, rst, 0, name="route_lane")
-        lane = Mux(~r_lanes | r_first.q, lane_q.q, r_index)
-        lane_q.next(Mux(r_move & ~cmd_last, lane_q.q, inc(lane, 16)))
+        # lane (index + row, one-hot) and word (word + beat) as registers advanced with their
+        # counters, so the scratchpads' lane enables and word addresses start at a mux of
+        # flops, not at a 16-bit adder and compare (route_row -> lane adder -> lane compare ->
+        # spad lane wen was the placed 8x8's critical path on seed 3 at 541b140; the lane mux
+        # -> compare -> wen on all seeds at de26887). On a command's first row (first beat)
+        # they are the entry's index (word) itself, from the route slice; the next row's lane
+        # is the bit one place up (none past the last lane).
+        lane_q = NamedReg(lanes, clk, rst, 0, name="route_lane")
+        lane = Mux(~r_lanes | r_first.q, lane_q.q, r_index_hot)
+        up = BitsSignal.concat([lane[0:lanes - 1], zero]) if lanes > 1 else zero
+        lane_q.next(Mux(r_move & ~cmd_last, lane_q.q, up))
         t_first = NamedReg(1, clk, rst, 1, name="route_beat_first_in_cmd")
         t_first.next(Mux(beat_fire, t_first.q, cmd_last))
         w_first = Mux(r_lanes, t_first.q, b_first.q)
@@ -151,10 +159,11 @@ class ReadRouter:
         """``beat_valid`` for destination ``dst``."""
         return self.beat_valid & self.is_dst[dst]
 
-    def spad_write(self, dst: int, prefix: str) -> dict:
+    def spad_write(self, dst: int, prefix: str, lanes: int) -> dict:
         """The operand scratchpad write port ``{prefix}_wr_*`` and ``{prefix}_commit`` of the
-        matmul unit for destination ``dst``."""
-        return {f"{prefix}_wr_valid": self.to(dst), f"{prefix}_wr_lane": self.lane,
+        matmul unit for destination ``dst``, whose scratchpad has ``lanes`` lanes."""
+        lane = self.lane[0:lanes] if lanes < self.lane.type.width else self.lane
+        return {f"{prefix}_wr_valid": self.to(dst), f"{prefix}_wr_lane": lane,
                 f"{prefix}_wr_word": self.word, f"{prefix}_wr_data": self.beat_data,
                 f"{prefix}_commit": self.commit & self.is_dst[dst]}
 

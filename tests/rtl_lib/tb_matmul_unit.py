@@ -83,7 +83,7 @@ async def program(dut):
                 if writes:
                     lane, word, data = writes.pop(0)
                     h(pfx, "wr_valid").value = 1
-                    h(pfx, "wr_lane").value = lane
+                    h(pfx, "wr_lane").value = (1 << lane) & wmask_l  # one-hot; none: dropped
                     h(pfx, "wr_word").value = word
                     h(pfx, "wr_data").value = data
                     if not writes and cwl:

@@ -52,7 +52,7 @@ async def pingpong(dut):
                 if not int(dut.wr_ready.value):
                     if prng.random() < 0.5:  # ignored: the producer owns no bank
                         dut.wr_valid.value = 1
-                        dut.wr_lane.value = prng.randrange(lanes)
+                        dut.wr_lane.value = 1 << prng.randrange(lanes)
                         dut.wr_word.value = prng.randrange(depth)
                         dut.wr_data.value = prng.getrandbits(width)
                     continue
@@ -61,7 +61,8 @@ async def pingpong(dut):
                 if writes:
                     lane, word = writes.pop()
                     data = prng.getrandbits(width)
-                    dut.wr_valid.value, dut.wr_lane.value = 1, lane
+                    dut.wr_valid.value = 1
+                    dut.wr_lane.value = (1 << lane) & ((1 << lanes) - 1)  # one-hot; none: dropped
                     dut.wr_word.value, dut.wr_data.value = word, data
                     if lane < lanes:
                         mem[state["wr_phys"]][lane][word] = data
