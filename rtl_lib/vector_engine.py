@@ -86,8 +86,8 @@ Ports (valid/ready: a beat moves on a rising edge where both are high)
 * X buffer write: ``x_wr_valid``, ``x_wr_index`` (log2 spad_c_depth bits, a beat index),
   ``x_wr_data`` (W), ``x_wr_ready`` (out). X is config.spad_c_depth beats of W bits (one
   ``seq.hlmem``, one write port shared with the engine's own TO_X writes, which take
-  priority: ``x_wr_ready`` is low only in a cycle where the engine writes X, and it depends on
-  registers only).
+  priority: ``x_wr_ready`` is low only in a cycle where the engine writes X; it is a register,
+  ``x_wr_ready_q``).
 * S stream: ``s_data`` (W), ``s_valid``, ``s_ready`` (out, a register). Beats enter a
   2-entry register slice; from it they are taken only while a command is running and still
   needs beats, so at most 2 beats are taken ahead of their command.
@@ -342,12 +342,13 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         xr.next(Mux(accept, Mux(issue, xr.q, Mux(xr_wrap, xr_inc, Bits(CW)(0))), Bits(CW)(0)))
         rd_addr = add(cmd["x_off"], xr.q, CW)[0:XA]
         x_wr_ready = ~eng_wr
+        x_ready_q = NamedReg(1, clk, rst, 1, name="x_wr_ready_q")    # == x_wr_ready
         ext_wr = p.x_wr_valid & x_wr_ready
         wr_addr = Mux(eng_wr, p.x_wr_index, add(dst16, w, CW)[0:XA])
         out_beat_w = Wire(Bits(W), "out_beat")
         wr_data = Mux(eng_wr, p.x_wr_data, out_beat_w)
         x_rd = dual_port_mem(clk, rst, "x_mem", W, D, wr_addr, wr_data, eng_wr | ext_wr, rd_addr)
-        p.x_wr_ready = x_wr_ready
+        p.x_wr_ready = x_ready_q.q
         s_q = NamedReg(W, clk, None, None, ce=issue, name="s_beat")
         s_q.next(s_in_data)
         rd_v.next(issue)
@@ -575,7 +576,14 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         out_take = eng_wr | (wd_valid & p.wd_ready)
         out_take_w.assign(out_take)
         y_ready_w.assign(~out_valid.q | out_take)
-        out_valid.next((out_valid.q & ~out_take) | y_last | lut_take)
+        out_valid_next = (out_valid.q & ~out_take) | y_last | lut_take
+        out_valid.next(out_valid_next)
+        # x_wr_ready (= ~eng_wr) as a flop of its own, from eng_wr's next value, that drives
+        # only the port: the read router's destination ready starts at a flop it can sit
+        # beside, not at out_valid_q and to_x across the die (vector.out_valid_q -> x_wr_ready
+        # -> the router's destination ready -> the read DMA's R slice enables was the placed
+        # 8x8's critical path at 774f804, seed 1)
+        x_ready_q.next(~(out_valid_next & Mux(accept, to_x, p.v_to_x)))
 
         # ------------------------------------------------------------ outputs, finish
         # w == n and tw == n as flops, each set from its counter's next value (an accept
