@@ -179,19 +179,22 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 104.95,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 98.13,
               "bench/fmax.py's measure_accel (the whole default accelerator, nextpnr towards "
-              "150 MHz), RTL of commit 8278460 (decoded command queue, registered router lane "
-              "and word, the splitter's next-row register, the coarse shift without the OR of "
-              "the high amount bits), seed 1; de26887 (the same plus a read command slice, "
-              "reverted: its perf model missed the 4x8 by 7.5%) gave 106.38 / 111.88 / 105.10 "
-              "on seeds 1-3; 45d1f20 gave 103.36 / 101.77 / 104.31"),
+              "150 MHz), RTL of commit 552e900 (one-entry read command register, one-hot "
+              "scratchpad write lanes, x_wr_ready a flop), the minimum of seeds 1-3: "
+              "113.19 / 98.13 / 106.30; 8278460 gave 104.95 (seed 1), de26887 106.38 / 111.88 "
+              "/ 105.10, 45d1f20 103.36 / 101.77 / 104.31"),
     FmaxPoint(16, 8, 32, 64, 2048, 256, 94.19,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
               "spad_b_depth=2048), towards 140 MHz, RTL of commit de26887 (8278460 plus the "
               "reverted read command slice), seed 1 (critical "
               "path: the vector engine's mul kernel, k_in_ready -> out_credits, two 3.9 ns "
               "routes); 45d1f20 placed the same way gave 88.66, a5fb480 102.56"),
+    FmaxPoint(8, 16, 32, 128, 1024, 256, 89.93,
+              "bench/fmax.py's measure_accel of AccelConfig(rows=8, cols=16, "
+              "axi_data_width=128), towards 150 MHz, RTL of commit 8278460, seed 1 (153 of 156 "
+              "DSPs; the router needed 75 minutes)"),
 )
 # The critical paths of these placements and of every earlier one: docs/timing.md.
 #: The 8x8 int8 PE array alone (``bench/fmax.py``'s array, DSP-registered PEs: 173.1 MHz,

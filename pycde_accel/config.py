@@ -32,14 +32,17 @@ class AccelConfig:
 
     rows, cols:      systolic array shape (PE rows x PE columns); rows index M, cols index N.
                      The default 8x8 is chosen from placed measurements on the ECP5-85F
-                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 101.8-111.9
-                     MHz (seeds 1-3 of recent RTL) against 88.7-102.6 for 16x8 with 2048-deep
-                     A/B scratchpads (seed 1); the 16x8 runs the
-                     CIFAR-size CNNs 1.4-1.6 times faster (0.63 of the device's MAC peak
-                     against 0.37), but the small built-ins are memory-bound (mlp and lenet5
-                     8-11% slower at its lower clock) and it doubles the simulation and
-                     placement time of everything built at the default. For large CNNs: ``--array 16x8`` (and
-                     ``spad_a_depth = spad_b_depth = 2048`` through the API).
+                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 98.1-113.2
+                     MHz (seeds 1-3 of one netlist; 101.8-111.9 on earlier RTL). 8x16 with a
+                     128-bit AXI port (128 of the 156 DSPs in the array) placed at 89.9 MHz
+                     (seed 1, older RTL) and runs the vs_cpu models 1.21 times faster (geomean
+                     of latencies at both placed clocks; 0.72 of the device's MAC peak on the
+                     CIFAR VGG against 0.37; resblock 17% slower: its residual ADD runs one
+                     element per cycle). It stays off the default because it is placed on
+                     one seed only, nextpnr needs 75 minutes to route it (20 for 8x8), and it
+                     doubles the simulation time of everything built at the default. For
+                     large CNNs: ``--array 8x16`` with ``axi_data_width = 128`` through the API
+                     (or ``dse``); 16x8 with 2048-deep A/B scratchpads placed at 88.7-102.6.
     data_width:      signed operand width in bits (int8 by default).
     acc_width:       signed accumulator width in bits.
     max_k:           the largest reduction length K one output tile may have, summed over the
