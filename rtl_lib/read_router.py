@@ -26,8 +26,8 @@ scratchpad has (max(rows, cols)).
   scratchpads' write port. ``lane`` and ``word`` come from registers (``route_lane``, shifted
   one place per row, and ``route_word``) advanced with the counters, or from the route slice
   (the index decoded one-hot before it) on a command's first row (beat): no adder or compare
-  between a flop and the scratchpads' lane enables. ``x_index()`` (index + beat): the X buffer's; the S stream takes ``beat_data``
-  as is.
+  between a flop and the scratchpads' lane enables. ``x_index()`` (index + beat): the X
+  buffer's; the S stream takes ``beat_data`` as is.
 * ``load_done`` (out): the last beat of a LOAD's entry (any destination but CMD) was routed
   on this edge (the top counts LOADs in flight for FENCE).
 * CMD: beats packed into 256-bit commands (``cmd_pack``) pushed into ``cmdq`` (its room is the
