@@ -13,8 +13,9 @@ most one bank and the consumer (exec side) at most one; a bank passes producer -
 
 Producer ports: ``wr_ready`` (out: the producer owns an empty bank), ``wr_valid``, ``wr_lane``
 (``lanes`` bits, one-hot: bit i writes lane i; no bit set drops the write), ``wr_word``
-(log2 depth_words bits), ``wr_data`` (width): a word is taken on an edge where ``wr_valid & wr_ready`` and reaches the
-memory one edge later (write stage: address, data and lane enable registered). ``commit``:
+(log2 depth_words bits), ``wr_data`` (width): a word is taken on an edge where
+``wr_valid & wr_ready`` and reaches the memory one edge later (write stage: address, data and
+lane enable registered). ``commit``:
 taken on an edge where ``commit & wr_ready``; the bank (including a write on that same edge) goes
 to the consumer one edge later, when that write lands, and the producer moves to the other bank
 then: ``wr_ready`` is low for the cycle after a commit, and after it only if the consumer still

@@ -139,7 +139,7 @@ def test_read_port_frees_when_the_last_burst_is_in_the_splitter_register():
     assert dma.held == 24 and not dma.idle()
     assert dma.ready(20)                   # the last burst waits in the output register
     dma.issue(20, [8])
-    assert not dma.ready(21)               # the register is full
+    assert not dma.ready(20)               # the register holds it now
     dma.step(21)
     assert list(dma.split_q) == [8] and not dma.cmd_q
     assert not dma.ready(21)
