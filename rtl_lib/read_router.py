@@ -17,7 +17,9 @@ scratchpad has (max(rows, cols)).
 * Beats are taken in order (AXI reads are in order, ID 0). A ZERO entry makes its beats
   itself (all zero, one per cycle, ``beats x rows``) without the DMA. A beat moves when its
   destination is ready (``ready[dst]``, wires the top drives with the engines' readies);
-  otherwise the AXI R channel stalls. Counters ``route_beat_in_row``, ``route_row``,
+  otherwise the AXI R channel stalls. The DMA's beats come through a register slice
+  (``route_rd``, latency 1, full rate), so the destination readies end at the router's own
+  flops; ``rd_valid``: a DMA beat is in it. Counters ``route_beat_in_row``, ``route_row``,
   ``route_beat`` (the beat in the command).
 * Outputs per beat: ``beat_valid``/``beat_data`` (qualify with :meth:`to`), ``lane`` (one-hot,
   ``lanes`` bits; LANES: the entry's index + row, one lane per row; else the entry's index; no
@@ -89,10 +91,25 @@ class ReadRouter:
         r_lastn = NamedReg(1, clk, rst, 0, name="route_row_last_next")
         z_row_last = Mux(b_first.q, b_lastn.q, r_beats_one)
         z_last = z_row_last & Mux(r_first.q, r_lastn.q, r_rows_one)
-        beat_valid = r_valid & Mux(r_zero, dma.rd_out_valid, one)
-        beat_data = Mux(r_zero, dma.rd_out_data, Bits(data_width)(0))
-        row_last = Mux(r_zero, dma.rd_out_row_last, z_row_last)
-        cmd_last = Mux(r_zero, dma.rd_out_last, z_last)
+        # the DMA's read beats through a register slice of the router's own (``route_rd``):
+        # the destination readies -> the router's ready end here, beside the router, not at
+        # the DMA's R slice across the die (a spad's wr_ready_q -> the destination ready mux
+        # -> the DMA's r_q_skid_v was the placed 8x8's critical path on seed 2 at 552e900,
+        # 8 of its 10.19 ns routing). One cycle more per beat's latency, not its rate
+        # (perfmodel.timing.RD_SLICE)
+        rd_take = Wire(Bits(1), "route_rd_take")
+        d_valid, d_beat, d_ready = register_slice(
+            clk, rst, dma.rd_out_valid,
+            BitsSignal.concat([dma.rd_out_last, dma.rd_out_row_last, dma.rd_out_data]),
+            rd_take, "route_rd")
+        out_ready.assign(d_ready)
+        d_data = d_beat[0:data_width]
+        d_row_last, d_last = d_beat[data_width], d_beat[data_width + 1]
+        self.rd_valid = d_valid
+        beat_valid = r_valid & Mux(r_zero, d_valid, one)
+        beat_data = Mux(r_zero, d_data, Bits(data_width)(0))
+        row_last = Mux(r_zero, d_row_last, z_row_last)
+        cmd_last = Mux(r_zero, d_last, z_last)
 
         self.ready = ready = {d: Wire(Bits(1), n) for d, n in zip(dsts, READY_NAMES)}
         dst_ready = None
@@ -100,7 +117,7 @@ class ReadRouter:
             term = is_dst[d] & ready[d]
             dst_ready = term if dst_ready is None else dst_ready | term
         beat_fire = beat_valid & dst_ready
-        out_ready.assign(r_valid & ~r_zero & dst_ready)
+        rd_take.assign(r_valid & ~r_zero & dst_ready)
         r_pop_w.assign(beat_fire & cmd_last)
         #: a LOAD's route entry (not a fetch's) had its last beat routed on this edge
         self.load_done = beat_fire & cmd_last & ~is_dst[DST_CMD]

@@ -9,8 +9,10 @@ order) and the write side (AW, W beats, B responses), as ``rtl_lib.axi_dma`` run
   output register (from the edge after it took the command), which issues it while fewer than
   ``MAX_OUTSTANDING`` are in flight (so one burst more than those waits there); it is idle
   again the cycle after the last burst of the current one entered the output register; a
-  burst's first beat comes ``read_latency`` cycles after it is issued, and reaches the router
-  ``RD_SLICE`` later (the R register slice). The router takes the beats (:mod:`.load`).
+  burst's first beat comes ``read_latency`` cycles after it is issued and leaves the DMA
+  ``RD_SLICE`` later (the R register slice), into the router's slice (``ROUTE_RD_SLICE``
+  entries, latency 1: :meth:`ReadDma.r_step`), which releases the burst's outstanding slot
+  with its last beat. The router takes the beats from that slice (:mod:`.load`).
 * :class:`WriteDma`: one AW per cycle (``MAX_OUTSTANDING`` bursts until their B response), one
   W beat per cycle as the engines offer them (``WD_SKID`` cycles later: the write arbiter's skid
   buffer in front of its data slice), B ``write_latency`` after a burst's last beat.
@@ -26,7 +28,7 @@ from collections import deque
 
 from ..contract import BURST_BOUNDARY, MAX_BURST, MAX_OUTSTANDING
 from .memory import Budget
-from .timing import INF, RD_SLICE, WD_SKID
+from .timing import INF, RD_SLICE, ROUTE_RD_SLICE, WD_SKID
 
 _NO_LIMIT = None
 
@@ -59,7 +61,7 @@ def bursts(addr: int, beats: int, rows: int, stride: int, ab: int) -> list[int]:
 
 
 class ReadDma:
-    __slots__ = ("rl", "cmd_q", "split_q", "split_free", "held", "inflight", "rq", "mem")
+    __slots__ = ("rl", "cmd_q", "split_q", "split_free", "held", "inflight", "rq", "sl", "mem")
 
     def __init__(self, read_latency: int, mem: Budget | None = None):
         self.rl = read_latency
@@ -69,7 +71,8 @@ class ReadDma:
         self.split_free = 0       # time the splitter can take a new command
         self.held = None          # the burst in the splitter's output register (its length)
         self.inflight = 0
-        self.rq = deque()         # [available time, beats left] bursts in flight, in order
+        self.rq = deque()         # [time due out of the DMA, beats left] bursts, in order
+        self.sl = deque()         # the router's slice: the times its beats can be routed
 
     def ready(self, t) -> bool:
         """The read command port (the register) takes a command this cycle: it is empty and
@@ -108,26 +111,40 @@ class ReadDma:
         """An R beat is due from the memory (its burst's latency has passed)."""
         return bool(self.rq) and self.rq[0][0] <= t
 
-    def beat_ready(self, t) -> bool:
-        if self.mem.on:
-            return self.mem.r_valid
-        return bool(self.rq) and self.rq[0][0] <= t
-
-    def take_beat(self, t) -> None:
+    def r_step(self, t) -> bool:
+        """The router's slice takes the DMA's next beat (before the router's step: its ready
+        is the slice's occupancy at the cycle's start); the burst's last beat releases its
+        outstanding slot."""
+        if len(self.sl) >= ROUTE_RD_SLICE:
+            return False
+        if not (self.mem.r_valid if self.mem.on else self.due(t)):
+            return False
         if self.mem.on:
             self.mem.take_r()
+        self.sl.append(t + 1)
         head = self.rq[0]
         head[1] -= 1
         if head[1] == 0:
             self.rq.popleft()
             self.inflight -= 1
+        return True
+
+    def beat_ready(self, t) -> bool:
+        """A beat waits in the router's slice for the router."""
+        return bool(self.sl) and self.sl[0] <= t
+
+    def take_beat(self, t) -> None:
+        self.sl.popleft()
 
     def idle(self) -> bool:
-        return not self.cmd_q and not self.split_q and self.held is None and self.inflight == 0
+        return (not self.cmd_q and not self.split_q and self.held is None and self.inflight == 0
+                and not self.sl)
 
     def wakes(self, t, out: list, routing: bool) -> None:
-        if routing and self.rq:
+        if self.rq:
             out.append(self.rq[0][0])
+        if self.sl:
+            out.append(self.sl[0])
         out.append(self.split_free)
         if self.cmd_q:
             out.append(self.cmd_q[0][0])

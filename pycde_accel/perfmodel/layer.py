@@ -54,7 +54,8 @@ class LayerSim:
         fetch, dispatch, rdma, wdma = self.fetch, self.dispatch, self.rdma, self.wdma
         mm, store, vec, load = self.mm, self.store, self.vec, self.load
         # the engines' steps bound once (the loop is the hot path), in the order of one cycle
-        retire, route, split, port = wdma.retire, load.route_step, rdma.step, load.port_step
+        retire, rslice, route, split, port = (wdma.retire, rdma.r_step, load.route_step,
+                                              rdma.step, load.port_step)
         disp, ex, core, st, vc, wr = (dispatch.step, mm.exec_step, mm.core_step, store.step,
                                       vec.step, wdma.step)
         tick, n = mm.tick, len(self.cmds)
@@ -65,8 +66,8 @@ class LayerSim:
             if mem is not None:
                 mem.begin(t, rdma.due(t))
             # every step runs (| does not short-circuit): all engines move in the same cycle
-            moved = (retire(t) | route(t) | split(t) | port(t) | disp(t) | ex(t) | core(t)
-                     | st(t) | vc(t) | wr(t))
+            moved = (retire(t) | rslice(t) | route(t) | split(t) | port(t) | disp(t) | ex(t)
+                     | core(t) | st(t) | vc(t) | wr(t))
             if mem is not None:
                 moved |= mem.end(wdma.want)
             if (dispatch.dispatched == n and dispatch.idle() and fetch.idle() and load.idle()

@@ -70,8 +70,12 @@ def _latencies(ab: int) -> tuple:
 #: S input
 SLICE = 2
 #: the read DMA's R register slice (rtl_lib.axi_dma, ``r_q``, latency 1): a beat the memory
-#: returns reaches the router one cycle later
+#: returns leaves the DMA one cycle later
 RD_SLICE = 1
+#: the router's own slice on the DMA's beats (rtl_lib.read_router, ``route_rd``): latency 1,
+#: 2 entries, takes a beat while it held fewer than 2 at the cycle's start (``in_ready`` is a
+#: flop); the DMA's outstanding burst is released when its last beat enters it
+ROUTE_RD_SLICE = 2
 #: the write arbiter's skid buffer on each engine's write data (rtl_lib.skid_buffer, latency
 #: 1): a beat an engine offers reaches the arbiter's data slice one cycle later
 WD_SKID = 1
