@@ -16,7 +16,11 @@ write commands, ``wd_*`` data); ``wr``: the wires of the write DMA's ``cmd_*`` a
   select and the beat counters look at is flops) says whose ``wd`` beats go to the DMA,
   ``beats x rows`` of them
   (counted apart, registers ``write_beat_in_row`` and ``write_row`` from 1, so no multiplier
-  sits on the command path), in command order. A writer offers its data only after its
+  sits on the command path), in command order. The last-beat and last-row decisions are
+  flops (``write_beat_last_next``, ``write_row_last_next``, registered from the counters'
+  compares with bpr - 1 and rows - 1, which the head carries with its "one beat" / "one row"
+  bits, computed before ``own_q``), so no compare sits between a counter and the slice's
+  enables. A writer offers its data only after its
   command was taken (both engines do), so the head is always the next data's owner.
 * Register slices (``common.register_slice``, latency 1, full rate): the picked command goes
   to the DMA through ``arb_cmd_q`` and the data beats through ``arb_data_q``, so neither the
@@ -103,10 +107,16 @@ class WriteArbiter:
         # into the FIFO's own read address and count in one cycle (the placed critical path
         # fifo_rd_addr -> fifo_mem -> write_row CE -> pop -> fifo_count)
         own_taken = Wire(Bits(1), "own_q_taken")
-        o_valid, oh, own_in_ready = register_slice(clk, rst, ~own.empty, own.output,
-                                                   own_taken, "own_q")
+        # with the head's "one beat per row" / "one row" bits and bpr - 1 / rows - 1 (the
+        # last-beat compares' operands) computed before the slice
+        oe = own.output
+        pre = BitsSignal.concat([oe[17:33] == Bits(16)(1), oe[1:17] == Bits(16)(1),
+                                 (oe[17:33].as_uint(16) - 1).as_bits(16),
+                                 (oe[1:17].as_uint(16) - 1).as_bits(16), oe])
+        o_valid, oh, own_in_ready = register_slice(clk, rst, ~own.empty, pre, own_taken, "own_q")
         own.pop(~own.empty & own_in_ready)
-        o_b, o_bpr, o_rows = oh[0], oh[1:17], oh[17:33]
+        o_b = oh[0]
+        o_bpr_m1, o_rows_m1, o_bpr_one, o_rows_one = oh[33:49], oh[49:65], oh[65], oh[66]
         wbeat = NamedReg(16, clk, rst, 1, name="write_beat_in_row")  # counts from 1
         wrow = NamedReg(16, clk, rst, 1, name="write_row")            # counts from 1
         # the owner's data beats go to the DMA through a register slice (data_q)
@@ -118,11 +128,25 @@ class WriteArbiter:
         wr["in_data"].assign(d_data)
         wr["in_valid"].assign(d_valid)
         wfire = o_valid & Mux(o_b, a_in.out_valid, b_in.out_valid) & d_in_ready
-        wb_last = wbeat.q == o_bpr
-        wr_last = wrow.q == o_rows
+        # the last-beat (last-row) flags from flops, not from 16-bit compares of the counters
+        # (write_beat_in_row -> the compares -> own_q's CE was the placed 8x8's critical path
+        # on seed 1 at 552e900): on a row's (command's) first beat (row) the head's
+        # precomputed "one beat (row)" bit, else the counter's compare with bpr - 1
+        # (rows - 1), registered when the counter moved (as the read router's)
+        b_first = NamedReg(1, clk, rst, 1, name="write_beat_first")
+        r_first = NamedReg(1, clk, rst, 1, name="write_row_first")
+        b_lastn = NamedReg(1, clk, rst, 0, name="write_beat_last_next")
+        r_lastn = NamedReg(1, clk, rst, 0, name="write_row_last_next")
+        wb_last = Mux(b_first.q, b_lastn.q, o_bpr_one)
+        wr_last = Mux(r_first.q, r_lastn.q, o_rows_one)
         w_last = wb_last & wr_last
+        r_move = wfire & wb_last
         wbeat.next(Mux(wfire, wbeat.q, Mux(wb_last, inc(wbeat.q, 16), Bits(16)(1))))
-        wrow.next(Mux(wfire & wb_last, wrow.q, Mux(wr_last, inc(wrow.q, 16), Bits(16)(1))))
+        wrow.next(Mux(r_move, wrow.q, Mux(wr_last, inc(wrow.q, 16), Bits(16)(1))))
+        b_first.next(Mux(wfire, b_first.q, wb_last))
+        b_lastn.next(Mux(wfire, b_lastn.q, wbeat.q == o_bpr_m1))
+        r_first.next(Mux(r_move, r_first.q, wr_last))
+        r_lastn.next(Mux(r_move, r_lastn.q, wrow.q == o_rows_m1))
         own_taken.assign(wfire & w_last)
         skid_ready[self._names[0]].assign(o_valid & ~o_b & d_in_ready)
         skid_ready[self._names[1]].assign(o_valid & o_b & d_in_ready)
