@@ -90,7 +90,7 @@ def test_model_same_on_fast_engines(accel, tmp_path):
 def test_stall_is_named(accel, tmp_path, engine):
     """Three committed loads into the A scratchpad and no EXEC: the DMA's read data and the R
     channel stall and the RTL watchdog ends the run with the first one's name (as the Python watchdog does on the AxiRam engine)."""
-    cmds = [C.Load(dst=C.DST_A, addr=0, beats=4, rows=1, stride=0, index=0, word=0,
+    cmds = [C.Load(dst=C.DST_A, addr=0, beats=8, rows=1, stride=0, index=0, word=0,
                    flags=C.COMMIT) for _ in range(3)]
     image = bytearray(1 << 14)
     image[0x1000:0x1000 + C.CMD_BYTES * 3] = C.encode_list(cmds)
@@ -98,8 +98,9 @@ def test_stall_is_named(accel, tmp_path, engine):
     with pytest.raises(UserError) as e:
         run_layers(CFG, accel, layers, bytes(image), tmp_path, stall_cycles=300, engine=engine)
     msg = str(e.value)
-    # the read DMA's R slice (two beats) fills first, so the router's input is the first
-    # stream to stall; the R channel behind it is stalled too
+    # the router's slice and the read DMA's R slice (two beats each) fill first, so the
+    # router's input is the first stream to stall; the R channel behind them (the third
+    # load's last four beats) is stalled too
     assert "stream 'dma read data' stalled: valid high, ready low for 300 cycles" in msg, msg
     assert "m_axi_r: valid=1 ready=0" in msg, msg
     assert "m_axi_ar: valid=0" in msg
