@@ -114,6 +114,29 @@ def _le_pow2(x: BitsSignal, bound: int) -> BitsSignal:
     return hi_zero & (~x[k] | lo_zero)
 
 
+def _le_const(x: BitsSignal, bound: int) -> BitsSignal:
+    """``x <= bound`` for any constant ``bound`` >= 0, as bit tests (no carry chain): not
+    ``x > bound``, which holds where some bit of ``x`` is 1 against a 0 of ``bound`` with
+    every bit above equal."""
+    w = x.type.width
+    if bound >= (1 << w) - 1:
+        return Bits(1)(1)
+    if bound & (bound + 1) == 0:                 # 2^k - 1: the bits from k up are zero
+        k = bound.bit_length()
+        return x[k:w] == Bits(w - k)(0)
+    if bound & (bound - 1) == 0:
+        return _le_pow2(x, bound)
+    gt, eq_above = None, None
+    for i in reversed(range(w)):
+        bit = (bound >> i) & 1
+        if not bit:
+            term = x[i] if eq_above is None else x[i] & eq_above
+            gt = term if gt is None else gt | term
+        same = x[i] if bit else ~x[i]
+        eq_above = same if eq_above is None else eq_above & same
+    return ~gt
+
+
 def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: int = 256,
                         beat_width: int = 16, row_width: int = 16) -> type[Module]:
     """Command -> stream of bursts (``burst_addr``, ``burst_len`` = beats-1 as AXI ``*len``,
@@ -210,8 +233,15 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
         def as_left(v):          # a row_left value as the BW-bit 'left'
             return v.as_uint(BW).as_bits(BW)
 
+        # left_after <= maxb without the subtraction (row_left -> left - maxb's carry chain
+        # -> the bit tests -> fits_max_q was the placed 8x8's critical path on seed 1 at
+        # c4c49fa, in the write DMA): it is used only when the burst does not end the row,
+        # i.e. left > maxb (the page does not cap it: left_in > page), so left - maxb <= maxb
+        # is left <= 2 maxb and left_in - page <= maxb is left_in <= page + maxb
+        fits_after = Mux(page_cap, _le_const(left, 2 * maxb),
+                         _le_const(left_in, page_beats + maxb))
         fits_max_q.next(Mux(cmd_fire, Mux(issue, fits_max,
-                                          Mux(row_done, le_max(as_left(left_after[0:LW])),
+                                          Mux(row_done, fits_after,
                                               le_max(as_left(row_beats.q)))),
                             le_max(as_left(p.cmd_beats))))
         rows_left.next(Mux(cmd_fire, Mux(go_row, rows_left.q,
@@ -234,8 +264,11 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
         pm_in_page = Mux(wrap, pm_in_page, Bits(BW)(0))
         a_cap = ~page_cap & (pm_in_page.as_uint() > cap_at)
         left_in_q.next(Mux(cmd_fire, Mux(issue, left_in, Mux(row_done, a_in, r_in)), c_in))
+        # le_page(a_in) without a_in's subtraction: after a wrap left_in - page <= page is
+        # left_in <= 2 page (left_in > page there: the burst did not end the row)
+        a_fits = Mux(wrap, le_page(left_in), _le_const(left_in, 2 * page_beats))
         fits_page_q.next(Mux(cmd_fire, Mux(issue, fits_page,
-                                           Mux(row_done, le_page(a_in), le_page(r_in))),
+                                           Mux(row_done, a_fits, le_page(r_in))),
                              le_page(c_in)))
         page_cap_q.next(Mux(cmd_fire, Mux(issue, page_cap,
                                           Mux(row_done, a_cap, beat_in_page(next_row) > cap_at)),

@@ -60,11 +60,28 @@ def edge_cmds(nb, base):
             {"addr": base + 0x9000 - 256 * nb, "beats": 257, "rows": 1, "stride": 0}]
 
 
-def make_runs(dw, seed, n_runs, stall_set):
+def boundary_cmds(nb, base, max_burst):
+    """Rows one beat either side of the splitter's "the rest fits in one burst" decisions
+    after a burst that does not end the row: a full burst leaves at most maxb (the row is
+    at most 2 maxb), a page-capped burst leaves at most maxb (beats to the page + maxb), a
+    burst ending on a page boundary leaves at most a page (the row is maxb + a page)."""
+    page = 4096 // nb
+    maxb = min(max_burst, page)
+    starts = [(0, 2 * maxb), (page - 10, 10 + maxb), (page - maxb, maxb + page)]
+    cmds = []
+    for i, (in_page, beats) in enumerate(starts):
+        for j, d in enumerate((-1, 0, 1)):
+            addr = base + 0x10000 + (3 * i + j) * 0x4000 + in_page * nb
+            cmds.append({"addr": addr, "beats": beats + d, "rows": 1, "stride": 0})
+    return cmds
+
+
+def make_runs(dw, seed, n_runs, stall_set, max_burst=256):
     nb = dw // 8
     rng = random.Random(seed)
-    runs = [{"name": "edges", "seed": seed, "reads": edge_cmds(nb, 0),
-             "writes": edge_cmds(nb, HALF)}]
+    runs = [{"name": "edges", "seed": seed,
+             "reads": edge_cmds(nb, 0) + boundary_cmds(nb, 0, max_burst),
+             "writes": edge_cmds(nb, HALF) + boundary_cmds(nb, HALF, max_burst)}]
     for i in range(n_runs):
         stall, out_p, in_p = stall_set[i % len(stall_set)]
         runs.append({"name": f"rand{i}", "seed": seed * 100 + i,
@@ -86,7 +103,7 @@ def test_dma_64_random_with_pauses(cache_root, tmp_path):
 def test_dma_32bit_small_bursts_one_outstanding(cache_root, tmp_path):
     """A 32-bit bus, max_burst 16 and a single burst in flight: more bursts, the same data."""
     sim = dma_build(cache_root, 32, 16, 1)
-    res = run_dma(sim, tmp_path, make_runs(32, 2, 4, STALLS), 32, 16, 1)
+    res = run_dma(sim, tmp_path, make_runs(32, 2, 4, STALLS, 16), 32, 16, 1)
     assert max(r["max_rd_inflight"] for r in res) == 1
 
 
