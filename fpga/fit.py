@@ -179,12 +179,13 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 98.13,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 102.87,
               "bench/fmax.py's measure_accel (the whole default accelerator, nextpnr towards "
-              "150 MHz), RTL of commit 552e900 (one-entry read command register, one-hot "
-              "scratchpad write lanes, x_wr_ready a flop), the minimum of seeds 1-3: "
-              "113.19 / 98.13 / 106.30; 8278460 gave 104.95 (seed 1), de26887 106.38 / 111.88 "
-              "/ 105.10, 45d1f20 103.36 / 101.77 / 104.31"),
+              "150 MHz), RTL of commit a190752 (the router's own read slice, the write "
+              "arbiter's last flags as flops, the burst splitter's fit tests without a "
+              "subtraction), the minimum of seeds 1-3: 102.87 / 110.12 / 112.49; c4c49fa gave "
+              "107.39 / 110.49 / 114.46, 552e900 113.19 / 98.13 / 106.30, de26887 106.38 / "
+              "111.88 / 105.10"),
     FmaxPoint(16, 8, 32, 64, 2048, 256, 94.19,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
               "spad_b_depth=2048), towards 140 MHz, RTL of commit de26887 (8278460 plus the "
