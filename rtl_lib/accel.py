@@ -288,8 +288,8 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
         idle = ((fetch.left == Bits(32)(0)) &
                 (fetch.credits_used == Bits(fetch.credit_width)(0)) &
                 cmdq.empty & ~disp.head_valid & loadq.idle & execq.idle & storeq.idle &
-                vecq.idle & route.empty & ~rt.r_valid & ~rt.rd_valid & ~mm.busy & ~st.busy & ~vec.busy &
-                arb.idle & ~dma.rd_busy & ~dma.wr_busy & ~start)
+                vecq.idle & route.empty & ~rt.r_valid & ~rt.rd_valid & ~mm.busy & ~st.busy &
+                ~vec.busy & arb.idle & ~dma.rd_busy & ~dma.wr_busy & ~start)
         status.finish(start, idle)
         status.close(clk, rst, start,
                      {ERR_BAD_OP: disp.bad & disp.dispatch, ERR_CORE: mm.err,

@@ -96,7 +96,7 @@ class ReadRouter:
         # the DMA's R slice across the die (a spad's wr_ready_q -> the destination ready mux
         # -> the DMA's r_q_skid_v was the placed 8x8's critical path on seed 2 at 552e900,
         # 8 of its 10.19 ns routing). One cycle more per beat's latency, not its rate
-        # (perfmodel.timing.RD_SLICE)
+        # (perfmodel.timing.ROUTE_RD_SLICE)
         rd_take = Wire(Bits(1), "route_rd_take")
         d_valid, d_beat, d_ready = register_slice(
             clk, rst, dma.rd_out_valid,
