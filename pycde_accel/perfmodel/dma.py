@@ -140,7 +140,7 @@ class ReadDma:
         return (not self.cmd_q and not self.split_q and self.held is None and self.inflight == 0
                 and not self.sl)
 
-    def wakes(self, t, out: list, routing: bool) -> None:
+    def wakes(self, t, out: list) -> None:
         if self.rq:
             out.append(self.rq[0][0])
         if self.sl:

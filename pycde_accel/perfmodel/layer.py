@@ -81,7 +81,7 @@ class LayerSim:
         """The next cycle at which something timed can happen (skip idle stretches)."""
         cands = []
         self.load.wakes(cands)
-        self.rdma.wakes(t, cands, bool(self.load.route))
+        self.rdma.wakes(t, cands)
         self.fetch.wakes(cands)
         self.dispatch.wakes(cands)
         self.mm.wakes(cands)
