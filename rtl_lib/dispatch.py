@@ -44,9 +44,14 @@ memory (P) and of the vector engine's X buffer. A command is bits ``[0, cmd_bits
   the idle registers: nothing turns busy without a dispatch, and a cycle with a dispatch
   clears it). ``fence_go`` (out): a FENCE is dispatched on this edge (the top's stamp).
   Fetch is not held: the commands after the FENCE are fetched while it waits.
-* ``credit_return`` (the fetcher's ``pop`` wire) is driven with ``dispatch``: a command's credit
-  returns when it is dispatched, not when it enters the slice, so the credits cover the FIFO
-  and the slice and the fetcher runs no further ahead than without the slice.
+* ``credit_return`` (the fetcher's ``pop`` wire) is driven with the register
+  ``credit_return_q``, set by ``dispatch``: a command's credit returns the cycle after it is
+  dispatched, not when it enters the slice, so the credits cover the FIFO and the slice and
+  the fetcher runs no further ahead than without the slice. The register keeps dispatch's
+  decision (beside the FIFO) off the fetcher's credit adder and room compare (beside the
+  read DMA): dispatch_head_d -> the decision -> the credit adder's carry chain -> the head
+  slice's enable was the placed 8x8's critical path on seed 1 at a190752 (9.72 ns, 8.25 of
+  it routing). A credit that returns a cycle late only delays a fetch by that cycle.
 * ``store_busy``, ``vec_busy``: wires the top drives with the engines' ``busy``.
 * ``dispatched`` (32 bits, register ``dispatched``): commands dispatched since ``start``.
 """
@@ -179,7 +184,9 @@ class Dispatcher:
         vec_idle.next(self.vecq.idle & ~self.vec_busy & ~(dispatch & is_op[3]))
         drained_q.next(self.drained & ~dispatch)
         cmdq.pop(~cmdq.empty & slice_ready)
-        credit_return.assign(dispatch)
+        credit_q = NamedReg(1, clk, rst, 0, name="credit_return_q")
+        credit_q.next(dispatch)
+        credit_return.assign(credit_q.q)
         # each queue's write enable from its own terms (one LUT of flops for EXEC, STORE and
         # VEC; LOAD adds its two hazards), not from the global dispatch decision: equal to
         # dispatch & is_op[k], since the opcodes are one-hot and FENCE is none of them

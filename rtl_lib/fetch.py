@@ -14,7 +14,8 @@ on ``start``. Commands are ``cmd_bits`` bits (32 bytes) each.
   fewer at the end) from ``addr``: ``chunk_now * cmd_bits / W`` beats, one row.
 * ``go`` (a wire the load engine drives): the fetch read was issued on this edge; ``addr``
   moves on by ``chunk_now`` commands, ``left`` down by as many, and their credits are taken.
-* ``pop`` (a wire dispatch drives): a command left for its engine FIFO; one credit returns.
+* ``pop`` (a wire dispatch drives from a register): a command left for its engine FIFO on the
+  edge before; one credit returns.
 
 The credits (``credits_used``, register ``cmdq_credits_used``) count the commands requested
 and not yet dispatched, so fetched data never finds the FIFO (and the dispatch slice in
@@ -53,9 +54,14 @@ class Fetcher:
         self.req = running & any_left.q & room.q
         self.go = Wire(Bits(1), "fetch_go")
         self.pop = Wire(Bits(1), "cmdq_pop")
-        used_plus = Mux(self.go, used.q, (used.q.as_uint(CW) + now.as_uint(CW)).as_bits(CW))
-        used_next = Mux(self.pop, used_plus, (used_plus.as_uint(CW) - 1).as_bits(CW))
-        used.next(used_next)
+        # the four candidates (no fetch / a fetch, pop low / high) from registers, selected by
+        # go and pop last: the late fetch_go (an AND of the read port's flops) does not run
+        # into an adder (dma.rd.split.active -> fetch_go -> the credit adders was the longest
+        # path of pycde_accel.fpga.paths at ed5b86f)
+        plus = (used.q.as_uint(CW) + now.as_uint(CW)).as_bits(CW)
+        plus_m1 = (used.q.as_uint(CW) + now.as_uint(CW) - 1).as_bits(CW)
+        minus1 = (used.q.as_uint(CW) - 1).as_bits(CW)
+        used.next(Mux(self.go, Mux(self.pop, used.q, minus1), Mux(self.pop, plus, plus_m1)))
         # room' = used' <= depth - chunk, with used' = used + (go ? now : 0) - pop: each case a
         # compare of registers (a full chunk is a constant), go, pop and short only select
         # among them, so the late fetch_go / cmdq_pop do not run through an adder and a

@@ -7,7 +7,7 @@
 * :class:`Dispatch`: the command FIFO's head enters a 2-entry register slice (1 cycle); from
   the slice one command per cycle goes, in order, to its engine's queue (a FIFO of
   ``ENGINE_FIFO_DEPTH`` and a 2-entry slice behind it: the engine sees a command 2 cycles
-  after its dispatch; a command's credit returns here). LOAD P waits for the store engine to be idle, LOAD X for
+  after its dispatch; a command's credit returns here, seen by fetch 2 cycles later). LOAD P waits for the store engine to be idle, LOAD X for
   the vector engine (one cycle more: its idle is a register). A FENCE goes to no FIFO: it
   waits until the engine FIFOs are empty, every LOAD's data routed and the engines and the
   write DMA idle, and goes a cycle after that is seen; ``stamps`` are the cycles it went
@@ -25,17 +25,29 @@ from .timing import SLICE
 
 
 class Fetch:
-    __slots__ = ("left", "credits", "cmdq", "pack_count", "pack_idx", "cmd_beats", "ab")
+    __slots__ = ("left", "credits", "returns", "cmdq", "pack_count", "pack_idx", "cmd_beats",
+                 "ab")
 
     def __init__(self, n_cmds: int, cmd_beats: int, ab: int):
         self.left = n_cmds        # commands not yet requested
         self.credits = 0          # command FIFO entries promised to requested commands
+        self.returns = deque()    # dispatch cycles whose credit has not reached the fetcher
         self.cmdq = deque()       # the command FIFO: (available time, index)
         self.pack_count = 0       # beats of the command being packed
         self.pack_idx = 0         # next command index the packer produces
         self.cmd_beats, self.ab = cmd_beats, ab
 
-    def wants(self) -> bool:
+    def give_back(self, t) -> None:
+        """A command was dispatched in cycle ``t``: its credit reaches the fetcher's counter
+        through the register ``credit_return_q``, so the room the fetcher sees in cycle t + 2
+        (itself a register) is the first to count it."""
+        self.returns.append(t)
+
+    def wants(self, t) -> bool:
+        ret = self.returns
+        while ret and ret[0] + 2 <= t:
+            ret.popleft()
+            self.credits -= 1
         return self.left > 0 and self.credits <= CMD_FIFO_DEPTH - FETCH_CHUNK
 
     def request(self, t, dma) -> int:
@@ -61,6 +73,8 @@ class Fetch:
     def wakes(self, out: list) -> None:
         if self.cmdq:
             out.append(self.cmdq[0][0])
+        if self.returns and self.left > 0:
+            out.append(self.returns[0] + 2)
 
 
 class Dispatch:
@@ -100,7 +114,7 @@ class Dispatch:
                     ok = not engq[3] and self.vec.idle_for_x(t)
             if ok:
                 dsl.popleft()
-                self.fetch.credits -= 1
+                self.fetch.give_back(t)
                 engq[k].append((t + 2, i))
                 self.dispatched += 1
                 moved = True
@@ -117,7 +131,7 @@ class Dispatch:
         if t <= self.drain_t:
             return False
         self.slice.popleft()
-        self.fetch.credits -= 1
+        self.fetch.give_back(t)
         self.dispatched += 1
         self.stamps.append(t)
         self.drain_t = None

@@ -71,7 +71,7 @@ class LoadEngine:
         """Fetch and the load engine share the read command port (fetch first)."""
         rd_ready = self.dma.ready(t)
         room = len(self.route) < ROUTE_FIFO_DEPTH + SLICE
-        if self.fetch.wants():
+        if self.fetch.wants(t):
             if room and rd_ready:
                 nb = self.fetch.request(t, self.dma)
                 self.route.append([DST_CMD, nb, 0, -1, False, t + 2])
