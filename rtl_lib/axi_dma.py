@@ -257,7 +257,23 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
             return (beats.as_uint(BW + 1) + beat_in_page(a).as_uint(BW + 1)).as_bits(BW + 1)
 
         c_in = in_plus(p.cmd_beats, p.cmd_addr)
-        r_in = in_plus(row_beats.q, next_row)
+        # the new-row candidates of left_in and page_cap are registers kept in step with
+        # next_row_q (row_beats + the next row's beat in its page; that beat > cap_at), each
+        # set from the low 12 bits of next_row_q's next value, so fits_page_q's new-row
+        # candidate is a bit test of a flop (next_row_q -> r_in's adder -> the bit tests ->
+        # fits_page_q was the placed 8x8's critical path on seed 3 at a190752, read DMA)
+        def page_low(a, b):     # (a + b)'s low 12 bits: its beat in its page
+            return add(a[0:12], b[0:12], 12)
+
+        # (each candidate's adders and compare come before the go_row / cmd_fire select)
+        row_low, cmd_low = page_low(next_row, stride.q), page_low(p.cmd_addr, p.cmd_stride)
+        r_in_q = NamedReg(BW + 1, clk, None, None, name="next_row_left_in_q")
+        r_in = r_in_q.q
+        r_in_q.next(Mux(cmd_fire, Mux(go_row, r_in, in_plus(row_beats.q, row_low)),
+                        in_plus(p.cmd_beats, cmd_low)))
+        r_cap_q = NamedReg(1, clk, None, None, name="next_row_page_cap_q")
+        r_cap_q.next(Mux(cmd_fire, Mux(go_row, r_cap_q.q, beat_in_page(row_low) > cap_at),
+                         beat_in_page(cmd_low) > cap_at))
         wrap = page_cap | (in_page == cap_at)
         a_in = Mux(wrap, left_in, sub(left_in, Bits(BW + 1)(page_beats), BW + 1))
         pm_in_page = (in_page.as_uint(BW) + UInt(BW)(maxb)).as_bits(BW)
@@ -271,7 +287,7 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
                                            Mux(row_done, a_fits, le_page(r_in))),
                              le_page(c_in)))
         page_cap_q.next(Mux(cmd_fire, Mux(issue, page_cap,
-                                          Mux(row_done, a_cap, beat_in_page(next_row) > cap_at)),
+                                          Mux(row_done, a_cap, r_cap_q.q)),
                             beat_in_page(p.cmd_addr) > cap_at))
         last_row_q.next(Mux(cmd_fire, Mux(go_row, last_row, rows_left.q == Bits(RW)(2)),
                             p.cmd_rows == Bits(RW)(1)))
