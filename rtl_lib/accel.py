@@ -93,10 +93,10 @@ from .axil_csr import default_csr_map, make_axil_csr
 from .bits import inc, resize
 from .common import NamedReg, dual_port_mem
 from .counters import StatusCounters
-from .dispatch import CommandQueue, Decode, Dispatcher, cmd_field, cmd_word
+from .dispatch import CommandQueue, Decode, Dispatcher, EngineDecode, cmd_field, cmd_word
 from .fetch import Fetcher
 from .load_engine import LoadEngine
-from .read_router import ReadRouter
+from .read_router import ReadRouter, route_decode, route_decode_width
 from .scratchpad import make_width_adapter
 from .stream import module
 from .write_arbiter import WriteArbiter
@@ -191,7 +191,15 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                         CMD_FIFO_DEPTH, FETCH_CHUNK)
         cmdq = CommandQueue(CMD_BITS, CMD_FIFO_DEPTH, clk, rst,
                             Decode((OP_LOAD, OP_EXEC, OP_STORE, OP_VEC), OP_FENCE, DST_P, DST_X))
-        disp = Dispatcher(clk, rst, cmdq, start, fetch.pop, ENGINE_FIFO_DEPTH)
+        # a VEC's n != 0 and n == 1 are decoded on the way into the vector queue: the engine's
+        # accept sets its token and "reads left" flags from them (vec_head_d -> the 16-bit
+        # compares -> mb_tok_valid was the placed 8x8's critical path on seed 2 at a190752)
+        def vec_n_flags(cmd):
+            n = cmd_field(cmd, 1, 16)
+            return BitsSignal.concat([n == Bits(16)(1), n != Bits(16)(0)])
+
+        disp = Dispatcher(clk, rst, cmdq, start, fetch.pop, ENGINE_FIFO_DEPTH,
+                          {"vec": EngineDecode(2, vec_n_flags)})
         loadq, execq, storeq, vecq = disp.queues
         status.csr["perf_cmds"].assign(disp.dispatched)
 
@@ -220,11 +228,14 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
             w = le_rd[n].type.width
             rd[n].assign(q_d.q[lo:lo + w])
             lo += w
+        route_dsts = (DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD)
         load = LoadEngine(clk, rst, loadq, fetch, le_rd, q_ready, AW, CMD_BEATS,
-                          ROUTE_FIFO_DEPTH, DST_CMD)
+                          ROUTE_FIFO_DEPTH, DST_CMD,
+                          EngineDecode(route_decode_width(route_dsts, max(R, C)),
+                                       lambda e: route_decode(e, route_dsts, max(R, C))))
         route = load.route
         rt = ReadRouter(clk, rst, route, dma, rd["out_ready"], cmdq, CmdPack, ParamSplit,
-                        (DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD), W, max(R, C))
+                        route_dsts, W, max(R, C))
 
         # ---------------------------------------------------------------- matmul unit
         eh = execq.output
@@ -264,6 +275,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                     v_shift=cmd_word(vh, 6),
                     v_max=vh[8], v_relu=vh[9], v_to_x=vh[10], v_valid=~vecq.empty,
                     v_lut_set=vh[11], v_lut=vh[12], v_mul=vh[13],
+                    v_n_nz=vecq.decoded[0], v_n_one=vecq.decoded[1],
                     **({"v_rowred": vh[14]} if row_reduce is not None else {}),
                     **arb.ports("vec"))
         rt.ready[DST_X].assign(vec.x_wr_ready)

@@ -11,8 +11,8 @@ compares into the dispatch slice) was the placed 8x8's critical path on seed 3 a
 on seed 1 at 541b140. ``output`` (the command), ``decoded`` (its decode bits), ``empty``,
 ``full``, ``pop(en)``: the Queue's. Same latency and capacity as the Queue alone.
 
-``Dispatcher(clk, rst, cmdq, start, credit_return, depth)``
------------------------------------------------------------
+``Dispatcher(clk, rst, cmdq, start, credit_return, depth, decoders)``
+---------------------------------------------------------------------
 ``cmdq``: the :class:`CommandQueue`. :class:`Decode` holds the four opcodes (LOAD, EXEC,
 STORE, VEC) in that order, FENCE, and the LOAD destinations of the store engine's parameter
 memory (P) and of the vector engine's X buffer. A command is bits ``[0, cmd_bits)``: opcode
@@ -29,7 +29,9 @@ memory (P) and of the vector engine's X buffer. A command is bits ``[0, cmd_bits
   FIFO's count -> empty -> the engine's intake -> the FIFO's read address was the critical
   path (83.82 MHz at 0593636) once the STORE lanes were sliced. A command reaches its engine
   2 cycles after its dispatch (1 without the slice); each queue holds ``depth`` + 2
-  commands. The head is ``dispatch``-ed (pushed into its engine's FIFO) when that FIFO has
+  commands. ``decoders`` (engine name -> a :class:`EngineDecode`) adds bits decoded from
+  the command on its way into that engine's FIFO (``EngineQueue.decoded``). The head is
+  ``dispatch``-ed (pushed into its engine's FIFO) when that FIFO has
   room, or dropped when its opcode is none of the four (``bad``: the top's error bit).
 * Hazards (write after read): a LOAD into P waits until every earlier STORE finished (store
   queue and its slice empty, engine idle: ``store_busy`` low), a LOAD into X until every earlier VEC did
@@ -74,14 +76,23 @@ class EngineQueue:
     named ``name`` (``common.register_slice``). The engine side has the FIFO's interface:
     ``output`` (the head, from the slice's flops), ``empty`` (no head: the slice's valid flop,
     inverted), ``pop(en)`` (the engine takes the head this cycle; ``en`` only when a head is
-    there). The dispatch side: ``push(data, en)``, ``full`` (the Queue's, a flop). ``idle``: no command anywhere in the queue (FIFO and slice). Latency: push on
-    edge e -> ``output`` valid after e + 1; one command per cycle."""
+    there). The dispatch side: ``push(data, en)``, ``full`` (the Queue's, a flop). ``idle``: no
+    command anywhere in the queue (FIFO and slice). Latency: push on edge e -> ``output`` valid
+    after e + 1; one command per cycle.
 
-    def __init__(self, width: int, depth: int, clk, rst, name: str):
-        self.fifo = fifo = Queue(Bits(width), depth, clk, rst, f"{name}_fifo")
+    ``decode`` (optional): a function of a command giving bits the engine wants decoded; they
+    are computed on the way in (``push``) and stored beside the command, so the engine reads
+    them from the slice's flops as ``decoded`` instead of decoding the head on its accept
+    path."""
+
+    def __init__(self, width: int, depth: int, clk, rst, name: str, decode=None):
+        self.width, self._decode = width, decode
+        extra = decode.width if decode is not None else 0
+        self.fifo = fifo = Queue(Bits(width + extra), depth, clk, rst, f"{name}_fifo")
         take = Wire(Bits(1), f"{name}_take")
-        valid, self.output, in_ready = register_slice(clk, rst, ~fifo.empty, fifo.output, take,
-                                                      name)
+        valid, out, in_ready = register_slice(clk, rst, ~fifo.empty, fifo.output, take, name)
+        self.output = out[0:width]
+        self.decoded = out[width:width + extra] if extra else None
         fifo_pop = ~fifo.empty & in_ready
         fifo.pop(fifo_pop)
         self._take = take
@@ -92,10 +103,24 @@ class EngineQueue:
         self.idle = fifo.empty & ~valid              # the slice's skid entry implies valid
 
     def push(self, data, en) -> None:
+        if self._decode is not None:
+            data = BitsSignal.concat([self._decode(data), data])
         self.fifo.push(data, en)
 
     def pop(self, en) -> None:
         self._take.assign(en)
+
+
+@dataclass(frozen=True)
+class EngineDecode:
+    """Bits an engine wants decoded from its commands before they reach it: ``fn(cmd)`` gives
+    ``width`` bits (see :class:`EngineQueue`)."""
+
+    width: int
+    fn: object
+
+    def __call__(self, cmd):
+        return self.fn(cmd)
 
 
 def cmd_word(cmd, i: int):
@@ -155,7 +180,8 @@ class CommandQueue:
 class Dispatcher:
     """In-order dispatch (see the module docstring)."""
 
-    def __init__(self, clk, rst, cmdq: CommandQueue, start, credit_return, depth: int):
+    def __init__(self, clk, rst, cmdq: CommandQueue, start, credit_return, depth: int,
+                 decoders: dict | None = None):
         cmd_bits = cmdq.cmd_bits
         dispatch_w = Wire(Bits(1), "dispatch")
         head_valid, dec, slice_ready = register_slice(
@@ -165,7 +191,9 @@ class Dispatcher:
         is_op = [dec[cmd_bits + k] for k in range(4)]
         bad, ld_p, ld_x = dec[cmd_bits + 4], dec[cmd_bits + 5], dec[cmd_bits + 6]
         fence = dec[cmd_bits + 7]
-        self.queues = queues = [EngineQueue(cmd_bits, depth, clk, rst, f"{e}_head")
+        decoders = decoders or {}
+        self.queues = queues = [EngineQueue(cmd_bits, depth, clk, rst, f"{e}_head",
+                                            decoders.get(e))
                                 for e in ("load", "exec", "store", "vec")]
         self.loadq, self.execq, self.storeq, self.vecq = queues
         self.store_busy = Wire(Bits(1), "store_busy")

@@ -2,8 +2,8 @@
 commands, and the route FIFO that tells the read router where the data goes (built inside the
 top's generator; ``accel`` composes it).
 
-``LoadEngine(clk, rst, loadq, fetcher, rd, rd_cmd_ready, addr_width, cmd_beats, depth, dst_cmd)``
-----------------------------------------------------------------------------------------------
+``LoadEngine(clk, rst, loadq, fetcher, rd, rd_cmd_ready, addr_width, cmd_beats, depth, dst_cmd, decode)``
+----------------------------------------------------------------------------------------------------------------------
 ``loadq``: dispatch's LOAD FIFO; ``fetcher``: ``fetch.Fetcher``; ``rd``: the wires of the read
 DMA's command port (``cmd_addr``, ``cmd_beats``, ``cmd_rows``, ``cmd_stride``, ``cmd_valid``;
 ``axi_dma.command_stream``), ``rd_cmd_ready`` its ready; ``cmd_beats``: beats per command
@@ -16,7 +16,9 @@ DMA's command port (``cmd_addr``, ``cmd_beats``, ``cmd_rows``, ``cmd_stride``, `
 * Every read issued and every ZERO load pushes a ``route`` entry (``depth`` entries, the
   FIFO's ``full`` holds both back): bits ``[0, 3)`` destination, ``[3, 6)`` flags (LANES,
   COMMIT, ZERO), ``[6, 22)`` index (word 5), ``[22, 38)`` word (word 6), ``[38, 54)`` beats,
-  ``[54, 70)`` rows. A fetch's entry: destination ``dst_cmd``, 1 row.
+  ``[54, 70)`` rows. A fetch's entry: destination ``dst_cmd``, 1 row. ``decode`` (optional, a
+  ``dispatch.EngineDecode``, e.g. of ``read_router.route_decode``): bits stored above each entry,
+  computed on the way in.
 * Issue is combinational on the FIFO heads and ``rd_cmd_ready``; one command per cycle.
   ``load_go`` (out): a LOAD left the FIFO for the route FIFO on this edge.
 """
@@ -39,14 +41,15 @@ class LoadEngine:
     """The load engine (see the module docstring); ``route`` is its route FIFO."""
 
     def __init__(self, clk, rst, loadq, fetcher, rd, rd_cmd_ready, addr_width: int,
-                 cmd_beats: int, depth: int, dst_cmd: int):
+                 cmd_beats: int, depth: int, dst_cmd: int, decode=None):
         AW = addr_width
         fetch_req = fetcher.req
         lh = loadq.output
         l_dst, l_flags = lh[16:24], lh[8:16]
         l_zero = l_flags[2]
         l_valid = ~loadq.empty
-        self.route = route = Queue(Bits(ROUTE_BITS), depth, clk, rst, "route_fifo")
+        extra = decode.width if decode is not None else 0
+        self.route = route = Queue(Bits(ROUTE_BITS + extra), depth, clk, rst, "route_fifo")
         rd["cmd_valid"].assign(~route.full & (fetch_req | (l_valid & ~l_zero)))
         rd["cmd_addr"].assign(Mux(fetch_req, cmd_field(lh, 1, AW), fetcher.addr))
         fetch_beats = shl(fetcher.chunk_now, cmd_beats.bit_length() - 1, 16)
@@ -63,4 +66,7 @@ class LoadEngine:
                                      l_dst[0:3]])
         f_entry = BitsSignal.concat([Bits(16)(1), fetch_beats,
                                      Bits(16)(0), Bits(16)(0), Bits(3)(0), Bits(3)(dst_cmd)])
-        route.push(Mux(fg, l_entry, f_entry), fg | load_go)
+        entry = Mux(fg, l_entry, f_entry)
+        if decode is not None:
+            entry = BitsSignal.concat([decode(entry), entry])
+        route.push(entry, fg | load_go)

@@ -11,8 +11,9 @@ destination codes of A, B, P, X, S and CMD, in that order; ``lanes``: the most l
 scratchpad has (max(rows, cols)).
 
 * The route FIFO's head goes through a register slice (``route_head``) with its destination
-  decoded one-hot and ``beats - 1`` / ``rows - 1`` (the ZERO loads' last-beat compares)
-  computed before it: the router's logic starts from flops, not from the LUT-RAM read. No
+  decoded one-hot and ``beats - 2`` / ``rows - 2`` (the ZERO loads' last-beat compares),
+  computed when the entry was pushed (:func:`route_decode`, stored in the FIFO): the
+  router's logic starts from flops, and the slice's input is the LUT-RAM read. No
   bubble between entries: the next entry is in the slice when the last beat of one goes.
 * Beats are taken in order (AXI reads are in order, ID 0). A ZERO entry makes its beats
   itself (all zero, one per cycle, ``beats x rows``) without the DMA. A beat moves when its
@@ -52,6 +53,28 @@ READY_NAMES = ("a_wr_ready", "b_wr_ready", "param_in_ready", "x_wr_ready", "s_re
                "cmd_in_ready")
 
 
+def route_decode_width(dsts, lanes: int) -> int:
+    """Bits :func:`route_decode` adds to a route entry."""
+    return lanes + 2 + 16 + 16 + len(dsts)
+
+
+def route_decode(entry, dsts, lanes: int):
+    """What the router wants decoded from a route entry (``load_engine`` layout), stored above
+    it in the route FIFO (the load engine pushes ``concat(route_decode(e), e)``): the
+    destination one-hot, a ZERO entry's beats - 2 and rows - 2 (its last-beat compares: the
+    counter's next value c + 1 == n - 1 is c == n - 2, no incrementer before the compare;
+    route_row -> + 1 -> the 16-bit compare -> route_row_last_next ran 9 levels at ff17f30),
+    whether each is one (its first beat's or first row's compare) and the index one-hot (the
+    first row's lane). Decoding them after the FIFO's LUT-RAM read (16-bit compares into the
+    route slice) was the placed 8x8's critical path on seed 2 at ff17f30 (9.01 ns, 7.29
+    routing)."""
+    return BitsSignal.concat([entry[6:22] == Bits(16)(i) for i in reversed(range(lanes))]
+                             + [entry[38:54] == Bits(16)(1), entry[54:70] == Bits(16)(1),
+                                (entry[54:70].as_uint(16) - 2).as_bits(16),
+                                (entry[38:54].as_uint(16) - 2).as_bits(16)]
+                             + [entry[0:3] == Bits(3)(d) for d in reversed(dsts)])
+
+
 class ReadRouter:
     """The read-data router (see the module docstring)."""
 
@@ -59,23 +82,16 @@ class ReadRouter:
                  data_width: int, lanes: int):
         one, zero = Bits(1)(1), Bits(1)(0)
         DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD = dsts
-        rre = route.output
         r_pop_w = Wire(Bits(1), "route_pop")
-        # a ZERO entry's beats - 1 and rows - 1 (its last-beat compares), whether each is
-        # zero (its first beat's or first row's compare) and the index one-hot (the first
-        # row's lane), computed before the slice
-        pre = BitsSignal.concat([rre[6:22] == Bits(16)(i) for i in reversed(range(lanes))]
-                                + [rre[38:54] == Bits(16)(1), rre[54:70] == Bits(16)(1),
-                                 (rre[54:70].as_uint(16) - 1).as_bits(16),
-                                 (rre[38:54].as_uint(16) - 1).as_bits(16)]
-                                + [rre[0:3] == Bits(3)(d) for d in reversed(dsts)] + [rre])
-        r_valid, re, route_ready = register_slice(clk, rst, ~route.empty, pre, r_pop_w,
-                                                  "route_head")
+        # the route FIFO holds each entry with its decode (:func:`route_decode`, computed on
+        # the way in), so the slice's input is the FIFO's read with no logic after it
+        r_valid, re, route_ready = register_slice(clk, rst, ~route.empty, route.output,
+                                                  r_pop_w, "route_head")
         route.pop(~route.empty & route_ready)
         r_lanes, r_commit, r_zero = re[3], re[4], re[5]
         r_index, r_word = re[6:22], re[22:38]
         self.is_dst = is_dst = {d: re[70 + i] for i, d in enumerate(dsts)}
-        r_beats_m1, r_rows_m1 = re[76:92], re[92:108]
+        r_beats_m2, r_rows_m2 = re[76:92], re[92:108]
         r_rows_one, r_beats_one = re[108], re[109]
         r_index_hot = re[110:110 + lanes]
         bcnt = NamedReg(16, clk, rst, 0, name="route_beat_in_row")
@@ -126,10 +142,10 @@ class ReadRouter:
         rcnt.next(Mux(beat_fire, rcnt.q,
                       Mux(cmd_last, Mux(row_last, rcnt.q, r_up), Bits(16)(0))))
         b_first.next(Mux(beat_fire, b_first.q, row_last))
-        b_lastn.next(Mux(beat_fire, b_lastn.q, b_up == r_beats_m1))
+        b_lastn.next(Mux(beat_fire, b_lastn.q, bcnt.q == r_beats_m2))
         r_move = beat_fire & (row_last | cmd_last)
         r_first.next(Mux(r_move, r_first.q, cmd_last))
-        r_lastn.next(Mux(r_move, r_lastn.q, r_up == r_rows_m1))
+        r_lastn.next(Mux(r_move, r_lastn.q, rcnt.q == r_rows_m2))
         tcnt.next(Mux(beat_fire, tcnt.q, Mux(cmd_last, inc(tcnt.q, 16), Bits(16)(0))))
         # lane (index + row, one-hot) and word (word + beat) as registers advanced with their
         # counters, so the scratchpads' lane enables and word addresses start at a mux of

@@ -95,8 +95,10 @@ Ports (valid/ready: a beat moves on a rising edge where both are high)
   address, multiple of AB; with ``v_to_x`` an X beat index), ``v_ma``, ``v_mb``, ``v_shift``
   (32 each; ma/mb signed, |m| < 2^15, shift 0..31 as frontend.quantize.add_multipliers makes
   them; MUL: ma = m0 in [0, 2^31), mb = the X period), ``v_max``, ``v_relu``, ``v_to_x``,
-  ``v_lut_set``, ``v_lut``, ``v_mul``, ``v_valid``, ``v_ready`` (out) = not ``busy``: one
-  command at a time.
+  ``v_lut_set``, ``v_lut``, ``v_mul``, ``v_n_nz`` (n != 0) and ``v_n_one`` (n == 1), decoded by
+  the sender (the accelerator's dispatch stores them beside the command in the vector queue,
+  so no 16-bit compare of n is on the accept path), ``v_valid``, ``v_ready`` (out) = not
+  ``busy``: one command at a time.
 * Write DMA command (rtl_lib.axi_dma form): ``wc_addr`` (= dst), ``wc_beats`` (16, = n),
   ``wc_rows`` (16, = 1), ``wc_stride`` (= AB), ``wc_valid`` (out), ``wc_ready``: exactly one per
   command without TO_X, offered from the cycle after the command is taken.
@@ -199,7 +201,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
     io = {"clk": Clock(), "rst": Reset(),
           **Stream(valid=1, index=XA, data=W, ready=1).sink("x_wr"), **Stream(data=W).sink("s"),
           **Stream(n=16, x_off=16, dst=AW, ma=32, mb=32, shift=SW, max=1, relu=1,
-                   to_x=1, lut_set=1, lut=1, mul=1,
+                   to_x=1, lut_set=1, lut=1, mul=1, n_nz=1, n_one=1,
                    **({"rowred": 1} if row_reduce is not None else {})).sink("v"),
           **write_ports(AW, W), "busy": Output(Bits(1))}
 
@@ -248,7 +250,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         wc_pend = NamedReg(1, clk, rst, 0, name="wc_pending")
         wc_fire = wc_pend.q & p.wc_ready
         wc_pend.next(Mux(accept, wc_pend.q & ~wc_fire,
-                         ~p.v_to_x & ~p.v_lut_set & (p.v_n != Bits(16)(0))))
+                         ~p.v_to_x & ~p.v_lut_set & p.v_n_nz))
 
         # ------------------------------------------------------------ X read + S take
         out_valid = NamedReg(1, clk, rst, 0, name="out_valid_q")
@@ -307,8 +309,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         # decision has no 16-bit compare on it (cmd_n -> s_beat's enable was a placed
         # critical path)
         rd_more = NamedReg(1, clk, rst, 0, name="rd_more")
-        rd_more.next(Mux(accept, Mux(issue_w, r != n, r != n_m1),
-                         p.v_n != Bits(16)(0)))
+        rd_more.next(Mux(accept, Mux(issue_w, r != n, r != n_m1), p.v_n_nz))
         can_issue = busy.q & rd_more.q & Mux(
             is_lut, (occ.q != Bits(OW)(PAIR_FIFO_DEPTH)) & ~hazard, lut_room)
         # S comes in through a register slice: s_ready is a register, so the issue
@@ -477,8 +478,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         tok_ready = {nm: Wire(Bits(1), f"{nm}_tok_ready")
                      for nm in ("add_start", "ma", "mb", "s", "mul_start", "m0", "mul_s")}
         tok_valid = {}
-        n_nz = p.v_n != Bits(16)(0)
-        n_one = p.v_n == Bits(16)(1)
+        n_nz, n_one = p.v_n_nz, p.v_n_one
         for nm, sel in (("add_start", v_add), ("ma", v_add), ("mb", v_add),
                         ("s", v_add), ("mul_start", p.v_mul), ("m0", p.v_mul),
                         ("mul_s", p.v_mul)):
@@ -588,7 +588,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         # ------------------------------------------------------------ outputs, finish
         # w == n and tw == n as flops, each set from its counter's next value (an accept
         # clears the counters: equal iff n == 0), so the finish is a LUT of flops
-        n_zero = p.v_n == Bits(16)(0)
+        n_zero = ~p.v_n_nz
         w_done = NamedReg(1, clk, rst, 0, name="wr_beats_done")
         w_done.next(Mux(accept, Mux(out_take, w == n, w == n_m1), n_zero))
         tw_done = NamedReg(1, clk, rst, 0, name="lut_set_beats_done")

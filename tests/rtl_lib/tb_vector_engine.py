@@ -31,7 +31,12 @@ from pycde_accel.sim.stream import RandomGate, StreamDriver, StreamSink, edge_in
 
 PERIOD_NS = tb.PERIOD_NS
 V_FIELDS = ("n", "x_off", "dst", "ma", "mb", "shift", "max", "relu", "to_x", "lut_set", "lut", "mul",
-            "rowred")
+            "rowred", "n_nz", "n_one")
+
+
+def decoded(st: dict) -> dict:
+    """A VEC step with the bits the sender decodes from n (as the accelerator's dispatch does)."""
+    return {**st, "n_nz": int(st["n"] != 0), "n_one": int(st["n"] == 1)}
 
 
 @cocotb.test()
@@ -90,6 +95,7 @@ async def run(dut):
                             break
                 dut.x_wr_valid.value = 0
             else:
+                st = decoded(st)
                 for f in fields:
                     getattr(dut, f"v_{f}").value = st.get(f, 0) & ((1 << len(getattr(dut, f"v_{f}"))) - 1)
                 dut.v_valid.value = 1
