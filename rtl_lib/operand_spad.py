@@ -99,8 +99,16 @@ def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
         commit_q = NamedReg(1, clk, rst, 0, name="commit_q")
         own = bank_ownership(clk, rst, commit_q.q, p.rd_release)
         wr_bank, rd_bank = own.wr_bank, own.rd_bank
-        wr_ready, rd_avail = own.wr_ready & ~commit_q.q, own.rd_avail
-        commit_q.next(p.commit & wr_ready)
+        # wr_ready (the ownership's, low too in the cycle after a commit) is one flop of its
+        # own, set from the next values of both: the read router's destination ready starts
+        # at a flop, not at an AND of two (spad_a.commit_q -> the AND -> the router's ready
+        # mux -> its lane register's enable was the placed 8x8's critical path on seed 1 at
+        # 4776858, 10.14 ns, 8.18 of it routing)
+        wr_ready_q = NamedReg(1, clk, rst, 1, name="wr_ready_out_q")
+        wr_ready, rd_avail = wr_ready_q.q, own.rd_avail
+        commit = p.commit & wr_ready
+        commit_q.next(commit)
+        wr_ready_q.next(own.wr_ready_next & ~commit)
 
         # -- write stage: address, data and each lane's enable registered before the memory
         # write (the read data's fan-out to every lane's block RAM is then a cycle of its

@@ -63,12 +63,14 @@ from .stream import Stream, module
 class BankOwnership:
     """The ping-pong handoff of two banks (registers ``bank{0,1}_full``, ``wr_bank``,
     ``rd_bank``): ``wr_ready`` (the producer owns an empty bank), ``rd_avail`` (the consumer
-    owns a full one), and the ``commit``/``release`` actually taken this cycle."""
+    owns a full one), and the ``commit``/``release`` actually taken this cycle;
+    ``wr_ready_next``: ``wr_ready``'s next value (a user can keep a flop of its own from it)."""
 
-    def __init__(self, wr_bank, rd_bank, wr_ready, rd_avail, commit, release):
+    def __init__(self, wr_bank, rd_bank, wr_ready, rd_avail, commit, release, wr_ready_next):
         self.wr_bank, self.rd_bank = wr_bank, rd_bank
         self.wr_ready, self.rd_avail = wr_ready, rd_avail
         self.commit, self.release = commit, release
+        self.wr_ready_next = wr_ready_next
 
 
 def bank_ownership(clk, rst, commit_req, release_req) -> BankOwnership:
@@ -96,9 +98,10 @@ def bank_ownership(clk, rst, commit_req, release_req) -> BankOwnership:
     rd_bank_next = rd_bank.q ^ release
     wr_bank.next(wr_bank_next)
     rd_bank.next(rd_bank_next)
-    wr_ready_q.next(~Mux(wr_bank_next, full_next[0], full_next[1]))
+    wr_ready_next = ~Mux(wr_bank_next, full_next[0], full_next[1])
+    wr_ready_q.next(wr_ready_next)
     rd_avail_q.next(Mux(rd_bank_next, full_next[0], full_next[1]))
-    return BankOwnership(wr_bank, rd_bank, wr_ready, rd_avail, commit, release)
+    return BankOwnership(wr_bank, rd_bank, wr_ready, rd_avail, commit, release, wr_ready_next)
 
 
 def make_scratchpad(width: int, depth: int, tag_width: int = 16) -> type[Module]:
