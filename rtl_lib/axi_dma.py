@@ -423,16 +423,27 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         inflight, aw_fire = _issue_bursts(p, "m_axi_aw", split, burst_ready, b_fire,
                                           max_outstanding, "wr_inflight", lsb)
         depth = max(2, max_outstanding)
-        # W side: the lengths of accepted bursts, in order
-        lens = Queue(Bits(8), depth, clk, rst, "lens")
-        lens.push(split.burst_len, aw_fire)
+        # W side: the lengths of accepted bursts, in order (AXI len, beats - 1), each with
+        # "one beat" decoded on the way in. The last-beat flag is not a compare of the beat
+        # counter with the FIFO's LUT-RAM read: on a burst's first beat it is the stored
+        # "one beat" bit, after it a flop (w_last_next: beat == len - 1, set on each beat),
+        # so the FIFO's pop is a mux of flops and one LUT-RAM bit (lens' read address ->
+        # the 8-bit compare -> the pop -> the FIFO's flags ran 7 levels in the estimator)
+        lens = Queue(Bits(9), depth, clk, rst, "lens")
+        lens.push(BitsSignal.concat([split.burst_len == Bits(8)(0), split.burst_len]),
+                  aw_fire)
         have = ~lens.empty
         w_fire = have & p.in_valid & p.m_axi_wready
         beat = NamedReg(8, clk, rst, 0, name="w_beat")
-        head_len = lens.output
-        w_last = beat.q == head_len
+        head_len, head_one = lens.output[0:8], lens.output[8]
+        first = NamedReg(1, clk, rst, 1, name="w_beat_first")
+        lastn = NamedReg(1, clk, rst, 0, name="w_last_next")
+        w_last = Mux(first.q, lastn.q, head_one)
         lens.pop(w_fire & w_last)
         beat.next(Mux(w_fire, beat.q, Mux(w_last, add(beat.q, Bits(8)(1), 8), Bits(8)(0))))
+        first.next(Mux(w_fire, first.q, w_last))
+        # the beat after this one (index beat + 1) is the last when beat + 1 == len
+        lastn.next(Mux(w_fire, lastn.q, add(beat.q, Bits(8)(1), 8) == head_len))
         p.m_axi_wdata = p.in_data
         p.m_axi_wstrb = Bits(nb)((1 << nb) - 1)
         p.m_axi_wlast = w_last
