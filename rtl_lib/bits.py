@@ -8,7 +8,7 @@ Widths (Python ints): ``log2(n)``: address bits of ``n`` entries (ceil(log2 n); 
 Signals: every function returns ``Bits`` of the width it is given and wraps (two's complement):
 ``add(a, b, w)``, ``sub(a, b, w)``, ``inc(sig, w=None, by=1)`` (``w`` defaults to ``sig``'s
 width), ``resize(sig, w)`` (zero-extend or truncate), ``shl(sig, n, w)`` (``sig << n`` for a
-constant ``n``).
+constant ``n``), ``up_down(q, up, down, w)`` (a counter's next value).
 """
 
 from __future__ import annotations
@@ -63,3 +63,15 @@ def shl(sig, n: int, w: int):
     if n == 0:
         return resize(sig, w)
     return resize(BitsSignal.concat([sig, Bits(n)(0)]), w)
+
+
+def up_down(q, up, down, w: int | None = None):
+    """The next value of a counter ``q`` that goes up by one on ``up`` and down by one on
+    ``down`` (both: unchanged), in ``w`` bits. ``q + 1`` and ``q - 1`` are computed from
+    ``q`` alone and ``up`` / ``down`` select last, so late enables reach the register through
+    muxes, not through a carry chain (an enable -> mux -> decrement was the placed 8x8's
+    critical path in the vector engine's reads-in-flight count)."""
+    from pycde.constructs import Mux
+
+    w = q.type.width if w is None else w
+    return Mux(up, Mux(down, q, (q.as_uint(w) - 1).as_bits(w)), Mux(down, inc(q, w), q))

@@ -46,7 +46,7 @@ from pycde.types import Bits
 from ..config import AccelConfig
 from ..errors import ConfigError
 from ..queue import Queue
-from .bits import inc, log2, sub
+from .bits import inc, log2, sub, up_down
 from .common import NamedReg
 from .stream import module
 
@@ -94,8 +94,7 @@ def make_row_reduce(config: AccelConfig, lanes_kernel, rq_kernel, shift_width: i
         fifo.push(p.in_data, p.in_valid)
         pop_w = Wire(Bits(1), "rr_pop")
         occ = NamedReg(OW, clk, rst, 0, name="rr_occupancy")
-        occ_up = Mux(p.issue, occ.q, inc(occ.q, OW))
-        occ.next(Mux(pop_w, occ_up, sub(occ_up, Bits(OW)(1), OW)))
+        occ.next(up_down(occ.q, p.issue, pop_w, OW))
         p.room = occ.q != Bits(OW)(RR_FIFO_DEPTH)
         head_valid = ~fifo.empty
         head = fifo.output

@@ -108,7 +108,7 @@ from ..config import AccelConfig
 from ..errors import ConfigError
 from ..queue import Queue
 from .axi_dma import write_ports
-from .bits import add, inc, index_width
+from .bits import add, inc, index_width, up_down
 from .common import NamedReg, dual_port_mem, register_slice
 from .stream import Stream, module
 
@@ -250,8 +250,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         for l in range(L):
             owed = NamedReg(OW, clk, rst, 0, name=f"start_owed{sfx[l]}")
             sv = owed.q != Bits(OW)(0)
-            owed_up = Mux(first_row, owed.q, inc(owed.q))
-            owed.next(Mux(sv & start_ready[l], owed_up, (owed_up.as_uint() - 1).as_bits(OW)))
+            owed.next(up_down(owed.q, first_row, sv & start_ready[l], OW))
             start_valid.append(sv)
 
         # group bb_j of the beat buffer (elements j = bb_j*L + l) and their parameter records

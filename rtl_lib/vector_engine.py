@@ -147,7 +147,7 @@ from ..config import AccelConfig
 from ..errors import ConfigError
 from ..queue import Queue
 from .axi_dma import write_ports
-from .bits import add, inc, log2, resize, sub
+from .bits import add, inc, log2, resize, sub, up_down
 from .common import NamedReg, dual_port_mem, register_slice
 from .stream import Stream, module
 
@@ -261,8 +261,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         w = counter("wr_beat", out_take_w)
         occ = NamedReg(OW, clk, rst, 0, name="pair_occupancy")
         # (LUT beats do not enter the pair FIFO: they have their own credits, lut_occ)
-        occ_up = Mux(issue_w & ~is_lut, occ.q, inc(occ.q, OW))
-        occ.next(Mux(pop_w, occ_up, sub(occ_up, Bits(OW)(1), OW)))
+        occ.next(up_down(occ.q, issue_w & ~is_lut, pop_w, OW))
         dst16 = resize(cmd["dst"], CW)
         # the hazard's operands are registers: reads in flight (r - w) counted by a register
         # of its own, and the distance (dst - x_off, and one less) and "dst above x_off"
@@ -271,9 +270,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         # placed 8x8's critical path on three seeds)
         inflight_q = NamedReg(CW, clk, rst, 0, name="reads_in_flight")
         inflight = inflight_q.q
-        in_up = Mux(issue_w, inflight, inc(inflight, CW))
-        inflight_q.next(Mux(accept, Mux(out_take_w, in_up, sub(in_up, Bits(CW)(1), CW)),
-                            Bits(CW)(0)))
+        inflight_q.next(Mux(accept, up_down(inflight, issue_w, out_take_w, CW), Bits(CW)(0)))
         v_dst16, v_xoff = resize(p.v_dst, CW), p.v_x_off
         v_dist = sub(v_dst16, v_xoff, CW)
         dist_q = NamedReg(CW, clk, None, None, ce=accept, name="overlap_dist")
@@ -545,8 +542,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         # a LUT result beat goes into the output register whole
         lut_take = ~lut_fifo.empty & is_lut & y_ready_w
         lut_fifo.pop(lut_take)
-        lut_occ_up = Mux(issue & cmd["lut"], lut_occ.q, inc(lut_occ.q, LW))
-        lut_occ.next(Mux(lut_take, lut_occ_up, sub(lut_occ_up, Bits(LW)(1), LW)))
+        lut_occ.next(up_down(lut_occ.q, issue & cmd["lut"], lut_take, LW))
         # a MAX result beat too: taken when every lane has its byte (the kernels' output
         # buffers hold the beats in flight; the pair FIFO's credits pace the issue)
         all_y = is_max & ~is_lut
