@@ -417,11 +417,18 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         a_done.next(a_fin & ~ser_pop)
         b_done.next(b_fin & ~ser_pop)
 
-        # MAX: the head pair goes whole into one register (``max_in``: the kernels start at
-        # flops) and from there to AB maxpool kernels, lane k taking byte k of the X beat
-        # (t0) and of the S beat (t1); max_in is free again once every lane took both of its
-        # bytes.
-        mi_v = NamedReg(1, clk, rst, 0, name="max_in_v")
+        # MAX: the head pair goes whole into a register slice (``max_in``: the kernels start
+        # at flops) and from there to AB maxpool kernels, lane k taking byte k of the X beat
+        # (t0) and of the S beat (t1); its head is consumed once every lane took both of its
+        # bytes. The pair FIFO's pop waits on the slice's in_ready, a flop, not on the
+        # kernels' readies (max_in_v -> the kernels' t0_ready -> the pop -> the pair FIFO's
+        # count and flags was the estimator's longest path at ff17f30, when max_in was one
+        # register).
+        mi_consumed_w = Wire(Bits(1), "max_in_consumed")
+        max_pop_w = Wire(Bits(1), "max_pop")
+        mi_valid, mi_data, mi_in_ready = register_slice(clk, rst, max_pop_w, head,
+                                                        mi_consumed_w, "max_in")
+
         mx_t0_ready = [Wire(Bits(1), f"max{k}_t0_ready") for k in range(AB)]
         mx_t1_ready = [Wire(Bits(1), f"max{k}_t1_ready") for k in range(AB)]
         if getattr(max_kernel, "lockstep_join", False):
@@ -431,8 +438,8 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
             # always offered, y_ready max_take) run in step: every lane's ready is lane 0's,
             # and max_in is consumed when lane 0 takes it (no per-lane flags, no AND over
             # the lanes between the kernels' readies and the pair FIFO's pop)
-            mx_flags = [(None, None, mi_v.q, mi_v.q, None, None) for _ in range(AB)]
-            mi_consumed = mi_v.q & mx_t0_ready[0]
+            mx_flags = [(None, None, mi_valid, mi_valid, None, None) for _ in range(AB)]
+            mi_consumed = mi_valid & mx_t0_ready[0]
         else:
             # other routes may take t0 and t1 in different cycles: per lane and input a flag
             # remembers an element taken
@@ -441,23 +448,21 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
             for k in range(AB):
                 f0 = NamedReg(1, clk, rst, 0, name=f"max{k}_t0_done")
                 f1 = NamedReg(1, clk, rst, 0, name=f"max{k}_t1_done")
-                v0, v1 = mi_v.q & ~f0.q, mi_v.q & ~f1.q
+                v0, v1 = mi_valid & ~f0.q, mi_valid & ~f1.q
                 t0_fin = f0.q | (v0 & mx_t0_ready[k])
                 t1_fin = f1.q | (v1 & mx_t1_ready[k])
                 lane_taken.append(t0_fin & t1_fin)
                 mx_flags.append((f0, f1, v0, v1, t0_fin, t1_fin))
-            mi_consumed = mi_v.q
+            mi_consumed = mi_valid
             for t in lane_taken:
                 mi_consumed = mi_consumed & t
             for f0, f1, _, _, t0_fin, t1_fin in mx_flags:
                 f0.next(t0_fin & ~mi_consumed)
                 f1.next(t1_fin & ~mi_consumed)
-        mi_load = ~mi_v.q | mi_consumed
-        max_pop = head_valid & is_max & mi_load
-        mi_v.next(Mux(mi_load, mi_v.q, max_pop))
-        mi_d = NamedReg(2 * W, clk, None, None, ce=max_pop, name="max_in_d")
-        mi_d.next(head)
-        mi_x, mi_s = mi_d.q[0:W], mi_d.q[W:2 * W]
+        mi_consumed_w.assign(mi_consumed)
+        max_pop = head_valid & is_max & mi_in_ready
+        max_pop_w.assign(max_pop)
+        mi_x, mi_s = mi_data[0:W], mi_data[W:2 * W]
 
         pop = Mux(is_max, ser_pop, max_pop)
         pop_w.assign(pop)
