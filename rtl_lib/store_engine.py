@@ -51,8 +51,8 @@ until it is taken)
   low bits of st_stride), ``wc_valid`` (out), ``wc_ready``. Offered from the cycle after the
   command is accepted, i.e. before any of its data.
 * DMA write data out: ``wd_data`` (axi_data_width), ``wd_valid`` (out), ``wd_ready``: exactly
-  ``rows * C/AB`` beats per command, in command order; ``wd_valid`` is a register, held (with
-  its data) until taken.
+  ``rows * C/AB`` beats per command, in command order; ``wd_valid`` is a register (a 2-entry
+  register slice, ``wd_q``), held (with its data) until taken.
 * ``busy`` (out): a command accepted whose last byte has not yet left on ``wd`` (nor its
   ``wc`` command), or whose tile's elements are still in the pipeline (the dropped rows >=
   valid rows of a last tile leave the ~30-stage kernel after the last data beat): while busy
@@ -379,7 +379,6 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         # -- output: ReLU, pack bytes into beats, drop rows >= valid rows ------------------
         o_j = NamedReg(JW, clk, rst, 0, name="out_col")
         o_r = NamedReg(RW, clk, rst, 0, name="out_row")
-        wd_v = NamedReg(1, clk, rst, 0, name="wd_valid_q")
         # the queue's head leaves through a register slice: the output's decisions (the
         # row kept, ReLU) read flops, not the queue's LUT RAM (its read into the row test
         # into wd_valid_q was the placed 8x8's critical path)
@@ -389,8 +388,14 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         oq.pop(~oq.empty & oh_ready)
         o_mask, o_relu = o_head[0:R], o_head[R]
         beat_end = (o_j.q[0:LGB] == Bits(LGB)(GB - 1)) if LGB else one
-        wd_busy = wd_v.q & ~p.wd_ready
-        y_rdy = oh_v & ~(beat_end & wd_busy)
+        # the data beats leave through a register slice (``wd_q``): a beat is pushed while
+        # its in_ready (a flop) is high, so the write arbiter's ready stops at the slice
+        # instead of running through "wd busy" into the lanes' take and the packer
+        # (store.wd_valid_q -> wd busy -> y_all_valid's take -> out_col -> wd_valid_q was on
+        # the placed 8x8's critical paths at c4c49fa, seed 2, 9.05 ns). Latency 1, as the
+        # register it replaces; one beat more of buffering.
+        wd_room = Wire(Bits(1), "wd_q_room")
+        y_rdy = oh_v & ~(beat_end & ~wd_room)
         # a lane's result is taken when every lane has one (they run in lockstep)
         y_ready.assign(y_rdy & y_all)
         y_fire = y_all & y_rdy
@@ -420,16 +425,14 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             beat = BitsSignal.concat([grp, pack.q])
         else:
             beat = grp
-        wd_data = NamedReg(W, clk, None, None, ce=push, name="wd_data_q")
-        wd_data.next(beat)
-        wd_v.next(push | wd_busy)
-        p.wd_valid = wd_v.q
-        p.wd_data = wd_data.q
+        wd_valid, wd_data, wd_in_ready = register_slice(clk, rst, push, beat, p.wd_ready, "wd_q")
+        wd_room.assign(wd_in_ready)
+        p.wd_valid = wd_valid
+        p.wd_data = wd_data
 
         # -- busy: commands accepted and not finished ---------------------------------------
         outst = NamedReg(OW, clk, rst, 0, name="outstanding")
-        up = Mux(st_fire, outst.q, inc(outst.q))
-        outst.next(Mux(tile_end, up, (up.as_uint() - 1).as_bits(OW)))
-        p.busy = (outst.q != Bits(OW)(0)) | wd_v.q | wc_valid
+        outst.next(up_down(outst.q, st_fire, tile_end, OW))
+        p.busy = (outst.q != Bits(OW)(0)) | wd_valid | wc_valid
 
     return module(f"store_engine_{R}x{C}", io, build)
