@@ -21,8 +21,11 @@ not be measured, with the reason printed above it).
 
 One placement of the default accelerator takes about 20 minutes on an idle core (Yosys about 3
 more, once per design), the large one about 1.5 times that, the array about 4: about two
-hours for three seeds (placements already in the synthesis cache are reused). The work folders (logs, netlists, report.json/md, one per design
-and seed) are kept under --work (default: a temporary folder, removed at the end).
+hours for three seeds (placements already in the synthesis cache are reused). A seed whose
+nextpnr run stalls is routed again with router2 (``fpga.nextpnr``); one that stalls there too
+is printed as not measured (null in ``*_by_seed``) and left out of the minimum. The work
+folders (logs, netlists, report.json/md, one per design and seed) are kept under --work
+(default: a temporary folder, removed at the end).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from pycde_accel.config import AccelConfig
 from pycde_accel.errors import UserError
 from pycde_accel.fpga import nextpnr, synthesize
 from pycde_accel.fpga.devices import DEVICES
+from pycde_accel.fpga.tools import ToolStalled
 
 TARGET = "ecp5-85f"
 ARRAY_MHZ = 150.0
@@ -94,9 +98,16 @@ def place_seeds(files, top, work: Path, seeds: list[int], freq: float, tag: str)
         w.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(work / nextpnr.NETLIST, w / nextpnr.NETLIST)
         log(f"{tag}: nextpnr-ecp5: place and route, seed {sd}, towards {freq:g} MHz")
-        pnr = nextpnr.run_nextpnr(device, w, sd, freq, lambda m: log(f"{tag}: seed {sd}: {m}"))
+        try:
+            pnr = nextpnr.run_nextpnr(device, w, sd, freq,
+                                      lambda m: log(f"{tag}: seed {sd}: {m}"))
+        except ToolStalled as e:
+            log(f"{tag}: seed {sd}: not measured: {e}")
+            by_seed[sd] = None
+            continue
         fmax = min((c["achieved_mhz"] for c in pnr.clocks.values()), default=None)
-        log(f"{tag}: seed {sd}: Fmax {fmax} MHz")
+        log(f"{tag}: seed {sd}: Fmax {fmax} MHz"
+            + (f" (nextpnr's {pnr.router})" if pnr.router != nextpnr.ROUTERS[0] else ""))
         by_seed[sd] = fmax
         known = [v for v in by_seed.values() if v is not None]
         if fmax is not None and fmax <= min(known) and pnr.critical_paths:

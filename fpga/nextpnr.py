@@ -7,6 +7,13 @@ no out-of-context mode: there the top's ports are placed on package pins. Timing
 an error (``--timing-allow-fail``): the point is to measure the achieved Fmax. Writes
 ``work/nextpnr.log`` and ``work/nextpnr.json`` and returns the parsed :class:`PnrResult`.
 
+nextpnr's default router (router1) can stall on a congested design: tens of minutes on the last
+few hundred arcs without a log line. A run that prints nothing for ``stall_minutes`` (default
+:data:`STALL_MINUTES`) is stopped and placed and routed again with router2 (``PnrResult.router``
+says which router gave the figures; the stalled run's log is kept as ``nextpnr-router1.log``);
+if that stalls too or runs past :data:`RETRY_MINUTES`, :class:`~fpga.tools.ToolStalled` (a
+UserError) is raised.
+
 The report format (nextpnr ``docs/report.md``): ``utilization`` {bel type: {used, available}},
 ``fmax`` {clock: {achieved, constraint}} in MHz, and ``critical_paths``, a list of
 {from, to, path: [{type, from: {cell, port, loc}, to: {...}, net, delay}]} with delays in ns,
@@ -23,11 +30,20 @@ from typing import Callable
 from pycde_accel.errors import UserError
 
 from .devices import Device
-from .tools import run_tool
+from .tools import ToolStalled, run_tool
 from .yosys import NETLIST
 
 REPORT = "nextpnr.json"
 LOG = "nextpnr.log"
+#: minutes without a log line after which a nextpnr run is taken as stalled (a healthy run of
+#: the 16x8 accelerator prints a line at least every few minutes)
+STALL_MINUTES = 15.0
+#: minutes router2's rerun may take in all (router2 prints every iteration, so it never goes
+#: silent, but it did not converge on the default accelerator in 50 minutes with --tmg-ripup)
+RETRY_MINUTES = 60.0
+ROUTERS = ("router1", "router2")
+#: the log of a router1 run that stalled (its presence says router2 gave the report)
+STALLED_LOG = "nextpnr-router1.log"
 
 
 @dataclass(frozen=True)
@@ -91,11 +107,13 @@ class PnrResult:
     clocks: dict[str, dict[str, float]]          # clock -> {achieved_mhz, constraint_mhz}
     utilization: dict[str, dict[str, int]]       # bel type -> {used, available}
     critical_paths: tuple[CriticalPath, ...]
+    router: str = ROUTERS[0]                     # the router whose result this is
 
 
-def args(device: Device, seed: int, freq_mhz: float) -> list[str]:
+def args(device: Device, seed: int, freq_mhz: float, router: str = ROUTERS[0]) -> list[str]:
+    extra = [] if router == ROUTERS[0] else ["--router", router]
     return [*device.nextpnr[1:], "--json", NETLIST, "--report", REPORT, "--seed", str(seed),
-            "--freq", f"{freq_mhz:g}", "--timing-allow-fail"]
+            "--freq", f"{freq_mhz:g}", "--timing-allow-fail", *extra]
 
 
 #: log-line markers of the long nextpnr steps -> progress messages
@@ -108,8 +126,24 @@ PHASES = {
 
 
 def run_nextpnr(device: Device, work: Path, seed: int, freq_mhz: float,
-                progress: Callable[[str], None] | None = None) -> PnrResult:
-    run_tool(device.nextpnr[0], args(device, seed, freq_mhz), work, LOG, PHASES, progress)
+                progress: Callable[[str], None] | None = None,
+                stall_minutes: float = STALL_MINUTES,
+                retry_minutes: float = RETRY_MINUTES) -> PnrResult:
+    tool = device.nextpnr[0]
+    (work / STALLED_LOG).unlink(missing_ok=True)
+    for router in ROUTERS:
+        try:
+            run_tool(tool, args(device, seed, freq_mhz, router), work, LOG, PHASES, progress,
+                     idle_timeout=stall_minutes * 60,
+                     time_limit=None if router == ROUTERS[0] else retry_minutes * 60)
+            break
+        except ToolStalled:
+            if router == ROUTERS[-1]:
+                raise
+            (work / LOG).replace(work / STALLED_LOG)
+            if progress is not None:
+                progress(f"{tool}: {router} made no progress for {stall_minutes:g} minutes; "
+                         f"placing and routing again with {ROUTERS[-1]}")
     return parse_report(work / REPORT)
 
 
@@ -145,4 +179,5 @@ def parse_report(path: Path) -> PnrResult:
         paths.append(CriticalPath(src_clock=str(cp.get("from", "")), dst_clock=str(cp.get("to", "")),
                                   steps=steps))
     paths.sort(key=lambda p: (-p.delay_ns, p.src_clock, p.dst_clock))
-    return PnrResult(clocks=clocks, utilization=util, critical_paths=tuple(paths))
+    router = ROUTERS[-1] if (path.parent / STALLED_LOG).is_file() else ROUTERS[0]
+    return PnrResult(clocks=clocks, utilization=util, critical_paths=tuple(paths), router=router)

@@ -148,6 +148,9 @@ def synthesize(sv_files: Sequence[os.PathLike | str], top: str, target: str | De
                 t0 = time.monotonic()
                 pnr = nextpnr.run_nextpnr(device, work, seed, freq_mhz, progress)
             tools["nextpnr"] = tool_version(device.nextpnr[0])
+            if pnr.router != nextpnr.ROUTERS[0]:
+                note = (f"routed by nextpnr's {pnr.router}: {nextpnr.ROUTERS[0]} stalled "
+                        f"(its log: {nextpnr.STALLED_LOG})")
             fmax = min((c["achieved_mhz"] for c in pnr.clocks.values()), default=None)
             if not hit:
                 progress(f"{device.nextpnr[0]}: done in {time.monotonic() - t0:.0f} s"

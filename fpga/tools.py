@@ -8,12 +8,19 @@ and its first error line, and pointing at the full log.
 
 The first call of a YoWASP tool on a machine compiles its WebAssembly (about 30-50 s for
 Yosys); later calls load the compiled module from the user cache.
+
+A tool that prints nothing for ``idle_timeout`` seconds (nextpnr's router1 can spin for tens of
+minutes on a few hundred arcs without a log line), or still runs after ``time_limit`` seconds,
+is stopped and :class:`ToolStalled` raised, so a placement never hangs its caller.
 """
 
 from __future__ import annotations
 
+import queue
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -28,10 +35,23 @@ _ENTRY = {
 }
 
 
+class ToolStalled(UserError):
+    """The tool printed nothing for ``idle_timeout`` seconds, or ran past ``time_limit``, and
+    was stopped."""
+
+
+def _lines(stream, out: queue.Queue) -> None:
+    """Put each line of ``stream`` on ``out``, then None at its end (a reader thread)."""
+    for raw in stream:
+        out.put(raw)
+    out.put(None)
+
+
 def run_tool(tool: str, args: list[str], cwd: Path, log_name: str,
              phases: dict[str, str] | None = None,
              progress: Callable[[str], None] | None = None,
-             tool_log: str | None = None) -> Path:
+             tool_log: str | None = None, idle_timeout: float | None = None,
+             time_limit: float | None = None) -> Path:
     """Run ``tool`` with ``args`` in ``cwd``; its stdout+stderr go to ``cwd/log_name``.
 
     ``phases`` maps a log-line marker to a message: when a line containing it appears,
@@ -39,6 +59,9 @@ def run_tool(tool: str, args: list[str], cwd: Path, log_name: str,
     ``tool_log`` names a log the tool writes itself (Yosys ``-l``): YoWASP Yosys's stdout
     stops after its first ABC run, so only that log is complete. On failure the error line is
     looked for there first, then in the captured output.
+    ``idle_timeout`` (seconds): stop the tool when it prints no line for that long, and
+    ``time_limit`` (seconds): when it runs longer than that, and raise :class:`ToolStalled`
+    (its log keeps what it printed).
     Returns the log path. Raises UserError (tool, first error line, log path) on failure.
     """
     module, func = _ENTRY[tool]
@@ -54,7 +77,30 @@ def run_tool(tool: str, args: list[str], cwd: Path, log_name: str,
             raise UserError(f"{tool}: cannot start ({e})") from e
         with ending(proc):
             assert proc.stdout is not None
-            for raw in proc.stdout:
+            lines: queue.Queue = queue.Queue()
+            reader = threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True)
+            reader.start()
+            end = None if time_limit is None else time.monotonic() + time_limit
+
+            def stalled(what: str) -> ToolStalled:
+                fh.flush()
+                return ToolStalled(f"{tool}: {what}, stopped (last line: {_last_line(log)}; "
+                                   f"full log: {log})")
+            while True:
+                wait = idle_timeout
+                if end is not None:
+                    left = end - time.monotonic()
+                    if left <= 0:
+                        raise stalled(f"still running after {time_limit / 60:g} minutes")
+                    wait = left if wait is None else min(wait, left)
+                try:
+                    raw = lines.get(timeout=wait)
+                except queue.Empty:
+                    if end is not None and time.monotonic() >= end:
+                        continue
+                    raise stalled(f"no progress for {idle_timeout / 60:g} minutes") from None
+                if raw is None:
+                    break
                 fh.write(raw)
                 if progress is not None and phases:
                     line = raw.decode(errors="replace").strip()
@@ -63,6 +109,7 @@ def run_tool(tool: str, args: list[str], cwd: Path, log_name: str,
                             progress(f"{tool}: {msg}")
                             break
             proc.wait()
+            reader.join()
             proc.stdout.close()
     if proc.returncode != 0:
         full = cwd / tool_log if tool_log and (cwd / tool_log).is_file() else log
@@ -71,6 +118,14 @@ def run_tool(tool: str, args: list[str], cwd: Path, log_name: str,
             err = first_error(log)
         raise UserError(f"{tool} failed: {err} (full log: {full})")
     return log
+
+
+def _last_line(log: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "none"
+    return lines[-1][:120] if lines else "none"
 
 
 def first_error(log: Path, strict: bool = False) -> str | None:
