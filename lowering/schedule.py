@@ -36,6 +36,13 @@ three quarters of the critical path, so a LUT level costs its route, not its cel
   ``log2 W`` plus one for amounts past the width;
 * ``muli`` (the static route's multiplies are 16x16 limbs, one MULT18X18D each): a stage of
   its own between registers, as above; anything else: :data:`MUL`, more than the budget.
+
+A scalar input (one per run: requantize's ``m0``/``shift``, residual_add's ``ma``/``mb``/``s``)
+is one register in the stream wrapper that fans out to every stage using it, wherever the
+placer puts them; it enters stage 0 with the route :data:`SCALAR_ROUTE` as its start delay
+(``schedule(..., inputs=...)``), so the logic a stage computes from it, such as
+RoundingDivideByPOT's mask ``(1 << s) - 1``, moves to the next stage behind a pipeline
+register of the scalar itself when it does not fit after that route.
 """
 
 from __future__ import annotations
@@ -58,6 +65,11 @@ MUL = 6.0
 #: the route between the fabric and the DSP column, either way (placed on the LFE5U-85F: 3.12 ns
 #: into a MULT18X18D, 2.93 ns out of it, fit.py's critical path of 3a8a1d7)
 DSP_ROUTE = 3.0
+#: the route from a kernel's scalar register (``lowering.stream``'s ``scalar_<name>``) into the
+#: stage that uses it: ``scalar_s`` -> the mask decode, 3 LUT levels (4.5 ns in this model) ->
+#: a stage-0 register 50 rows away placed at 9.89 ns (residual_add in the 8x8 accelerator,
+#: seed 2 at f1c7dd8), about 5 ns of route more than the model's
+SCALAR_ROUTE = 3.0
 
 _WIRE = ("extsi", "extui", "trunci", "bitcast", "index_cast")
 _BITWISE = ("andi", "ori", "xori")
@@ -121,11 +133,13 @@ def op_delay(op: Op, consts: dict, masks: dict) -> float:
     return MUL
 
 
-def schedule(ops: list[Op], consts: dict, budget: float = BUDGET) -> dict:
+def schedule(ops: list[Op], consts: dict, budget: float = BUDGET,
+             inputs: dict | None = None) -> dict:
     """Place every op (sets ``op.stage``, ``op.delay`` = its result's delay in that stage);
     return ``{result key: (stage, delay)}`` for every op result. Inputs (keys that are neither
-    results nor constants) are stage-0 registers (delay 0)."""
-    ready: dict = {}
+    results nor constants) are stage-0 registers (delay 0); ``inputs`` gives some of them a
+    start delay instead (the scalars: :data:`SCALAR_ROUTE`)."""
+    ready: dict = {k: (0, d) for k, d in (inputs or {}).items()}
     masks: dict = {}
     for op in ops:
         s = 0
@@ -157,11 +171,13 @@ def schedule(ops: list[Op], consts: dict, budget: float = BUDGET) -> dict:
     return ready
 
 
-def latency(ops: list[Op], consts: dict, result, budget: float = BUDGET) -> int:
+def latency(ops: list[Op], consts: dict, result, budget: float = BUDGET,
+            inputs: dict | None = None) -> int:
     """The pipeline's latency: the result's stage + 1 (the result is registered), 0 if the
     result is an input."""
-    ready = schedule(ops, consts, budget)
-    return ready[result][0] + 1 if result in ready else 0
+    ready = schedule(ops, consts, budget, inputs)
+    produced = {r for op in ops for r in op.results}
+    return ready[result][0] + 1 if result in produced else 0
 
 
 # ---- the linalg body text of a lowering.kernels.Kernel ----------------------------------------
@@ -202,4 +218,10 @@ def kernel_latency(kernel, budget: float = BUDGET) -> int:
     """The static-route latency of ``kernel`` (a ``lowering.kernels.Kernel`` as the accelerator
     lowers it: wide multiplies already split), without lowering it."""
     ops, consts = parse_body(kernel.body_lines)
-    return latency(ops, consts, kernel.result, budget)
+    return latency(ops, consts, kernel.result, budget,
+                   scalar_inputs(nm for nm, _ in kernel.scalars))
+
+
+def scalar_inputs(names) -> dict:
+    """``schedule``'s ``inputs`` for a kernel's scalars (keys as the body text names them)."""
+    return {f"%{nm}": SCALAR_ROUTE for nm in names}

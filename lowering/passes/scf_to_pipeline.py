@@ -11,7 +11,8 @@ the output (tensor elements and scalars, in argument order; scalars must be held
 ``in_valid`` / ``in_ready``, ``out0`` / ``out0_valid`` / ``out0_ready``. Every load and scalar
 is a pipeline input; the arith ops are chained into stages by :mod:`lowering.schedule` (as
 soon as possible, each stage up to a delay budget: wiring is free, a DSP multiply has a stage of
-its own) and the result is registered once more; constants are repeated in each stage that uses
+its own, a scalar arrives after its route from the wrapper's register) and the result is
+registered once more; constants are repeated in each stage that uses
 them, so they are never registered. II = 1; latency = the number of stages.
 Stall: ``stall = !out0_ready`` freezes every stage (CIRCT's stall support), so ``in_ready =
 out0_ready``; ``out0_valid`` is a register chain of accepted inputs (the same enables as the
@@ -97,6 +98,7 @@ def _convert(func, ir, budget: float) -> str:
 
     inputs = []  # (port index k, type)
     names = {}   # value -> SSA name in stage 0 ("%aK")
+    scalars = {}  # scalar argument -> its route into stage 0 (lowering.schedule.SCALAR_ROUTE)
     for i, a in enumerate(args):
         if i == out_arg:
             continue
@@ -107,6 +109,7 @@ def _convert(func, ir, budget: float) -> str:
         else:
             inputs.append((i, _itype(a.type)))
             names[key(a)] = (f"%a{i}", 0)
+            scalars[key(a)] = schedule.SCALAR_ROUTE
     loads = {}
     for op in _ops(lbody):
         if op.name == "memref.load":
@@ -134,14 +137,15 @@ def _convert(func, ir, budget: float) -> str:
         defined.update(key(r) for r in op.results)
     values = {k: _const_value(c, ir) for k, c in consts.items()}
     sops = [_sched_op(op, key) for op in arith]
-    ready = schedule.schedule(sops, values, budget)
+    ready = schedule.schedule(sops, values, budget, scalars)
     stages: dict[int, list] = {}
     for count, (op, sop) in enumerate(zip(arith, sops)):
         stages.setdefault(sop.stage, []).append(op)
         for r in op.results:
             names[key(r)] = (f"%v{count}", sop.stage)
     result = store.operands[0]
-    last = ready[key(result)][0] + 1 if key(result) in ready else 0
+    produced = {key(r) for op in arith for r in op.results}
+    last = ready[key(result)][0] + 1 if key(result) in produced else 0
     out_ty = _itype(result.type)
 
     lines: list[str] = []

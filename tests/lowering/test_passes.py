@@ -183,21 +183,27 @@ def test_scf_to_pipeline(circt_ctx):
     assert re.search(r"hw\.module @k\(in %clock : !seq\.clock, in %reset : i1, in %in0 : i8, "
                      r"in %in1 : i8, in %in_valid : i1, in %out0_ready : i1, out in_ready : i1, "
                      r"out out0 : i8, out out0_valid : i1\)", out), out
-    # addi -> cmpi (the sign bit) -> select fit one stage's delay budget (lowering.schedule):
-    # chained in stage 0, the result registered into stage 1
-    assert "pycde_accel.latency = 1" in out
-    assert out.count("pipeline.stage ^bb") == 1 and "pipeline.return" in out
-    assert "stall(" in out and out.count("seq.compreg.ce") == 1  # out0_valid chain
-    # a multiply (one DSP) has a stage to itself between registers: ori (wiring) in stage 0,
-    # muli in stage 1 (its operands registered: the DSP's input registers), then the add and
-    # the sign bit after the route out of the DSP in stage 2 (3.0 + 1.9 ns), the select over
-    # the budget in stage 3, the result registered into stage 4
+    # the scalar %s arrives after its route from the wrapper's register (SCALAR_ROUTE, 3.0
+    # ns): addi (1.9 ns) -> cmpi (the sign bit) fit stage 0 after it, the select does not and
+    # starts stage 1 (lowering.schedule); the result registered into stage 2
+    assert "pycde_accel.latency = 2" in out
+    assert out.count("pipeline.stage ^bb") == 2 and "pipeline.return" in out
+    assert "stall(" in out and out.count("seq.compreg.ce") == 2  # out0_valid chain
+    # a multiply (one DSP) has a stage to itself between registers: ori (wiring) in stage 0;
+    # the scalar operand leaves no room for the route into the DSP column in stage 0, so
+    # both operands are registered once more and the muli is in stage 2 (the DSP's input
+    # registers); the add and the sign bit after the route out of the DSP in stage 3 (3.0 +
+    # 1.9 ns), the select over the budget in stage 4, the result registered into stage 5
     mul = _SCF_KERNEL.replace("%y = arith.addi %x, %s : i8",
                               "%w = arith.ori %x, %z : i8\n      %p = arith.muli %w, %s : i8\n"
                               "      %y = arith.addi %p, %s : i8")
     out2 = _run(circt_ctx, "circt", mul, "pycde-accel-scf-to-pipeline")
-    assert "pycde_accel.latency = 4" in out2 and out2.count("pipeline.stage ^bb") == 4, out2
-    assert out2.count("seq.compreg.ce") == 4
+    assert "pycde_accel.latency = 5" in out2 and out2.count("pipeline.stage ^bb") == 5, out2
+    assert out2.count("seq.compreg.ce") == 5
+    # an element operand in the same place needs no extra register: latency 4
+    elem = mul.replace("%p = arith.muli %w, %s", "%p = arith.muli %w, %x")
+    out3 = _run(circt_ctx, "circt", elem, "pycde-accel-scf-to-pipeline")
+    assert "pycde_accel.latency = 4" in out3, out3
     # the constant is repeated in each stage that uses it (0, 2 and 3), never registered
     assert out2.count("arith.constant 0 : i8") == 3
     # and the pipeline lowers to hw with CIRCT's passes

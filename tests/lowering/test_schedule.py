@@ -44,6 +44,28 @@ def test_wiring_is_free_and_a_multiply_has_a_stage_of_its_own():
     assert [o.stage for o in ops] == [0, 1]
 
 
+def test_a_scalar_arrives_after_its_route():
+    """A kernel's scalar (one register in the wrapper, fanned out to the whole pipeline) starts
+    stage 0 at SCALAR_ROUTE: logic computed from it that does not fit after the route moves to
+    stage 1 behind a pipeline register of the scalar; the same logic on an element stays."""
+    lines = ["%one = arith.constant 1 : i32", "%m = arith.shli %one, %s : i32",
+             "%k = arith.subi %m, %one : i32", "%r = arith.andi %x, %k : i32"]
+    ops, consts = _ops(lines)
+    S.schedule(ops, consts, inputs={"%s": S.SCALAR_ROUTE})
+    assert [o.stage for o in ops] == [1, 2, 2]
+    ops, consts = _ops(lines)
+    S.schedule(ops, consts)
+    assert [o.stage for o in ops] == [0, 1, 1]
+    # RoundingDivideByPOT's mask in residual_add: no op reading the scalar s directly does
+    # logic in stage 0
+    k = split_wide_muls(kernels.residual_add(8))
+    ops, consts = _ops(k.body_lines)
+    S.schedule(ops, consts, inputs=S.scalar_inputs(nm for nm, _ in k.scalars))
+    for o in ops:
+        if "%s" in o.operands and S.op_delay(o, consts, {}) > 0:
+            assert o.stage >= 1, o
+
+
 def test_chained_ops_stay_within_the_budget():
     k = split_wide_muls(kernels.requantize(8, per_channel=True))
     ops, consts = _ops(k.body_lines)
