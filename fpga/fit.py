@@ -179,13 +179,11 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 102.87,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 103.36,
               "bench/fmax.py's measure_accel (the whole default accelerator, nextpnr towards "
-              "150 MHz), RTL of commit a190752 (the router's own read slice, the write "
-              "arbiter's last flags as flops, the burst splitter's fit tests without a "
-              "subtraction), the minimum of seeds 1-3: 102.87 / 110.12 / 112.49; c4c49fa gave "
-              "107.39 / 110.49 / 114.46, 552e900 113.19 / 98.13 / 106.30, de26887 106.38 / "
-              "111.88 / 105.10"),
+              "150 MHz), RTL of commit 0a97ea9 (kernel scalars pay their route), the minimum "
+              "of seeds 1-3: 103.36 / 114.53 / 113.28, all routed by router1; f1c7dd8 gave "
+              "101.16 on seed 2 (seeds 1 and 3 stalled), a190752 102.87 / 110.12 / 112.49"),
     FmaxPoint(16, 8, 32, 64, 2048, 256, 94.19,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
               "spad_b_depth=2048), towards 140 MHz, RTL of commit de26887 (8278460 plus the "
