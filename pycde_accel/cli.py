@@ -89,11 +89,13 @@ examples:
 
 SYNTH_EPILOG = """Open-flow targets write DIR/synth/report.json and report.md (with the Yosys and nextpnr
 logs beside them; nextpnr runs out of context with seed 1, towards the config's clock);
-Vivado/Quartus targets write project scripts into DIR/vivado/ or DIR/quartus/.
+Vivado/Quartus targets write project scripts into DIR/vivado/ or DIR/quartus/. Placing the
+default accelerator on the ECP5-85F takes 15-25 minutes on one core (a placement already in
+the synthesis cache is reused).
 
 examples:
   python -m pycde_accel synth --target ecp5-85f --out out/default
-  python -m pycde_accel synth --array 2x4 --target ecp5-85f --out out/small
+  python -m pycde_accel synth --array 4x4 --target 5ceba4 --out out/small   # Quartus scripts
   python -m pycde_accel synth --target xc7a100t     # Vivado Tcl + XDC, no Vivado needed
 """
 
@@ -231,8 +233,7 @@ cluster at ADDRESS, or on a local Ray instance of --jobs CPUs (pip install -e '.
 the ranking is the local pool's.
 
 examples:
-  python -m pycde_accel dse mlp --target ecp5-25f
-  python -m pycde_accel dse lenet5 --rows 2,4 --cols 4,8 --top 5 --confirm 1 --synth
+  python -m pycde_accel dse lenet5 --rows 2,4 --cols 4,8 --top 5 --confirm 1
   python -m pycde_accel dse resblock --target ecp5-25f --rows 2,4 --cols 4,8 --axi 32
 """
 
