@@ -68,6 +68,32 @@ def test_build_cache_is_reused(fifo_build, tmp_path_factory):
     assert time.monotonic() - t < 5
 
 
+def test_a_second_design_reuses_the_verilator_runtime(tmp_path):
+    """Two designs in one cache: the second build takes the first's ``verilated*.o`` (make
+    compiles only the design and cocotb's main) and still simulates correctly."""
+    root = tmp_path / "cache"
+    builds = []
+    spare = FIFO2_SV.replace("input out_ready);", "input out_ready, output [5:0] spare);\n"
+                             "  assign spare = 6'd0;")
+    for i, sv in enumerate((FIFO2_SV, spare)):     # two designs (their Vtop.h differ)
+        src = tmp_path / f"sv{i}"
+        src.mkdir()
+        (src / "fifo2.sv").write_text(sv)
+        (src / "filelist.f").write_text("fifo2.sv\n")
+        builds.append(build(src / "filelist.f", "fifo2", cache_root=root))
+    first, second = ((b.build_dir / "build.log").read_text() for b in builds)
+    assert "verilated.cpp" in first and "verilated_vpi.cpp" in first
+    assert "verilated.cpp" not in second and "verilated_vpi.cpp" not in second
+    assert "verilator.cpp" in second        # cocotb's main includes the design's header
+    assert {p.name for p in builds[1].build_dir.glob("verilated*.o")} == \
+        {p.name for p in builds[0].build_dir.glob("verilated*.o")}
+    out = tmp_path / "out.json"
+    run(builds[1], "stream_selftest", tmp_path / "run", testcase="passes_all_beats",
+        module_dirs=[HERE], plusargs=["+beats=50"],
+        extra_env={"SELFTEST_P_IN": "0.5", "SELFTEST_P_OUT": "0.5", "SELFTEST_OUT": str(out)})
+    assert json.loads(out.read_text())["n"] == 50
+
+
 def test_failing_cocotb_test_raises(fifo_build, tmp_path):
     with pytest.raises(SimFailure, match="deliberate failure"):
         run(fifo_build, "stream_selftest", tmp_path, testcase="fails_on_purpose",
