@@ -14,7 +14,12 @@ For each model, in one run:
 
 * CPU: the float module the frontend loaded (the same weights), ``torch.inference_mode``,
   ``torch.set_num_threads(1)`` and then all the cores this process may use; ``--warmup`` calls
-  first, then the median of ``--reps`` timed calls (at least 50 unless told otherwise).
+  first, then the median of ``--reps`` timed calls (at least 50 unless told otherwise). Each
+  median is taken before and again after the model's simulation, and the faster counts (a
+  busy moment slows a median, nothing speeds one up); their spread is printed. The CPU is
+  named (``cpu_model``) and measured on a fixed reference, a 256x256x256 float32 matmul on one
+  thread at the start and at the end of the run (``cpu_ref_gflops_1t``, the faster), so runs
+  on different machines, or on one machine at a busy time, can be told apart.
 * Accelerator: cycles from the Verilator simulation of the whole accelerator
   (``pycde_accel.simulate``; the run is bit-exact against the integer reference or the script
   fails), at the placed Fmax of the config: ``--fmax MHZ`` if given, else Yosys + nextpnr of the
@@ -28,7 +33,8 @@ placed Fmax (so: model MACs / (cycles x DSP count)). Targets (issue 16):
 ``device_peak_fraction >= 0.5`` and ``geomean_speedup_vs_cpu_1t >= 1.0``; the script prints each
 target, met or missed and by how much. Ends with one JSON line: ``min_speedup_vs_cpu_1t``,
 ``geomean_speedup_vs_cpu_1t``, ``device_peak_fraction``, ``fmax_mhz``, ``fmax_source``,
-``targets_missed`` and ``models`` (per model: cpu_1t_us, cpu_all_us, cycles, accel_us,
+``targets_missed``, ``cpu_model``, ``cpu_ref_gflops_1t`` (and ``cpu_ref_gflops_1t_runs``, start
+and end) and ``models`` (per model: cpu_1t_us, cpu_1t_spread_pct, cpu_all_us, cycles, accel_us,
 speedup_vs_cpu_1t, speedup_vs_cpu_all, model_macs, accel_gmacs, bit_exact,
 max_model_error_pct: the perf model's worst per-layer error against these Verilator cycles;
 cpu_1t_gmacs, speedup_bound_vs_cpu_1t) and ``geomean_speedup_bound_vs_cpu_1t``: the speedup the
@@ -166,7 +172,7 @@ def all_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def cpu_us(module: nn.Module, inputs: tuple, threads: int, reps: int, warmup: int) -> float:
+def cpu_us(module, inputs: tuple, threads: int, reps: int, warmup: int) -> float:
     """Median wall time of one float forward pass, in microseconds."""
     old = torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -182,6 +188,30 @@ def cpu_us(module: nn.Module, inputs: tuple, threads: int, reps: int, warmup: in
     finally:
         torch.set_num_threads(old)
     return statistics.median(ts) * 1e6
+
+
+def cpu_model() -> str:
+    """The CPU's name as the OS gives it (``/proc/cpuinfo``'s model name), else the platform's."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine() or "unknown"
+
+
+#: the reference: one REF_N^3 float32 matmul, on one thread
+REF_N = 256
+
+
+def cpu_ref_gflops(reps: int = 50) -> float:
+    """GFLOP/s of one thread on a REF_N^3 float32 matmul (the median of ``reps`` after warm-up)."""
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(REF_N, REF_N, generator=g), torch.randn(REF_N, REF_N, generator=g)
+    t = cpu_us(lambda x, y: x @ y, (a, b), 1, reps, 5)
+    return 2 * REF_N ** 3 / t / 1e3
 
 
 def placed_fmax(cfg, work: Path, given: float | None) -> tuple[float, str]:
@@ -210,16 +240,21 @@ def measure(name: str, cfg, fmax: float, work: Path, reps: int, warmup: int) -> 
 
     fe = frontend.run(spec_of(name), seed=0, eval_batches=1)
     module, inputs = fe.model.module.eval(), tuple(fe.model.example_inputs)
-    t1 = cpu_us(module, inputs, 1, reps, warmup)
-    tn = cpu_us(module, inputs, all_threads(), reps, warmup)
+    t1a = cpu_us(module, inputs, 1, reps, warmup)
+    tna = cpu_us(module, inputs, all_threads(), reps, warmup)
     r = simulate(fe, cfg, work / name.replace("/", "_").replace(".py", ""))
     if not r.bit_exact:
         raise SystemExit(f"error: {name}: the accelerator's output is not bit-exact "
                          f"({'; '.join(r.mismatches)})")
+    # again after the simulation: the faster median counts, the spread says how steady it was
+    t1b = cpu_us(module, inputs, 1, reps, warmup)
+    tnb = cpu_us(module, inputs, all_threads(), reps, warmup)
+    t1, tn = min(t1a, t1b), min(tna, tnb)
     acc_us = r.total_cycles / fmax
     errs = [abs(l["predicted_cycles"] - l["cycles"]) / l["cycles"] * 100 for l in r.layers
             if l.get("predicted_cycles") is not None and l["cycles"]]
-    return {"cpu_1t_us": round(t1, 2), "cpu_all_us": round(tn, 2), "cpu_all_threads": all_threads(),
+    return {"cpu_1t_us": round(t1, 2), "cpu_1t_spread_pct": round(abs(t1a - t1b) / t1 * 100, 2),
+            "cpu_all_us": round(tn, 2), "cpu_all_threads": all_threads(),
             "cycles": r.total_cycles, "accel_us": round(acc_us, 2),
             "speedup_vs_cpu_1t": round(t1 / acc_us, 4), "speedup_vs_cpu_all": round(tn / acc_us, 4),
             "model_macs": r.macs, "accel_gmacs": round(r.macs / acc_us / 1e3, 4),
@@ -297,16 +332,22 @@ def main(argv=None) -> int:
               f"warm-up, 1 thread and {all_threads()} threads"
               + ("" if load is None else f" (load average {load:.2f} when it started: other "
                  f"work on the machine slows the CPU figures)"), flush=True)
+        cpu, ref0 = cpu_model(), cpu_ref_gflops()
+        print(f"CPU: {cpu}; reference ({REF_N}^3 float32 matmul, 1 thread): {ref0:.1f} GFLOP/s",
+              flush=True)
         results = {}
         for name in names:
             m = results[name] = measure(name, cfg, fmax, work, args.reps, args.warmup)
-            print(f"  {name:24} CPU 1t {m['cpu_1t_us']:>10.1f} us  CPU {m['cpu_all_threads']}t "
+            print(f"  {name:24} CPU 1t {m['cpu_1t_us']:>10.1f} us (+-{m['cpu_1t_spread_pct']:.1f}%)  "
+                  f"CPU {m['cpu_all_threads']}t "
                   f"{m['cpu_all_us']:>10.1f} us  accel {m['accel_us']:>10.1f} us "
                   f"({m['cycles']} cycles, bit-exact)  speedup 1t {m['speedup_vs_cpu_1t']:6.3f}  "
                   f"all {m['speedup_vs_cpu_all']:6.3f}  {m['accel_gmacs']:.3f} GMAC/s of "
                   f"{m['model_macs']} MACs; perf model worst layer "
                   f"{'-' if m['max_model_error_pct'] is None else m['max_model_error_pct']}%",
                   flush=True)
+        ref1 = cpu_ref_gflops()
+        print(f"CPU reference again at the end: {ref1:.1f} GFLOP/s (at the start {ref0:.1f})")
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -366,6 +407,8 @@ def main(argv=None) -> int:
                       "spad_b_depth": cfg.spad_b_depth, "target": device.name, "device_dsp": device.dsp,
                       "reps": args.reps, "cpu_all_threads": all_threads(),
                       "load_average_1min": None if load is None else round(load, 2),
+                      "cpu_model": cpu, "cpu_ref_gflops_1t": round(max(ref0, ref1), 2),
+                      "cpu_ref_gflops_1t_runs": [round(ref0, 2), round(ref1, 2)],
                       "targets": TARGETS, "targets_missed": missed, "models": results,
                       "geomean_speedup_bound_vs_cpu_1t": round(bound, 4),
                       "bound_mhz": BOUND_MHZ},

@@ -48,6 +48,11 @@ def test_vs_cpu_on_mlp(tmp_path_factory):
         m["speedup_bound_vs_cpu_1t"]
     assert fig["geomean_speedup_bound_vs_cpu_1t"] == m["speedup_bound_vs_cpu_1t"]
     assert fig["targets"] == {"device_peak_fraction": 0.5, "geomean_speedup_vs_cpu_1t": 1.0}
+    # the CPU named and measured on the fixed reference at the start and the end
+    assert fig["cpu_model"] and isinstance(fig["cpu_model"], str)
+    runs = fig["cpu_ref_gflops_1t_runs"]
+    assert len(runs) == 2 and min(runs) > 0 and fig["cpu_ref_gflops_1t"] == max(runs)
+    assert m["cpu_1t_spread_pct"] >= 0
     out = r.stdout
     assert "--fmax 80 (given on the command line)" in out and "note: --reps 3 < 50" in out
     assert "device_peak_fraction" in out and "not measured" in out
