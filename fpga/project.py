@@ -9,7 +9,7 @@
 3. the top module is ``design.json``'s ``top`` when present, else the one module of ``sv/``
    that nothing instantiates;
 4. open-flow targets: ``fpga.synthesize`` into ``out/synth/`` (``report.json``, ``report.md``,
-   tool logs, the netlist); handoff targets: ``fpga.vendor`` scripts into ``out/vivado/`` or
+   tool logs, the netlist; ``place=False``: Yosys only, the report without Fmax); handoff targets: ``fpga.vendor`` scripts into ``out/vivado/`` or
    ``out/quartus/``;
 5. the staging folder replaces ``out`` (:func:`pycde_accel.outdir.staged_output`) only when all
    of it succeeded: a failed or interrupted synthesis leaves ``out`` as it was.
@@ -55,7 +55,8 @@ def design_top(out: Path, files: list[Path]) -> str:
 
 
 def synth_model(model: str | None, out: Path, config: AccelConfig, *, seed: int = 0,
-                progress: Callable[[str], None] = _quiet, compiled=None) -> SynthOutput:
+                progress: Callable[[str], None] = _quiet, compiled=None,
+                place: bool = True) -> SynthOutput:
     from pycde_accel import flow
     from pycde_accel.outdir import check_out, staged_output
 
@@ -78,7 +79,8 @@ def synth_model(model: str | None, out: Path, config: AccelConfig, *, seed: int 
             work = stage / SYNTH_DIR
             report, written = None, []
             try:
-                report = synthesize(files, top, device, work, config=config, progress=progress)
+                report = synthesize(files, top, device, work, config=config, progress=progress,
+                                    place=place)
                 written = [work / "report.json", work / "report.md"]
             except UserError as e:
                 failed = e

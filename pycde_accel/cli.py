@@ -159,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=SYNTH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_common(s)
     _add_hw(s)
+    s.add_argument("--no-place", action="store_true",
+                   help="open-flow targets: Yosys only (the cells: LUT/FF/DSP/BRAM in a few "
+                        "minutes), no placement and no Fmax")
     i = sub.add_parser("ir", help="list the lowering stages, or print one stage's IR (built on demand)")
     _add_common(i)
     i.add_argument("--list", action="store_true", help="list the stages of the route")
@@ -504,7 +507,8 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     from .fpga import project
     cfg = config_from_args(args)
     out = _check_out(args)
-    result = project.synth_model(args.model, out, cfg, seed=args.seed, progress=_progress)
+    result = project.synth_model(args.model, out, cfg, seed=args.seed, progress=_progress,
+                                 place=not args.no_place)
     if result.report is not None:
         print(project.summary(result.report))
     for path in result.written:

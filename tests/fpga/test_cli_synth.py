@@ -73,17 +73,16 @@ def test_vendor_target_writes_project_scripts(capsys, fake_gen, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("default-array-placement")
 def test_real_synth_of_the_generated_default_accelerator(capsys, tmp_path):
     """The whole path: flow.gen (frontend, back end, the whole accelerator at the default array)
-    then Yosys + nextpnr. The design is the one the README's and the --help texts' ``synth``
-    commands place (tests/test_documented_commands.py), in their xdist group: one worker
-    places it once and the others come from the synthesis cache."""
+    then Yosys, for the 85F, without the placement (``--no-place``: its 15-25 minutes are
+    bench/fmax.py's; the documented commands place a small design on the 25F)."""
     out = tmp_path / "o"
-    assert cli.main(["synth", "--target", "ecp5-85f", "--out", str(out)]) == 0
+    assert cli.main(["synth", "--no-place", "--target", "ecp5-85f", "--out", str(out)]) == 0
+    assert "synthesis only" in capsys.readouterr().out
     rep = json.loads((out / "synth" / "report.json").read_text())
     assert rep["resources"]["dsp"] >= 64                # one MULT18X18D per PE, plus the kernels'
     assert rep["resources"]["bram"] > 0                 # scratchpads in block RAM
-    assert rep["placed"] and rep["fmax_mhz"] > 50
+    assert rep["resources"]["lut"] > 0 and not rep["placed"] and rep["fmax_mhz"] is None
     assert rep["config"]["rows"] == 8 and rep["top"] == "pycde_accel_top"
     assert (out / "sv" / "filelist.f").is_file()
