@@ -38,7 +38,7 @@ EPILOG = """examples:
   python -m pycde_accel gen mlp --array 8x8 --out out/mlp
   python -m pycde_accel gen examples/lenet5.py:build --out out/lenet   # a model file's function
   python -m pycde_accel sim examples/lenet5.py --out out/lenet     # Verilator, bit-exact check
-  python -m pycde_accel synth --target ecp5-85f --out out/mlp      # Yosys + nextpnr
+  python -m pycde_accel synth --array 2x4 --target ecp5-25f --out out/small   # Yosys + nextpnr
   python -m pycde_accel report --out out/mlp     # report.md/.html: cycles, roofline, resources
   python -m pycde_accel ir --list                # the lowering stages
 
@@ -66,7 +66,7 @@ Exit status 0 only when the simulation is bit-exact.
 
 examples:
   python -m pycde_accel report --out out/mlp
-  python -m pycde_accel synth lenet5 --out out/lenet && python -m pycde_accel report lenet5 --out out/lenet
+  python -m pycde_accel synth lenet5 --array 2x4 --target ecp5-25f --out out/lenet && python -m pycde_accel report lenet5 --array 2x4 --out out/lenet
 """
 
 
@@ -91,11 +91,12 @@ SYNTH_EPILOG = """Open-flow targets write DIR/synth/report.json and report.md (w
 logs beside them; nextpnr runs out of context with seed 1, towards the config's clock);
 Vivado/Quartus targets write project scripts into DIR/vivado/ or DIR/quartus/. Placing the
 default accelerator on the ECP5-85F takes 15-25 minutes on one core (a placement already in
-the synthesis cache is reused).
+the synthesis cache is reused); --no-place stops after Yosys (a few minutes: the cells, no Fmax).
 
 examples:
-  python -m pycde_accel synth --target ecp5-85f --out out/default
-  python -m pycde_accel synth --array 4x4 --target 5ceba4 --out out/small   # Quartus scripts
+  python -m pycde_accel synth --target ecp5-85f --no-place --out out/default   # Yosys only
+  python -m pycde_accel synth --array 2x4 --target ecp5-25f --out out/small    # placed
+  python -m pycde_accel synth --array 4x4 --target 5ceba4 --out out/quartus  # Quartus scripts
   python -m pycde_accel synth --target xc7a100t     # Vivado Tcl + XDC, no Vivado needed
 """
 

@@ -131,30 +131,29 @@ def _is_slow(cmd: str) -> bool:
     return False
 
 
-def _places_the_default_array(cmd: str) -> bool:
-    """An open-flow ``synth`` on the ECP5-85F at the default array: every such scenario places
-    the same design (the accelerator's SV depends on its config, not on the model)."""
+def _placement(cmd: str) -> tuple[str, str] | None:
+    """The (array, target) an open-flow ``synth`` places (not ``--no-place``), or None."""
     for part in cmd.split("&&"):
         words = part.split()[3:]
-        if words[:1] == ["synth"] and "--help" not in words and "--array" not in words:
+        if words[:1] == ["synth"] and "--help" not in words and "--no-place" not in words:
             target = words[words.index("--target") + 1] if "--target" in words else "ecp5-85f"
-            if target == "ecp5-85f":
-                return True
-    return False
+            if get_device(target).open_flow:
+                array = words[words.index("--array") + 1] if "--array" in words else "8x8"
+                return array, target
+    return None
 
 
 SCENARIOS = _dedup(readme_scenarios() + help_scenarios())
-#: the xdist group of the scenarios that place the default array: one worker runs them in
-#: turn, the first places it (the longest step of the slow set) and the others reuse that run
-#: from the synthesis cache, while the other workers run the rest; tests/conftest.py starts
-#: the group first
-PLACEMENT_GROUP = "default-array-placement"
+#: the xdist group of the scenarios that place a design: they all place the same small one
+#: (test_the_placements_are_one_design), so one worker runs them in turn, the first places it
+#: and the others reuse that run from the synthesis cache, while the other workers run the rest
+PLACEMENT_GROUP = "documented-placement"
 
 
 def _param(where, cmds):
     slow = any(_is_slow(c) for c in cmds)
     marks = [pytest.mark.slow] if slow else []
-    if any(_places_the_default_array(c) for c in cmds):
+    if any(_placement(c) for c in cmds):
         marks.append(pytest.mark.xdist_group(PLACEMENT_GROUP))
     return pytest.param(cmds, id=f"{where}: {' ; '.join(cmds)}", marks=marks)
 
@@ -164,7 +163,7 @@ def test_the_commands_were_found():
     readme = [c for _w, cmds in readme_scenarios() for c in cmds]
     assert f"{PREFIX} gen" in readme
     assert f"{PREFIX} sim examples/mlp.py --out out/mlp" in readme
-    assert f"{PREFIX} report examples/lenet5.py --out out/lenet" in readme
+    assert f"{PREFIX} report examples/lenet5.py --array 2x4 --out out/lenet" in readme
     assert f"{PREFIX} sim --help" in readme
     helps = {w for w, _c in help_scenarios()}
     assert {"--help", "gen --help", "sim --help", "synth --help", "report --help",
@@ -182,21 +181,27 @@ def _copy_repo(dst: Path) -> None:
             shutil.copy2(src, dst / f)
 
 
-def test_the_default_array_placements_are_one_group():
-    """The README's and the --help texts' ``synth`` of the default array are grouped (and
-    nothing else is), so CI places that design once, first, on one worker."""
-    grouped = [cmds for _w, cmds in SCENARIOS if any(_places_the_default_array(c) for c in cmds)]
-    assert len(grouped) >= 3
-    assert "python -m pycde_accel synth --target ecp5-85f --out out/mlp" in [c for g in grouped for c in g]
-    assert not _places_the_default_array("python -m pycde_accel synth --array 2x4 --target ecp5-85f --out o")
-    assert not _places_the_default_array("python -m pycde_accel synth --array 4x4 --out o")
+def test_the_placements_are_one_design():
+    """Every documented ``synth`` that places places one design, a small one (CI places it once
+    and the rest come from the synthesis cache; the default 8x8 on the 85F takes 15-25 minutes
+    and is shown with ``--no-place``, Yosys only), and the scenarios that place are grouped."""
+    placed = {_placement(c) for _w, cmds in SCENARIOS for c in cmds} - {None}
+    assert len(placed) == 1, placed
+    (array, target), = placed
+    rows, cols = map(int, array.split("x"))
+    assert rows * cols <= 8 and target == "ecp5-25f"
+    assert _placement("python -m pycde_accel synth --out o") == ("8x8", "ecp5-85f")
+    assert _placement("python -m pycde_accel synth --no-place --out o") is None
+    assert _placement("python -m pycde_accel synth --target xc7a100t") is None
+    no_place = [c for _w, cmds in SCENARIOS for c in cmds if "synth" in c and "--no-place" in c]
+    assert no_place, "the default accelerator's synthesis is documented with --no-place"
 
 
 def _order(scenario):
     """Grouped scenarios first, the shortest first (the lone ``synth`` places the design, the
-    scenarios with simulations before their ``synth`` then find it in the cache)."""
+    scenarios with more commands then find it in the cache)."""
     cmds = scenario[1]
-    return (not any(_places_the_default_array(c) for c in cmds), len(cmds))
+    return (not any(_placement(c) for c in cmds), len(cmds))
 
 
 @pytest.mark.parametrize("cmds", [_param(w, c) for w, c in sorted(SCENARIOS, key=_order)])
