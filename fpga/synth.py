@@ -136,7 +136,7 @@ def synthesize(sv_files: Sequence[os.PathLike | str], top: str, target: str | De
 
         pnr, note = None, ""
         if not place:
-            note = "synthesis only (place=False)"
+            note = "synthesis only, not placed (no Fmax)"
         elif device.family == "ice40" and stats.port_bits > device.io:
             note = (f"not placed: the top has {stats.port_bits} port bits but the {device.package} "
                     f"package has {device.io} IO pins, and nextpnr-ice40 has no out-of-context mode")
