@@ -38,6 +38,7 @@ from pathlib import Path
 import pytest
 
 from pycde_accel import cli
+from pycde_accel.config import AccelConfig
 from pycde_accel.fpga import get_device
 from pycde_accel.sim import runner
 
@@ -136,9 +137,11 @@ def _placement(cmd: str) -> tuple[str, str] | None:
     for part in cmd.split("&&"):
         words = part.split()[3:]
         if words[:1] == ["synth"] and "--help" not in words and "--no-place" not in words:
-            target = words[words.index("--target") + 1] if "--target" in words else "ecp5-85f"
+            target = (words[words.index("--target") + 1] if "--target" in words
+                      else AccelConfig().target)
             if get_device(target).open_flow:
-                array = words[words.index("--array") + 1] if "--array" in words else "8x8"
+                array = (words[words.index("--array") + 1] if "--array" in words
+                         else AccelConfig().array)
                 return array, target
     return None
 
@@ -184,7 +187,8 @@ def _copy_repo(dst: Path) -> None:
 def test_the_placements_are_one_design():
     """Every documented ``synth`` that places places one design, a small one (CI places it once
     and the rest come from the synthesis cache; the default 8x8 on the 85F takes 15-25 minutes
-    and is shown with ``--no-place``, Yosys only), and the scenarios that place are grouped."""
+    and is shown with ``--no-place``, Yosys only); ``_param`` puts the scenarios that place in
+    one xdist group."""
     placed = {_placement(c) for _w, cmds in SCENARIOS for c in cmds} - {None}
     assert len(placed) == 1, placed
     (array, target), = placed

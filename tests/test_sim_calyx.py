@@ -1,9 +1,9 @@
 """``sim --schedule calyx``: the accelerator with its post-op kernels lowered through calyx
 (lowering/pipeline.py, STATIC_LIMIT) runs the built-in models and the examples bit-exact in
 Verilator. lenet5 and resblock run in the default suite; mlp and the examples are slow-only
-(transformer takes minutes). The examples that are the built-ins' models again (mlp, lenet5,
-resblock: the same op families, which the built-ins already take down the calyx route) are
-left out."""
+(transformer takes minutes). The examples named after a built-in (mlp, lenet5, resblock: other
+sizes of the built-ins' op families, which the built-ins already take down the calyx route)
+are left out."""
 
 import json
 import os
@@ -44,7 +44,7 @@ def test_builtin_sim_calyx_bit_exact(model, tmp_path, tmp_path_factory):
     _sim_calyx(model, tmp_path, tmp_path_factory)
 
 
-#: examples that are a built-in's model (examples/mlp.py is the built-in mlp, and so on)
+#: examples named after a built-in and made of its op families (not the same sizes)
 BUILTIN_AGAIN = ("mlp", "lenet5", "resblock")
 
 
