@@ -287,7 +287,8 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
         arb.build(clk, rst, st, vec, wr, dma.wr_cmd_ready, dma.wr_in_ready)
 
         # ---------------------------------------------------------------- FENCE: drained
-        # LOADs issued whose data is not yet all routed (the route FIFO, its slice, the DMA)
+        # LOADs issued whose data is not yet all delivered (the route FIFO, its slice, the DMA,
+        # the router's output slice)
         inflight = NamedReg(5, clk, rst, 0, name="loads_in_flight")
         inflight.next(Mux(load.load_go,
                           Mux(rt.load_done, inflight.q, (inflight.q.as_uint(5) - 1).as_bits(5)),
@@ -300,8 +301,8 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
         idle = ((fetch.left == Bits(32)(0)) &
                 (fetch.credits_used == Bits(fetch.credit_width)(0)) &
                 cmdq.empty & ~disp.head_valid & loadq.idle & execq.idle & storeq.idle &
-                vecq.idle & route.empty & ~rt.r_valid & ~rt.rd_valid & ~mm.busy & ~st.busy &
-                ~vec.busy & arb.idle & ~dma.rd_busy & ~dma.wr_busy & ~start)
+                vecq.idle & route.empty & ~rt.r_valid & ~rt.rd_valid & ~rt.out_valid &
+                ~mm.busy & ~st.busy & ~vec.busy & arb.idle & ~dma.rd_busy & ~dma.wr_busy & ~start)
         status.finish(start, idle)
         status.close(clk, rst, start,
                      {ERR_BAD_OP: disp.bad & disp.dispatch, ERR_CORE: mm.err,

@@ -17,22 +17,26 @@ scratchpad has (max(rows, cols)).
   bubble between entries: the next entry is in the slice when the last beat of one goes.
 * Beats are taken in order (AXI reads are in order, ID 0). A ZERO entry makes its beats
   itself (all zero, one per cycle, ``beats x rows``) without the DMA. A beat moves when its
-  destination is ready (``ready[dst]``, wires the top drives with the engines' readies);
-  otherwise the AXI R channel stalls. The DMA's beats come through a register slice
-  (``route_rd``, latency 1, full rate), so the destination readies end at the router's own
-  flops; ``rd_valid``: a DMA beat is in it. Counters ``route_beat_in_row``, ``route_row``,
-  ``route_beat`` (the beat in the command).
-* Outputs per beat: ``beat_valid``/``beat_data`` (qualify with :meth:`to`), ``lane`` (one-hot,
+  output slice has room; otherwise the AXI R channel stalls. The DMA's beats come through
+  a register slice (``route_rd``, latency 1, full rate); ``rd_valid``: a DMA beat is in it.
+  Counters ``route_beat_in_row``, ``route_row``, ``route_beat`` (the beat in the command).
+* The routed beats leave through a register slice (``route_out``, latency 1, full rate) with
+  their lane, word, X index, the entry's index, destination and COMMIT/last flags; the
+  destinations take them from it when ready (``ready[dst]``, wires the top drives with the
+  engines' readies), so those readies end at the slice's flops and the router's own moves
+  start at its ``in_ready`` (a flop). ``out_valid``: a beat is in it.
+* Outputs per beat, from the output slice: ``out_valid``/``beat_data`` (qualify with
+  :meth:`to`), ``lane`` (one-hot,
   ``lanes`` bits; LANES: the entry's index + row, one lane per row; else the entry's index; no
   bit set for a lane >= ``lanes``), ``word`` (LANES: the entry's word + beat in the row; else
   + beat in the command) and ``commit`` (the command's last beat, with COMMIT): the operand
-  scratchpads' write port. ``lane`` and ``word`` come from registers (``route_lane``, shifted
+  scratchpads' write port. ``lane`` and ``word`` are made, before the slice, from registers (``route_lane``, shifted
   one place per row, and ``route_word``) advanced with the counters, or from the route slice
   (the index decoded one-hot before it) on a command's first row (beat): no adder or compare
-  between a flop and the scratchpads' lane enables. ``x_index()`` (index + beat): the X
+  between a flop and the slice. ``x_index()`` (index + beat, added before the slice): the X
   buffer's; the S stream takes ``beat_data`` as is.
-* ``load_done`` (out): the last beat of a LOAD's entry (any destination but CMD) was routed
-  on this edge (the top counts LOADs in flight for FENCE).
+* ``load_done`` (out): the last beat of a LOAD's entry (any destination but CMD) left the
+  output slice on this edge (the top counts LOADs in flight for FENCE).
 * CMD: beats packed into 256-bit commands (``cmd_pack``) pushed into ``cmdq`` (its room is the
   fetcher's credits). P: beats split into 32-bit words (``param_split``) written as
   ``p_data``/``p_valid`` at ``param_index()`` = 4 * index + the word counted since the
@@ -127,16 +131,18 @@ class ReadRouter:
         row_last = Mux(r_zero, d_row_last, z_row_last)
         cmd_last = Mux(r_zero, d_last, z_last)
 
-        self.ready = ready = {d: Wire(Bits(1), n) for d, n in zip(dsts, READY_NAMES)}
-        dst_ready = None
-        for d in dsts:
-            term = is_dst[d] & ready[d]
-            dst_ready = term if dst_ready is None else dst_ready | term
-        beat_fire = beat_valid & dst_ready
-        rd_take.assign(r_valid & ~r_zero & dst_ready)
+        # the beats leave through a register slice of the router's own (``route_out``), so
+        # the destinations' readies end at its flops: the router's move (the counters, lane,
+        # word, the route and route_rd pops) starts from the slice's in_ready, a flop, not at
+        # an OR of the engines' readies across the die (a spad's wr_ready_out_q -> the
+        # destination ready OR -> route_lane's enable was the placed 8x8's critical path on
+        # seed 1 at 0a97ea9, the same family on four earlier placements). One cycle more per
+        # beat's latency, not its rate (perfmodel.timing.ROUTE_OUT_SLICE)
+        out_take = Wire(Bits(1), "route_out_take")
+        out_room = Wire(Bits(1), "route_out_room")
+        beat_fire = beat_valid & out_room
+        rd_take.assign(r_valid & ~r_zero & out_room)
         r_pop_w.assign(beat_fire & cmd_last)
-        #: a LOAD's route entry (not a fetch's) had its last beat routed on this edge
-        self.load_done = beat_fire & cmd_last & ~is_dst[DST_CMD]
         b_up, r_up = inc(bcnt.q, 16), inc(rcnt.q, 16)
         bcnt.next(Mux(beat_fire, bcnt.q, Mux(row_last, b_up, Bits(16)(0))))
         rcnt.next(Mux(beat_fire, rcnt.q,
@@ -165,32 +171,65 @@ class ReadRouter:
         word_q = NamedReg(16, clk, rst, 0, name="route_word")
         word = Mux(w_first, word_q.q, r_word)
         word_q.next(Mux(beat_fire & ~w_last, word_q.q, inc(word, 16)))
-        self.lane, self.word = lane, word
-        self.commit = beat_fire & cmd_last & r_commit
+        x_index = (r_index.as_uint(16) + tcnt.q.as_uint(16)).as_bits(16)
+
+        # the output slice: per beat its data, lane, word, X index, the entry's index (the
+        # parameter words' base), the one-hot destination, COMMIT and the command's last
+        ndst = len(dsts)
+        payload = BitsSignal.concat([cmd_last, r_commit, *[is_dst[d] for d in reversed(dsts)],
+                                     r_index, x_index, word, lane, beat_data])
+        o_valid, o, o_room = register_slice(clk, rst, beat_valid, payload, out_take,
+                                            "route_out")
+        out_room.assign(o_room)
+        lo = 0
+
+        def field(w):
+            nonlocal lo
+            f = o[lo:lo + w] if w > 1 else o[lo]
+            lo += w
+            return f
+
+        o_data, o_lane, o_word, o_x_index, o_index = (field(data_width), field(lanes),
+                                                      field(16), field(16), field(16))
+        self.out_dst = o_dst = {d: field(1) for d in dsts}
+        o_commit, o_last = field(1), field(1)
+        self.ready = ready = {d: Wire(Bits(1), n) for d, n in zip(dsts, READY_NAMES)}
+        dst_ready = None
+        for d in dsts:
+            term = o_dst[d] & ready[d]
+            dst_ready = term if dst_ready is None else dst_ready | term
+        out_fire = o_valid & dst_ready
+        out_take.assign(dst_ready)
+        #: a LOAD's route entry (not a fetch's) had its last beat delivered on this edge
+        self.load_done = out_fire & o_last & ~o_dst[DST_CMD]
+        self.lane, self.word, self._x_index = o_lane, o_word, o_x_index
+        # the operand scratchpads take a commit on an edge where it and their wr_ready are high
+        self.commit = o_valid & o_last & o_commit
+        self.out_valid, self.beat_data = o_valid, o_data
 
         # command FIFO input: W-bit beats packed into 256-bit commands
-        pack = CmdPack(clk=clk, rst=rst, in_data=beat_data, in_last=zero,
-                       in_valid=beat_valid & is_dst[DST_CMD], out_ready=~cmdq.full,
+        pack = CmdPack(clk=clk, rst=rst, in_data=o_data, in_last=zero,
+                       in_valid=o_valid & o_dst[DST_CMD], out_ready=~cmdq.full,
                        instance_name="cmd_pack")
         ready[DST_CMD].assign(pack.in_ready)
         cmdq.push(pack.out_data, pack.out_valid & ~cmdq.full)
 
         # parameter words: W-bit beats split into 32-bit words
-        psplit = ParamSplit(clk=clk, rst=rst, in_data=beat_data, in_last=cmd_last,
-                            in_valid=beat_valid & is_dst[DST_P], out_ready=one,
+        psplit = ParamSplit(clk=clk, rst=rst, in_data=o_data, in_last=o_last,
+                            in_valid=o_valid & o_dst[DST_P], out_ready=one,
                             instance_name="param_split")
         ready[DST_P].assign(psplit.in_ready)
         pword = NamedReg(16, clk, rst, 0, name="param_word")
-        self._p_base = shl(r_index, 2, 16)
+        self._p_base = shl(o_index, 2, 16)
         self.p_valid, self.p_data = psplit.out_valid, psplit.out_data
         pword.next(Mux(self.p_valid, pword.q,
                        Mux(psplit.out_last, inc(pword.q, 16), Bits(16)(0))))
-        self._pword, self._r_index, self._tcnt = pword.q, r_index, tcnt.q
-        self.r_valid, self.beat_valid, self.beat_data = r_valid, beat_valid, beat_data
+        self._pword = pword.q
+        self.r_valid = r_valid
 
     def to(self, dst: int):
-        """``beat_valid`` for destination ``dst``."""
-        return self.beat_valid & self.is_dst[dst]
+        """The output slice's beat is valid for destination ``dst``."""
+        return self.out_valid & self.out_dst[dst]
 
     def spad_write(self, dst: int, prefix: str, lanes: int) -> dict:
         """The operand scratchpad write port ``{prefix}_wr_*`` and ``{prefix}_commit`` of the
@@ -198,12 +237,13 @@ class ReadRouter:
         lane = self.lane[0:lanes] if lanes < self.lane.type.width else self.lane
         return {f"{prefix}_wr_valid": self.to(dst), f"{prefix}_wr_lane": lane,
                 f"{prefix}_wr_word": self.word, f"{prefix}_wr_data": self.beat_data,
-                f"{prefix}_commit": self.commit & self.is_dst[dst]}
+                f"{prefix}_commit": self.commit & self.out_dst[dst]}
 
     def param_index(self):
         """The parameter word's index: 4 * the entry's index + the word in the command."""
         return (self._p_base.as_uint(16) + self._pword.as_uint(16)).as_bits(16)
 
     def x_index(self):
-        """The X buffer beat index: the entry's index + the beat in the command."""
-        return (self._r_index.as_uint(16) + self._tcnt.as_uint(16)).as_bits(16)
+        """The X buffer beat index: the entry's index + the beat in the command (computed
+        before the output slice)."""
+        return self._x_index

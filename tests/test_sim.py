@@ -120,8 +120,9 @@ def test_watchdog_names_the_stalled_stream(accel, tmp_path, engine):
     """Three committed loads into the A scratchpad and no EXEC to release a bank: the third
     load's data cannot be written, the AXI R channel stalls, and the watchdog ends the run
     naming it instead of hanging (the RTL watchdog of the default fast engine, the Python one
-    of the AxiRam engine)."""
-    cmds = [C.Load(dst=C.DST_A, addr=0, beats=4, rows=1, stride=0, index=0, word=0,
+    of the AxiRam engine). 8-beat loads: the router's two slices hold 4 beats, so a 4-beat
+    load would leave the R channel idle, not stalled."""
+    cmds = [C.Load(dst=C.DST_A, addr=0, beats=8, rows=1, stride=0, index=0, word=0,
                    flags=C.COMMIT) for _ in range(3)]
     image, layers = _image_with(cmds)
     with pytest.raises(UserError) as e:

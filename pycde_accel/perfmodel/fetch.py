@@ -138,7 +138,7 @@ class Dispatch:
         return True
 
     def drained(self, t) -> bool:
-        return (not any(self.engq) and all(e[0] == DST_CMD for e in self.load.route)
+        return (not any(self.engq) and not self.load.delivering()
                 and self.mm.idle() and self.store.idle(t) and self.vec.idle(t)
                 and self.wdma.idle())
 

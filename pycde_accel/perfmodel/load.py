@@ -4,7 +4,8 @@
   head LOAD of the load engine's FIFO, as one 2-D read (ZERO loads: no read, but a route entry),
   when the route FIFO (``ROUTE_FIFO_DEPTH`` plus its head's 2-entry slice) has room. A route
   entry reaches the router 2 cycles after it is pushed.
-* The router: one beat per cycle from the head route entry, in order, when its destination takes
+* The router: one beat per cycle from the head route entry, in order, into its output slice
+  (2 entries, latency 1); from there, in order, when its destination takes
   it: A/B (a bank must be free: double-buffered banks, COMMIT after the last beat; none is
   in the cycle after a commit), P (32 bits
   per cycle), S (into the vector engine's 2-entry input slice), X, or the command FIFO's packer;
@@ -18,28 +19,50 @@ from collections import deque
 from ..contract import (DST_A, DST_B, DST_CMD, DST_P, DST_S, LOAD_COMMIT, LOAD_ZERO,
                         ROUTE_FIFO_DEPTH)
 from .dma import bursts
-from .timing import SLICE, SPAD_COMMIT_LATENCY
+from .timing import ROUTE_OUT_SLICE, SLICE, SPAD_COMMIT_LATENCY
 
 
 class LoadEngine:
-    __slots__ = ("cmds", "ab", "p_rate", "route", "p_next", "dma", "fetch", "dispatch", "spad",
+    __slots__ = ("cmds", "ab", "p_rate", "route", "out", "p_next", "dma", "fetch", "dispatch", "spad",
                  "vec")
 
     def __init__(self, cmds, ab: int, p_rate: int, dma, fetch, dispatch, spad: dict, vec):
         self.cmds, self.ab, self.p_rate = cmds, ab, p_rate
         self.route = deque()      # [dst, beats left, flags, cmd index, zero, time at the head]
+        self.out = deque()        # the output slice: (time offered, dst, commits)
         self.p_next = 0           # the parameter memory takes its next beat at this time
         self.dma, self.fetch, self.dispatch, self.spad, self.vec = dma, fetch, dispatch, spad, vec
 
     def route_step(self, t) -> bool:
-        """The router: one beat per cycle from the head route entry."""
-        route = self.route
-        if not route:
+        """The router: one beat per cycle from the head route entry into its output slice
+        (``ROUTE_OUT_SLICE`` entries, latency 1; it takes a beat while it held fewer than that
+        at the cycle's start), then the slice's head beat to its destination when that takes
+        it."""
+        moved = self._route(t)
+        return self._deliver(t) or moved
+
+    def _route(self, t) -> bool:
+        route, out = self.route, self.out
+        if not route or len(out) >= ROUTE_OUT_SLICE:
             return False
         e = route[0]
         dst, _, flags, _, zero, e_t = e
         if not (e_t <= t and (zero or self.dma.beat_ready(t))):
             return False
+        if not zero:
+            self.dma.take_beat(t)
+        e[1] -= 1
+        last = e[1] == 0
+        if last:
+            route.popleft()
+        out.append((t + 1, dst, last and bool(flags & LOAD_COMMIT)))
+        return True
+
+    def _deliver(self, t) -> bool:
+        out = self.out
+        if not out or out[0][0] > t:
+            return False
+        _, dst, commit = out[0]
         if dst == DST_A or dst == DST_B:
             sp = self.spad[dst]
             # no bank is free in the cycle after a commit (the producer moves on when it lands)
@@ -52,19 +75,15 @@ class LoadEngine:
             ok = True
         if not ok:
             return False
+        out.popleft()
         if dst == DST_P:
             self.p_next = t + self.p_rate
         elif dst == DST_S:
             self.vec.s_beat(t)
         elif dst == DST_CMD:
             self.fetch.beat(t)
-        if not zero:
-            self.dma.take_beat(t)
-        e[1] -= 1
-        if e[1] == 0:
-            route.popleft()
-            if flags & LOAD_COMMIT and (dst == DST_A or dst == DST_B):
-                self.spad[dst].pending.append((t + SPAD_COMMIT_LATENCY, 1))
+        if commit and (dst == DST_A or dst == DST_B):
+            self.spad[dst].pending.append((t + SPAD_COMMIT_LATENCY, 1))
         return True
 
     def port_step(self, t) -> bool:
@@ -90,10 +109,17 @@ class LoadEngine:
         return False
 
     def idle(self) -> bool:
-        return not self.route
+        return not self.route and not self.out
+
+    def delivering(self) -> bool:
+        """A LOAD's beat (not a fetch's) is still on its way to its destination."""
+        return (any(e[0] != DST_CMD for e in self.route)
+                or any(o[1] != DST_CMD for o in self.out))
 
     def wakes(self, out: list) -> None:
         if self.route:
             out.append(self.route[0][5])
-            if self.route[0][0] == DST_P:
+        if self.out:
+            out.append(self.out[0][0])
+            if self.out[0][1] == DST_P:
                 out.append(self.p_next)

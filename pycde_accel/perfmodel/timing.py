@@ -76,6 +76,10 @@ RD_SLICE = 1
 #: 2 entries, takes a beat while it held fewer than 2 at the cycle's start (``in_ready`` is a
 #: flop); the DMA's outstanding burst is released when its last beat enters it
 ROUTE_RD_SLICE = 2
+#: the router's slice on its output (rtl_lib.read_router, ``route_out``): latency 1, 2 entries,
+#: takes a beat while it held fewer than 2 at the cycle's start; the destinations take the
+#: beats from it
+ROUTE_OUT_SLICE = 2
 #: the write arbiter's skid buffer on each engine's write data (rtl_lib.skid_buffer, latency
 #: 1): a beat an engine offers reaches the arbiter's data slice one cycle later
 WD_SKID = 1
