@@ -65,3 +65,34 @@ def test_vs_cpu_refuses_an_unknown_model(tmp_path_factory):
     r = _run(tmp_path_factory, "--only", "nope", "--fmax", "80")
     assert r.returncode == 2 and r.stderr.startswith("error: unknown model(s) nope")
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_copied_network_counts_once():
+    """The example resblock is the built-in's network written with torch.relu instead of a
+    ReLU module: one signature, so the geomean counts it once. The example LeNet-5 (16x16
+    input) and a resblock whose stem has another stride are other networks."""
+    import importlib.util
+
+    from torch import nn
+
+    from pycde_accel import frontend
+
+    spec = importlib.util.spec_from_file_location("vs_cpu", ROOT / "bench" / "vs_cpu.py")
+    vs_cpu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vs_cpu)
+
+    def sig(model):
+        return vs_cpu.network_signature(frontend.run(model, seed=0, eval_batches=1).graph)
+
+    assert sig("resblock") == sig(str(ROOT / "examples" / "resblock.py"))
+    assert sig("lenet5") != sig(str(ROOT / "examples" / "lenet5.py"))
+
+    from pycde_accel.frontend import capture, graph
+    from pycde_accel.frontend.loader import load_model
+
+    m = load_model("resblock")
+    strided = m.module
+    strided.stem[0] = nn.Conv2d(3, 8, 3, padding=1, stride=2)
+    strided.fc = nn.Linear(8 * 2 * 2, 10)
+    g = graph.fuse_relu(capture.capture(strided.eval(), m.example_inputs))
+    assert vs_cpu.network_signature(g) != sig("resblock")
