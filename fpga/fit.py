@@ -179,17 +179,17 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 103.36,
-              "bench/fmax.py's measure_accel (the whole default accelerator, nextpnr towards "
-              "150 MHz), RTL of commit 0a97ea9 (kernel scalars pay their route), the minimum "
-              "of seeds 1-3: 103.36 / 114.53 / 113.28, all routed by router1; f1c7dd8 gave "
-              "101.16 on seed 2 (seeds 1 and 3 stalled), a190752 102.87 / 110.12 / 112.49"),
-    FmaxPoint(16, 8, 32, 64, 2048, 256, 94.19,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 109.64,
+              "the whole default accelerator, Yosys once and nextpnr towards 150 MHz on seeds "
+              "1-3 (as bench/fmax.py's measure_accel), RTL of commit 29fc67b (the read router's "
+              "output slice), the minimum of 109.64 / 116.82 / 110.66, all routed by router1; "
+              "0a97ea9 gave 103.36 / 114.53 / 113.28, a190752 102.87 / 110.12 / 112.49"),
+    FmaxPoint(16, 8, 32, 64, 2048, 256, 100.95,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
-              "spad_b_depth=2048), towards 140 MHz, RTL of commit de26887 (8278460 plus the "
-              "reverted read command slice), seed 1 (critical "
-              "path: the vector engine's mul kernel, k_in_ready -> out_credits, two 3.9 ns "
-              "routes); 45d1f20 placed the same way gave 88.66, a5fb480 102.56"),
+              "spad_b_depth=2048), towards 140 MHz, RTL of commit 29fc67b (the read router's "
+              "output slice), seed 1, 153 DSPs (critical path: the B scratchpad's lane-6 block "
+              "RAM output, 5.83 ns clock-to-out, and a 4.08 ns route to its register); 13de4fd "
+              "placed the same way gave 87.39, de26887 94.19, 45d1f20 88.66, a5fb480 102.56"),
     FmaxPoint(8, 16, 32, 128, 1024, 256, 89.93,
               "bench/fmax.py's measure_accel of AccelConfig(rows=8, cols=16, "
               "axi_data_width=128), towards 150 MHz, RTL of commit 8278460, seed 1 (153 of 156 "

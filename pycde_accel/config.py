@@ -32,17 +32,19 @@ class AccelConfig:
 
     rows, cols:      systolic array shape (PE rows x PE columns); rows index M, cols index N.
                      The default 8x8 is chosen from placed measurements on the ECP5-85F
-                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 98.1-113.2
-                     MHz (seeds 1-3 of one netlist; 101.8-111.9 on earlier RTL). 8x16 with a
-                     128-bit AXI port (128 of the 156 DSPs in the array) placed at 89.9 MHz
-                     (seed 1, older RTL) and runs the vs_cpu models 1.21 times faster (geomean
-                     of latencies at both placed clocks; 0.72 of the device's MAC peak on the
-                     CIFAR VGG against 0.37; resblock 17% slower: its residual ADD runs one
-                     element per cycle). It stays off the default because it is placed on
-                     one seed only, nextpnr needs 75 minutes to route it (20 for 8x8), and it
-                     doubles the simulation time of everything built at the default. For
-                     large CNNs: ``--array 8x16`` with ``axi_data_width = 128`` through the API
-                     (or ``dse``); 16x8 with 2048-deep A/B scratchpads placed at 88.7-102.6.
+                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 109.6-116.8
+                     MHz (seeds 1-3 of one netlist, commit 29fc67b). 16x8 with 2048-deep A/B
+                     scratchpads (128 PEs, 153 of the 156 DSPs with the kernels) placed at
+                     101.0 MHz (seed 1, same RTL): at both placed clocks it runs the CIFAR VGG
+                     1.58 and the CIFAR ResNet 1.36 times faster (0.63 of the device's MAC peak
+                     against 0.37), but lenet5 and mlp 8-11% slower (their layers do not fill
+                     the larger tiles, the clock is lower), 1.09 times faster in geomean over
+                     the vs_cpu models. It stays off the default because that gain is small
+                     next to what it costs everything built at the default: twice the
+                     simulation, a placement that fills the device. For large CNNs:
+                     ``AccelConfig(rows=16, cols=8, spad_a_depth=2048, spad_b_depth=2048)``
+                     (``--array 16x8`` on the command line keeps 1024-deep scratchpads; or
+                     ``dse``); 8x16 with a 128-bit AXI port placed at 89.9 MHz (older RTL).
     data_width:      signed operand width in bits (int8 by default).
     acc_width:       signed accumulator width in bits.
     max_k:           the largest reduction length K one output tile may have, summed over the
