@@ -26,15 +26,15 @@ scratchpad has (max(rows, cols)).
   engines' readies), so those readies end at the slice's flops and the router's own moves
   start at its ``in_ready`` (a flop). ``out_valid``: a beat is in it.
 * Outputs per beat, from the output slice: ``out_valid``/``beat_data`` (qualify with
-  :meth:`to`), ``lane`` (one-hot,
-  ``lanes`` bits; LANES: the entry's index + row, one lane per row; else the entry's index; no
-  bit set for a lane >= ``lanes``), ``word`` (LANES: the entry's word + beat in the row; else
-  + beat in the command) and ``commit`` (the command's last beat, with COMMIT): the operand
-  scratchpads' write port. ``lane`` and ``word`` are made, before the slice, from registers (``route_lane``, shifted
-  one place per row, and ``route_word``) advanced with the counters, or from the route slice
-  (the index decoded one-hot before it) on a command's first row (beat): no adder or compare
-  between a flop and the slice. ``x_index()`` (index + beat, added before the slice): the X
-  buffer's; the S stream takes ``beat_data`` as is.
+  :meth:`to`), ``lane`` (one-hot, ``lanes`` bits; LANES: the entry's index + row, one lane per
+  row; else the entry's index; no bit set for a lane >= ``lanes``), ``word`` (LANES: the entry's
+  word + beat in the row; else + beat in the command) and ``commit`` (the command's last beat,
+  with COMMIT): the operand scratchpads' write port. ``lane`` and ``word`` are made, before the
+  slice, from registers (``route_lane``, shifted one place per row, and ``route_word``) advanced
+  with the counters, or from the route slice (the index decoded one-hot before it) on a
+  command's first row (beat): no adder or compare between a flop and the slice. ``x_index()``
+  (index + beat, added before the slice): the X buffer's; the S stream takes ``beat_data`` as
+  is.
 * ``load_done`` (out): the last beat of a LOAD's entry (any destination but CMD) left the
   output slice on this edge (the top counts LOADs in flight for FENCE).
 * CMD: beats packed into 256-bit commands (``cmd_pack``) pushed into ``cmdq`` (its room is the
@@ -175,7 +175,6 @@ class ReadRouter:
 
         # the output slice: per beat its data, lane, word, X index, the entry's index (the
         # parameter words' base), the one-hot destination, COMMIT and the command's last
-        ndst = len(dsts)
         payload = BitsSignal.concat([cmd_last, r_commit, *[is_dst[d] for d in reversed(dsts)],
                                      r_index, x_index, word, lane, beat_data])
         o_valid, o, o_room = register_slice(clk, rst, beat_valid, payload, out_take,

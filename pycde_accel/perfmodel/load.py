@@ -5,11 +5,10 @@
   when the route FIFO (``ROUTE_FIFO_DEPTH`` plus its head's 2-entry slice) has room. A route
   entry reaches the router 2 cycles after it is pushed.
 * The router: one beat per cycle from the head route entry, in order, into its output slice
-  (2 entries, latency 1); from there, in order, when its destination takes
-  it: A/B (a bank must be free: double-buffered banks, COMMIT after the last beat; none is
-  in the cycle after a commit), P (32 bits
-  per cycle), S (into the vector engine's 2-entry input slice), X, or the command FIFO's packer;
-  ZERO loads write one beat per cycle with no DMA.
+  (2 entries, latency 1); from there, in order, when its destination takes it: A/B (a bank
+  must be free: double-buffered banks, COMMIT after the last beat; none is in the cycle after
+  a commit), P (32 bits per cycle), S (into the vector engine's 2-entry input slice), X, or
+  the command FIFO's packer. ZERO loads make one beat per cycle with no DMA.
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ from .timing import ROUTE_OUT_SLICE, SLICE, SPAD_COMMIT_LATENCY
 
 
 class LoadEngine:
-    __slots__ = ("cmds", "ab", "p_rate", "route", "out", "p_next", "dma", "fetch", "dispatch", "spad",
-                 "vec")
+    __slots__ = ("cmds", "ab", "p_rate", "route", "out", "p_next", "dma", "fetch", "dispatch",
+                 "spad", "vec")
 
     def __init__(self, cmds, ab: int, p_rate: int, dma, fetch, dispatch, spad: dict, vec):
         self.cmds, self.ab, self.p_rate = cmds, ab, p_rate
