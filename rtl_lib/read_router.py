@@ -94,7 +94,7 @@ class ReadRouter:
         route.pop(~route.empty & route_ready)
         r_lanes, r_commit, r_zero = re[3], re[4], re[5]
         r_index, r_word = re[6:22], re[22:38]
-        self.is_dst = is_dst = {d: re[70 + i] for i, d in enumerate(dsts)}
+        is_dst = {d: re[70 + i] for i, d in enumerate(dsts)}
         r_beats_m2, r_rows_m2 = re[76:92], re[92:108]
         r_rows_one, r_beats_one = re[108], re[109]
         r_index_hot = re[110:110 + lanes]

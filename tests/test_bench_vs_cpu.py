@@ -71,15 +71,10 @@ def test_a_copied_network_counts_once():
     """The example resblock is the built-in's network written with torch.relu instead of a
     ReLU module: one signature, so the geomean counts it once. The example LeNet-5 (16x16
     input) and a resblock whose stem has another stride are other networks."""
-    import importlib.util
-
+    import vs_cpu  # bench/ is on the path (tests/conftest.py)
     from torch import nn
 
     from pycde_accel import frontend
-
-    spec = importlib.util.spec_from_file_location("vs_cpu", ROOT / "bench" / "vs_cpu.py")
-    vs_cpu = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(vs_cpu)
 
     def sig(model):
         return vs_cpu.network_signature(frontend.run(model, seed=0, eval_batches=1).graph)
