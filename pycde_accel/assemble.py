@@ -150,14 +150,14 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
     from .lowering.stream import stream_module
     from .rtl_lib import keep_ff, lutram
     from .rtl_lib.accel import make_accelerator
-    from .rtl_lib.ecp5 import SIM_MODEL, uses_ecp5_dsp
+    from .rtl_lib.matmul_unit import sim_models
 
     route = route or config.schedule       # --schedule; config.schedule defaults to KERNEL_ROUTE
     if route not in ACCEL_SCHEDULES:
         raise UserError(f"schedule {route!r}: the accelerator's post-op kernels are built by "
                         f"the {' or '.join(ACCEL_SCHEDULES)} route")
     ks = accel_kernels(config, route, rowred)
-    models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
+    models = sim_models(config)
     models += [m for m in kernel_sim_models(route, config.target) if m not in models]
     with tempfile.TemporaryDirectory(prefix="pycde_accel_kernels_") as tmp:
         base = Path(kernel_dir) if kernel_dir is not None else Path(tmp)

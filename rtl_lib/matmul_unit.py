@@ -7,7 +7,9 @@ Refused (ConfigError) unless C % AB == 0 (docs/accelerator-contract.md) and the 
 
 Inside: an A operand scratchpad (``operand_spad.make_operand_spad(R, W, spad_a_depth // AB)``:
 R lanes of ``spad_a_depth`` int8 elements each), a B one (C lanes, ``spad_b_depth // AB``
-words), the EXEC engine below, a 4-entry operand FIFO and ``systolic.make_systolic_core``.
+words), both of DP16KD with the output register on for an ECP5 target (``ebr``; simulation
+then needs ``sim_models(config)``), the EXEC engine below, a 4-entry operand FIFO and
+``systolic.make_systolic_core``.
 
 Ports (valid/ready: a transfer on a rising edge where both are high)
 * ``clk``, ``rst`` (synchronous, active high; banks empty, no command, FIFO empty).
@@ -85,6 +87,7 @@ from ..config import AccelConfig
 from ..errors import ConfigError
 from .bits import index_width, inc, log2
 from .common import NamedReg, register_slice
+from .ecp5 import is_ecp5
 from .keep_ff import replicated
 from .operand_spad import RD_LATENCY, make_operand_spad
 from .stream import Stream, module
@@ -108,6 +111,16 @@ def spad_words(config: AccelConfig) -> tuple[int, int]:
     return config.spad_a_depth // ab, config.spad_b_depth // ab
 
 
+def sim_models(config: AccelConfig) -> list:
+    """The simulation-only sources of the matmul unit for ``config``: the ECP5 DSP model if
+    its PEs instantiate MULT18X18D, the DP16KD model if a scratchpad instantiates DP16KD."""
+    from . import ecp5, ecp5_ebr
+    models = [ecp5.SIM_MODEL] if ecp5.uses_ecp5_dsp(config.target, config.data_width) else []
+    if is_ecp5(config.target) and any(ecp5_ebr.ebr_supported(2 * n) for n in spad_words(config)):
+        models.append(ecp5_ebr.SIM_MODEL)
+    return models
+
+
 def make_matmul_unit(config: AccelConfig) -> type[Module]:
     """The matmul unit module class for ``config`` (see the module docstring)."""
     config.validate()
@@ -125,8 +138,9 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
             raise ConfigError(f"matmul unit: {name} words exceed the {CMD_WIDTH}-bit word field")
     AWA, AWB = log2(a_words), log2(b_words)
     BW = index_width(AB)
-    SpadA = make_operand_spad(R, W, a_words)
-    SpadB = make_operand_spad(C, W, b_words)
+    ebr = is_ecp5(config.target)
+    SpadA = make_operand_spad(R, W, a_words, ebr=ebr)
+    SpadB = make_operand_spad(C, W, b_words, ebr=ebr)
     Core = make_systolic_core(config)
     FW = log2(FIFO_DEPTH)
     CNTW = FW + 1
@@ -309,10 +323,8 @@ def emit_matmul_unit(config: AccelConfig, sv_dir):
     from pathlib import Path
 
     from . import keep_ff, lutram
-    from .ecp5 import SIM_MODEL, uses_ecp5_dsp
     from .emit import emit_module
 
     unit = make_matmul_unit(config)
-    models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
-    return emit_module(unit, Path(sv_dir), sim_models=models,
+    return emit_module(unit, Path(sv_dir), sim_models=sim_models(config),
                        sources=[lutram.SOURCE, keep_ff.SOURCE])

@@ -41,12 +41,19 @@ after e if it was committed (its commit reached the ownership by then).
 ``clk``, ``rst`` (synchronous, active high: both banks empty, producer at bank 0; memory contents
 are not cleared). Every output except ``rd_data`` is a register or logic of registers only.
 
-Memories: one ``seq.hlmem`` per lane of ``2 * depth_words`` words holding both banks (the bank
-is the address MSB: the ownership protocol never lets the two ports into one bank), with one
-write port and one registered read port; Yosys maps them to block RAM (see ``scratchpad``).
-All lanes share the read address; a write enables one lane's memory (the slow test checks the
-block-RAM mapping; the fabric logic is Yosys's read-first emulation, as in ``scratchpad``, and
-the byte select).
+Memories: one memory per lane of ``2 * depth_words`` words holding both banks (the bank is the
+address MSB: the ownership protocol never lets the two ports into one bank), with one write
+port and one read port. All lanes share the read address; a write enables one lane's memory.
+
+- Default: a ``seq.hlmem`` with a registered read port, then a fabric register
+  (``lane{i}_rd_q``); Yosys maps the memory to block RAM (see ``scratchpad``; the slow test
+  checks the mapping).
+- ``ebr=True`` (the matmul unit on an ECP5 target): DP16KD blocks instantiated with their
+  output register on (``ecp5_ebr.ebr_ram``, read latency 2 inside the block; simulation needs
+  ``ecp5_ebr.SIM_MODEL``). The module name ends in ``_ebr``. A lane deeper than one block
+  (more than 16384 words) keeps the default.
+
+Either way the read latency is ``RD_LATENCY`` and the ports behave the same.
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ from pycde.types import Bits
 from ..errors import ConfigError
 from .bits import index_width, log2
 from .common import NamedReg, dual_port_mem
+from .ecp5_ebr import ebr_ram, ebr_supported
 from .scratchpad import bank_ownership
 from .stream import Stream, module
 
@@ -68,8 +76,10 @@ RD_LATENCY = 2
 MAX_LANES = 256
 
 
-def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
-    """The operand scratchpad module class (see the module docstring)."""
+def make_operand_spad(lanes: int, width: int, depth_words: int,
+                      ebr: bool = False) -> type[Module]:
+    """The operand scratchpad module class (see the module docstring); ``ebr``: the lane
+    memories are ECP5 DP16KD blocks with their output register on (``ecp5_ebr``)."""
     if not isinstance(lanes, int) or lanes < 1 or lanes > MAX_LANES:
         raise ConfigError(f"operand scratchpad: lanes must be in 1..{MAX_LANES}, "
                           f"got {lanes!r}")
@@ -80,6 +90,7 @@ def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
                           f"got {depth_words}")
     AB = width // 8
     AW = log2(depth_words)
+    use_ebr = ebr and ebr_supported(2 * depth_words)
     BW = index_width(AB)
 
     io = {"clk": Clock(), "rst": Reset(),
@@ -123,8 +134,13 @@ def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
         for i in range(lanes):
             lane_hit = (wen & p.wr_lane[i]).reg(
                 clk, rst, rst_value=0, name=f"lane{i}_wen_q")
-            words.append(dual_port_mem(clk, rst, f"lane{i}_mem", width, 2 * depth_words,
-                                       waddr, wdata, lane_hit, raddr))
+            if use_ebr:  # read latency 2 in the block: its output register
+                words.append(ebr_ram(clk, f"lane{i}_mem", width, 2 * depth_words, waddr,
+                                     wdata, lane_hit, raddr))
+            else:  # read latency 1, then a fabric register
+                word = dual_port_mem(clk, rst, f"lane{i}_mem", width, 2 * depth_words,
+                                     waddr, wdata, lane_hit, raddr)
+                words.append(word.reg(clk, name=f"lane{i}_rd_q"))
         rd_fire = p.rd_valid & rd_avail
         byte_sel = NamedReg(BW, clk, None, None, ce=rd_fire, name="rd_data_byte")
         byte_sel.next(p.rd_byte)
@@ -132,8 +148,9 @@ def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
         rd_data_valid.next(rd_fire)
         # Second read stage: the block RAM's output goes straight into a register (a block
         # RAM read has a long clock-to-out; the byte select after it set the accelerator's
-        # Fmax), then the byte select.
-        words = [w.reg(clk, name=f"lane{i}_rd_q") for i, w in enumerate(words)]
+        # Fmax), then the byte select. The register is the block's own output register with
+        # ``ebr`` (the route from a NOREG block to a fabric register was the placed 8x8's
+        # critical path on seed 1 at 29fc67b: 5.83 ns clock-to-out, 3.29 ns of route).
         byte_sel2 = NamedReg(BW, clk, None, None, name="rd_data_byte_q")
         byte_sel2.next(byte_sel.q)
         rd_data_valid2 = NamedReg(1, clk, rst, 0, name="rd_data_valid_q2")
@@ -152,4 +169,5 @@ def make_operand_spad(lanes: int, width: int, depth_words: int) -> type[Module]:
         p.wr_ready = wr_ready
         p.rd_avail = rd_avail
 
-    return module(f"operand_spad_l{lanes}_w{width}_d{depth_words}", io, build)
+    suffix = "_ebr" if use_ebr else ""
+    return module(f"operand_spad_l{lanes}_w{width}_d{depth_words}{suffix}", io, build)
