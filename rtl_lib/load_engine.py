@@ -18,7 +18,8 @@ DMA's command port (``cmd_addr``, ``cmd_beats``, ``cmd_rows``, ``cmd_stride``, `
   COMMIT, ZERO), ``[6, 22)`` index (word 5), ``[22, 38)`` word (word 6), ``[38, 54)`` beats,
   ``[54, 70)`` rows. A fetch's entry: destination ``dst_cmd``, 1 row. ``decode`` (optional, a
   ``dispatch.EngineDecode``, e.g. of ``read_router.route_decode``): bits stored above each entry,
-  computed on the way in.
+  computed on the way in (of the LOAD's and of the fetch's entry, before the choice between
+  them).
 * Issue is combinational on the FIFO heads and ``rd_cmd_ready``; one command per cycle.
   ``load_go`` (out): a LOAD left the FIFO for the route FIFO on this edge.
 """
@@ -66,7 +67,12 @@ class LoadEngine:
                                      l_dst[0:3]])
         f_entry = BitsSignal.concat([Bits(16)(1), fetch_beats,
                                      Bits(16)(0), Bits(16)(0), Bits(3)(0), Bits(3)(dst_cmd)])
-        entry = Mux(fg, l_entry, f_entry)
         if decode is not None:
-            entry = BitsSignal.concat([decode(entry), entry])
-        route.push(entry, fg | load_go)
+            # each candidate is decoded before the choice between them, so the decode (the
+            # ZERO loads' ``beats - 2`` / ``rows - 2`` carry chains) is logic of the FIFO
+            # heads and the fetcher's registers only, never behind ``fetcher.req``: the
+            # fetcher's ``cmdq_room`` -> the fetch/LOAD choice -> the decode -> the route
+            # FIFO's LUT RAM was the placed 8x8's critical path on seed 3 at 29fc67b
+            l_entry = BitsSignal.concat([decode(l_entry), l_entry])
+            f_entry = BitsSignal.concat([decode(f_entry), f_entry])
+        route.push(Mux(fg, l_entry, f_entry), fg | load_go)
