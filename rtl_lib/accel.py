@@ -53,7 +53,8 @@ read through the ``stamp_sel`` CSR and the ``stamp_*`` registers); ``stamp_count
 the run's FENCEs. Per-layer figures are the differences between stamps.
 
 ``done`` (``events.done``, the ``irq`` output) rises when every command was dispatched and
-every FIFO, engine and DMA engine is idle (the last write response taken).
+every FIFO, engine and DMA engine is idle (the last write response taken), one edge after
+that state was reached (the idle condition is registered, ``counters.StatusCounters``).
 
 Parts (each its own file, its ports, protocol and latency in its docstring; this module
 composes them inside one generator, so they add no module boundaries to the SV):
@@ -303,7 +304,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                 cmdq.empty & ~disp.head_valid & loadq.idle & execq.idle & storeq.idle &
                 vecq.idle & route.empty & ~rt.r_valid & ~rt.rd_valid & ~rt.out_valid &
                 ~mm.busy & ~st.busy & ~vec.busy & arb.idle & ~dma.rd_busy & ~dma.wr_busy & ~start)
-        status.finish(start, idle)
+        status.finish(clk, rst, start, idle)
         status.close(clk, rst, start,
                      {ERR_BAD_OP: disp.bad & disp.dispatch, ERR_CORE: mm.err,
                       ERR_DMA_WR: dma.wr_err, ERR_DMA_RD: dma.rd_err},

@@ -83,7 +83,7 @@ ROUTE_OUT_SLICE = 2
 #: the write arbiter's skid buffer on each engine's write data (rtl_lib.skid_buffer, latency
 #: 1): a beat an engine offers reaches the arbiter's data slice one cycle later
 WD_SKID = 1
-DONE_LATENCY = 1        # everything idle -> done seen by the cycle counter
+DONE_LATENCY = 2        # everything idle -> done seen by the cycle counter (idle registered)
 START_LATENCY = 1       # start -> first fetch request
 #: the core: a tile's first result row this many cycles after its last beat, beyond rows + cols
 #: (3 in the core, 1 in the matmul unit's C register slice, ``c_out_q``)
