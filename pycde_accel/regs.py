@@ -60,3 +60,36 @@ def register_slice(clk, rst, valid, data, ready, name: str, next_ready: bool = F
     if next_valid:
         out += (main_v_next,)
     return out
+
+
+def fifo_slice(clk, rst, valid, data, ready, name: str):
+    """The handshake of :func:`register_slice` (``(out_valid, out_data, in_ready)``, latency 1,
+    1 beat per cycle, order kept, ``in_ready`` high while it holds fewer than 2 beats at the
+    cycle's start) built as a 2-slot FIFO, so that the receiver's ``ready`` reaches only its
+    pointer and fill flops, never the data registers' enables: a slot loads on ``valid &
+    in_ready`` with the write pointer on it (flops of the sender's side), and ``out_data`` is
+    the slot under the read pointer (one mux after the flops). For a wide slice whose
+    receivers' readies come from across the die. Registers ``{name}_slot0``/``{name}_slot1``,
+    ``{name}_wr``/``{name}_rd`` (pointers), ``{name}_v`` (not empty) and ``{name}_full``."""
+    from pycde.constructs import Mux
+
+    w = data.type.width
+    wr = NamedReg(1, clk, rst, 0, name=f"{name}_wr")
+    rd = NamedReg(1, clk, rst, 0, name=f"{name}_rd")
+    nonempty = NamedReg(1, clk, rst, 0, name=f"{name}_v")
+    full = NamedReg(1, clk, rst, 0, name=f"{name}_full")
+    in_ready = ~full.q
+    push = valid & in_ready
+    pop = nonempty.q & ready
+    slots = []
+    for i in range(2):
+        s = NamedReg(w, clk, None, None, ce=push & (wr.q == Bits(1)(i)), name=f"{name}_slot{i}")
+        s.next(data)
+        slots.append(s.q)
+    wr.next(Mux(push, wr.q, ~wr.q))
+    rd.next(Mux(pop, rd.q, ~rd.q))
+    # fill after the edge: 2 if full and no pop, or one held, a push and no pop; 0 if one
+    # held (not full), a pop and no push, or none held and no push
+    full.next((full.q & ~pop) | (nonempty.q & ~full.q & push & ~pop))
+    nonempty.next(Mux(nonempty.q, push, ~(~full.q & pop & ~push)))
+    return nonempty.q, Mux(rd.q, *slots), in_ready

@@ -20,7 +20,8 @@ scratchpad has (max(rows, cols)).
   output slice has room; otherwise the AXI R channel stalls. The DMA's beats come through
   a register slice (``route_rd``, latency 1, full rate); ``rd_valid``: a DMA beat is in it.
   Counters ``route_beat_in_row``, ``route_row``, ``route_beat`` (the beat in the command).
-* The routed beats leave through a register slice (``route_out``, latency 1, full rate) with
+* The routed beats leave through a register slice (``route_out``, latency 1, full rate; a
+  2-slot ``regs.fifo_slice``, so the readies reach its pointers, not its data enables) with
   their lane, word, X index, the entry's index, destination and COMMIT/last flags; the
   destinations take them from it when ready (``ready[dst]``, wires the top drives with the
   engines' readies), so those readies end at the slice's flops and the router's own moves
@@ -50,7 +51,7 @@ from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from .bits import inc, shl
-from .common import NamedReg, register_slice
+from .common import NamedReg, fifo_slice, register_slice
 
 #: the ready wires of the six destinations, in ``dsts`` order
 READY_NAMES = ("a_wr_ready", "b_wr_ready", "param_in_ready", "x_wr_ready", "s_ready",
@@ -177,8 +178,11 @@ class ReadRouter:
         # parameter words' base), the one-hot destination, COMMIT and the command's last
         payload = BitsSignal.concat([cmd_last, r_commit, *[is_dst[d] for d in reversed(dsts)],
                                      r_index, x_index, word, lane, beat_data])
-        o_valid, o, o_room = register_slice(clk, rst, beat_valid, payload, out_take,
-                                            "route_out")
+        # a 2-slot FIFO, not a main/skid pair: the destinations' readies (flops in the engines,
+        # across the die) reach its pointers only, not the enables of its 100-odd data flops
+        # (spad_b.wr_ready_out_q -> the ready OR -> route_out_d's CE was the placed 8x8's
+        # critical path on seed 3 at e5d0025, 7.25 ns of its 8.72 routing)
+        o_valid, o, o_room = fifo_slice(clk, rst, beat_valid, payload, out_take, "route_out")
         out_room.assign(o_room)
         lo = 0
 
