@@ -69,3 +69,28 @@ def test_esi_channel_buffer_behaves_the_same(module_sim, tmp_path):
     latency under the same random back-pressure (it is not used for the reasons given there)."""
     _run(module_sim(_esi_stage(32)), tmp_path, "stream", 32, 300, 2, 0.7, 0.5)
     _run(module_sim(_esi_stage(32)), tmp_path / "full", "stream", 32, 200, 1, 1.0, 1.0)
+
+
+def _slice(kind, width):
+    """``regs.register_slice`` or ``regs.fifo_slice`` behind the skid buffer's ports."""
+    from pycde_accel.regs import fifo_slice, register_slice
+    s = Stream(data=width)
+    make = {"fifo": fifo_slice, "register": register_slice}[kind]
+
+    def build(p):
+        valid, data, ready = make(p.clk, p.rst, p.in_valid, p.in_data, p.out_ready, "s")
+        p.in_ready, p.out_data, p.out_valid = ready, data, valid
+
+    return module(f"{kind}_slice_w{width}", {"clk": Clock(), "rst": Reset(), **s.sink("in"),
+                                              **s.source("out")}, build)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "register"])
+def test_slices_keep_the_skid_buffers_handshake(module_sim, tmp_path, kind):
+    """The read router's output slice (a 2-slot FIFO, so the receivers' readies reach its
+    pointers only) and the main/skid register slice: the same words, order, latency 1 and full
+    rate under random back-pressure, registered outputs and two entries when held."""
+    sim = module_sim(_slice(kind, 32))
+    _run(sim, tmp_path / "rand", "stream", 32, 300, 2, 0.7, 0.5)
+    _run(sim, tmp_path / "full", "stream", 32, 200, 1, 1.0, 1.0)
+    _run(sim, tmp_path / "reg", "registered", 32, 0, 7, 1.0, 1.0)
