@@ -188,12 +188,13 @@ FMAX_POINTS: tuple[FmaxPoint, ...] = (
               "critical path is 11.70 ns of routing), left out of the fit as a router failure, "
               "not a property of the design; 29fc67b gave 109.64 / 116.82 / 110.66, 0a97ea9 "
               "103.36 / 114.53 / 113.28"),
-    FmaxPoint(16, 8, 32, 64, 2048, 256, 100.95,
+    FmaxPoint(16, 8, 32, 64, 2048, 256, 99.02,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
-              "spad_b_depth=2048), towards 140 MHz, RTL of commit 29fc67b (the read router's "
-              "output slice), seed 1, 153 DSPs (critical path: the B scratchpad's lane-6 block "
-              "RAM output, 5.83 ns clock-to-out, and a 4.08 ns route to its register); 13de4fd "
-              "placed the same way gave 87.39, de26887 94.19, 45d1f20 88.66, a5fb480 102.56"),
+              "spad_b_depth=2048), towards 140 MHz, RTL of commit 48bed3a, seed 1, 153 DSPs "
+              "(critical path: the read router's output FIFO's read pointer -> the parameter "
+              "index adder -> the store's parameter memory address); 29fc67b placed the same "
+              "way gave 100.95 (the B scratchpad's block RAM output), 13de4fd 87.39, de26887 "
+              "94.19, 45d1f20 88.66, a5fb480 102.56"),
     FmaxPoint(8, 16, 32, 128, 1024, 256, 89.93,
               "bench/fmax.py's measure_accel of AccelConfig(rows=8, cols=16, "
               "axi_data_width=128), towards 150 MHz, RTL of commit 8278460, seed 1 (153 of 156 "
