@@ -33,11 +33,16 @@ from pycde_accel.sim.stream import RandomGate, StreamDriver, StreamSink
 IDLE = ["in_valid", "in_data", "out_ready"]
 
 
+#: a run longer than this fails instead of hanging (a block that loses or never offers a beat
+#: leaves the sink waiting): the longest case, 300 beats at p = 0.3, takes about 15 us
+WATCHDOG_US = 2000
+
+
 def _spec():
     return json.loads(os.environ["TB_SKID_SPEC"])
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=WATCHDOG_US, timeout_unit="us")
 async def stream(dut):
     spec = _spec()
     await tb.start(dut, idle=IDLE)
@@ -67,7 +72,7 @@ def _outs(dut):
     return (int(dut.in_ready.value), int(dut.out_valid.value), int(dut.out_data.value))
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=WATCHDOG_US, timeout_unit="us")
 async def registered(dut):
     spec = _spec()
     await tb.start(dut, idle=IDLE)
