@@ -76,7 +76,7 @@ class StatusCounters:
         """``running`` ends on the edge after the one where the top was ``idle``; returns
         ``finish``. The idle condition is an AND of every engine's state, spread over the die;
         registered, it is a flop next to ``running`` (the store head's FIFO -> the write side's
-        idle -> ``running`` was the placed 8x8's critical path on seed 2 at e5d0025). Sound
+        idle -> ``running`` was the placed 8x8's critical path on seed 2 at f317b6c). Sound
         because idle holds until a start: nothing moves without a command."""
         running = self._running
         idle_q = idle.reg(clk, rst, rst_value=0, name="idle_q")

@@ -118,7 +118,7 @@ def ebr_ram(clk, name: str, width: int, depth: int, waddr: BitsSignal, wdata: Bi
     # the byte enables of a write: ADA[3:0] in the 36-bit mode, ADA[1:0] in the 18-bit one
     bes = [one] * 4 if w == 36 else [one, one] if w == 18 else []
     out = []
-    for j in range(-(-width // w)):
+    for j in range(ebr_blocks(width, depth)):
         lo, hi = j * w, min((j + 1) * w, width)
         d = [wdata[b] for b in range(lo, hi)] + [zero] * (w - (hi - lo))
         ports = {"CLKA": clk, "CLKB": clk, "CEA": wen, "WEA": one, "OCEA": zero, "RSTA": zero,

@@ -181,7 +181,7 @@ class ReadRouter:
         # a 2-slot FIFO, not a main/skid pair: the destinations' readies (flops in the engines,
         # across the die) reach its pointers only, not the enables of its 100-odd data flops
         # (spad_b.wr_ready_out_q -> the ready OR -> route_out_d's CE was the placed 8x8's
-        # critical path on seed 3 at e5d0025, 7.25 ns of its 8.72 routing)
+        # critical path on seed 3 at f317b6c, 7.25 ns of its 8.72 routing)
         o_valid, o, o_room = fifo_slice(clk, rst, beat_valid, payload, out_take, "route_out")
         out_room.assign(o_room)
         lo = 0
