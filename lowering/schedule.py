@@ -42,7 +42,10 @@ is one register in the stream wrapper that fans out to every stage using it, whe
 placer puts them; it enters stage 0 with the route :data:`SCALAR_ROUTE` as its start delay
 (``schedule(..., inputs=...)``), so the logic a stage computes from it, such as
 RoundingDivideByPOT's mask ``(1 << s) - 1``, moves to the next stage behind a pipeline
-register of the scalar itself when it does not fit after that route.
+register of the scalar itself when it does not fit after that route. A stream input (one
+element per cycle, the wrapper's element register) enters stage 0 likewise with
+:data:`STREAM_ROUTE`: the placer does not keep a lane kernel's first stage beside its input
+register either.
 """
 
 from __future__ import annotations
@@ -70,6 +73,11 @@ DSP_ROUTE = 3.0
 #: a stage-0 register 50 rows away placed at 9.89 ns (residual_add in the 8x8 accelerator,
 #: seed 2 at f1c7dd8), about 5 ns of route more than the model's
 SCALAR_ROUTE = 3.0
+#: the route from a kernel's stream input register (the wrapper's element register, one per
+#: input) into stage 0's logic: vector.max_kernel6's ``in0`` -> the compare's carry chain,
+#: 11 columns away, placed at 2.28 ns (the 8x8 accelerator, seed 1 at 48bed3a). Without it the
+#: maxpool's compare + select (3.4 ns in this model) shared one stage and placed at 8.90 ns
+STREAM_ROUTE = 2.3
 
 _WIRE = ("extsi", "extui", "trunci", "bitcast", "index_cast")
 _BITWISE = ("andi", "ori", "xori")
@@ -219,7 +227,14 @@ def kernel_latency(kernel, budget: float = BUDGET) -> int:
     lowers it: wide multiplies already split), without lowering it."""
     ops, consts = parse_body(kernel.body_lines)
     return latency(ops, consts, kernel.result, budget,
-                   scalar_inputs(nm for nm, _ in kernel.scalars))
+                   {**stream_inputs(nm for nm, _ in kernel.inputs),
+                    **scalar_inputs(nm for nm, _ in kernel.scalars)})
+
+
+def stream_inputs(names) -> dict:
+    """``schedule``'s ``inputs`` for a kernel's stream inputs (the body text names the element
+    of input ``x`` ``%x_e``)."""
+    return {f"%{nm}_e": STREAM_ROUTE for nm in names}
 
 
 def scalar_inputs(names) -> dict:

@@ -98,7 +98,9 @@ def _convert(func, ir, budget: float) -> str:
 
     inputs = []  # (port index k, type)
     names = {}   # value -> SSA name in stage 0 ("%aK")
-    scalars = {}  # scalar argument -> its route into stage 0 (lowering.schedule.SCALAR_ROUTE)
+    # input -> its route into stage 0: a scalar argument (lowering.schedule.SCALAR_ROUTE), a
+    # stream element (a load, lowering.schedule.STREAM_ROUTE)
+    scalars = {}
     for i, a in enumerate(args):
         if i == out_arg:
             continue
@@ -117,6 +119,7 @@ def _convert(func, ir, budget: float) -> str:
             if src is None or key(op.operands[1]) != key(iv):
                 raise Refused(f"scf-to-pipeline: @{name}: a load that is not arg[i]")
             names[key(op.results[0])] = (f"%a{src}", 0)
+            scalars[key(op.results[0])] = schedule.STREAM_ROUTE
             loads[src] = True
 
     # schedule (lowering.schedule): ops chained into a stage up to its logic-delay budget

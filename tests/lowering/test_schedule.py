@@ -66,6 +66,23 @@ def test_a_scalar_arrives_after_its_route():
             assert o.stage >= 1, o
 
 
+def test_a_stream_element_arrives_after_its_route():
+    """A stream input's element register sits in the kernel's wrapper, not beside the logic
+    that reads it: stage 0 starts at STREAM_ROUTE, so the maxpool's compare and select (3.4 ns
+    of logic, 8.90 ns placed) do not share a stage, and kernel_latency charges the route as
+    the lowered pipeline does (test_kernel_latency_is_the_lowered_pipelines)."""
+    k = kernels.maxpool(8, k=2)
+    ops, consts = _ops(k.body_lines)
+    S.schedule(ops, consts, inputs=S.stream_inputs(nm for nm, _ in k.inputs))
+    assert [o.kind for o in ops] == ["cmpi", "select"]
+    assert [o.stage for o in ops] == [0, 1]
+    assert ops[0].delay == pytest.approx(S.STREAM_ROUTE + S.carry(8))
+    assert S.kernel_latency(k) == 2
+    ops, consts = _ops(k.body_lines)
+    S.schedule(ops, consts)          # registers beside the logic: both in one stage
+    assert [o.stage for o in ops] == [0, 0]
+
+
 def test_chained_ops_stay_within_the_budget():
     k = split_wide_muls(kernels.requantize(8, per_channel=True))
     ops, consts = _ops(k.body_lines)
