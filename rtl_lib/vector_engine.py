@@ -34,9 +34,10 @@ offers each lane's maxpool kernel a start token at all times and the elements of
 commands continue one long run per lane (a run need not end with a command: each result leaves
 the kernel as soon as its element went in): one beat per cycle (AB elements/cycle). Per command
 there is a fixed start-up/drain (the pipeline's fill): a 64-beat command takes 281 / 537 cycles
-(ADD, W = 32 / 64) and 73 (MAX, either width, to DRAM or TO_X: 64 + 9), its first result beat
-on ``wd`` 9 cycles after the command was taken; under write back-pressure the beats follow
-``wd_ready`` (64 beats at ``wd_ready`` one cycle in two: 123..134 cycles).
+(ADD, W = 32 / 64; measured 531 at W = 64 at HEAD) and 74 / 73 (MAX to DRAM / TO_X, W = 64,
+with the two-stage maxpool kernel and the ``wd_out`` slice), its first result beat on ``wd``
+10 cycles after the command was taken; under write back-pressure the beats follow
+``wd_ready`` (64 beats at ``wd_ready`` one cycle in two: 124..134 cycles).
 
 MAX path: the pair FIFO's head goes whole into one register, ``max_in`` (2W bits: the lane
 kernels start at flops), which every lane kernel reads its two bytes from, and ``max_in``
@@ -74,7 +75,9 @@ Registers on the way (for the clock, see below): S beats enter through a registe
 buffer's block-RAM read data is registered before anything else (with the S beat beside it)
 and then pushed into the pair FIFO; each ADD/MUL kernel input (``a`` bytes of X, ``b`` bytes
 of S) comes from a register slice after the byte select, and the MAX lane kernels' inputs from
-``max_in``, so the kernels' first stage starts at flops.
+``max_in``, so the kernels' first stage starts at flops; result beats for DRAM leave the output
+register through a register slice (``wd_out``), so the kernels' output handshakes start at its
+in_ready, a flop, not at the write side's ready (one cycle more per DRAM-bound command).
 
 Timing structure: the pair FIFO read -> byte select path ends in the input slices before the
 ADD/MUL kernels (for MAX in ``max_in``), and the overlap hazard is a register select, so
@@ -573,8 +576,19 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
             out_beat = Mux(is_rr, out_beat, rr_out.q)
             lut_take = lut_take | rr_take
         out_beat_w.assign(out_beat)
-        wd_valid = out_valid.q & ~to_x & ~wc_pend.q
-        out_take = eng_wr | (wd_valid & p.wd_ready)
+        # result beats for DRAM leave through a register slice (``wd_out``), so the output
+        # register's take, and with it every kernel's y_ready and output-FIFO pop, starts at
+        # flops: the slice's in_ready, not the write side's wd_ready and the write command's
+        # wc_pending (wc_pending -> cmd_to_x -> the lane kernels' output-FIFO handshakes ->
+        # add_kernel's out_fifo_count was the placed 8x8's critical path on seed 2 at
+        # 48bed3a, 7.10 ns routing). A DRAM-bound beat leaves one cycle later (the perf
+        # model's VEC_WD_SLICE); TO_X beats do not pass it
+        wd_push = out_valid.q & ~to_x
+        wd_v, wd_d, wd_in_ready = register_slice(clk, rst, wd_push, out_beat,
+                                                 p.wd_ready & ~wc_pend.q, "wd_out")
+        wd_empty = ~wd_v & wd_in_ready
+        wd_valid = wd_v & ~wc_pend.q
+        out_take = eng_wr | (wd_push & wd_in_ready)
         out_take_w.assign(out_take)
         y_ready_w.assign(~out_valid.q | out_take)
         out_valid_next = (out_valid.q & ~out_take) | y_last | lut_take
@@ -594,7 +608,8 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         w_done.next(Mux(accept, Mux(out_take, w == n, w == n_m1), n_zero))
         tw_done = NamedReg(1, clk, rst, 0, name="lut_set_beats_done")
         tw_done.next(Mux(accept, Mux(lut_set_beat, tw == n, tw == n_m1), n_zero))
-        finish = busy.q & Mux(lut_set, w_done.q, tw_done.q) & ~wc_pend.q
+        # (and the DRAM slice drained: the next command's write follows this one's beats)
+        finish = busy.q & Mux(lut_set, w_done.q, tw_done.q) & ~wc_pend.q & wd_empty
         busy.next(Mux(accept, busy.q & ~finish, one))
         p.v_ready = ~busy.q
         p.busy = busy.q
@@ -603,7 +618,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         p.wc_rows = Bits(16)(1)
         p.wc_stride = Bits(AW)(AB)
         p.wc_valid = wc_pend.q
-        p.wd_data = out_beat
+        p.wd_data = wd_d
         p.wd_valid = wd_valid
 
     return module(f"vector_engine_w{W}", io, build)

@@ -93,6 +93,9 @@ CORE_RESULT_EXTRA = 4
 SPAD_COMMIT_LATENCY = 2
 #: the vector engine: an S beat's X read to the element serializer
 VEC_S_TO_START = 3
+#: the vector engine's slice on its DRAM-bound result beats (``rtl_lib.vector_engine``,
+#: ``wd_out``, latency 1; the engine finishes once it drained): TO_X beats do not pass it
+VEC_WD_SLICE = 1
 
 INF = float("inf")
 

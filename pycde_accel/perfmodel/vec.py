@@ -17,7 +17,7 @@ from collections import deque
 from ..contract import (VEC_LUT, VEC_LUT_SET, VEC_MAX, VEC_MUL, VEC_PAIR_FIFO_DEPTH, VEC_ROWRED,
                         VEC_TO_X)
 from .dma import bursts
-from .timing import SLICE, VEC_S_TO_START
+from .timing import SLICE, VEC_S_TO_START, VEC_WD_SLICE
 
 #: rtl_lib.vector_engine's LUT path: result beats in flight (its FIFO depth) and the cycles
 #: from an S beat leaving the input slice to its result beat on the write port (fitted
@@ -105,10 +105,11 @@ class VecEngine:
                 va.next = fin
                 va.done += 1
                 moved = True
+                out = fin + va.drain + (0 if va.to_x else VEC_WD_SLICE)
                 if not va.to_x:
-                    self.wdma.beats.append(fin + va.drain)
+                    self.wdma.beats.append(out)
                 if va.done == va.n:
-                    self.busy_until = fin + va.drain
+                    self.busy_until = out
                     self.active = None
         return moved
 

@@ -14,7 +14,7 @@ import pytest
 from pycde_accel.config import AccelConfig
 from pycde_accel.errors import ConfigError
 from pycde_accel.frontend import quantize as q
-from pycde_accel.perfmodel.timing import kernel_latencies
+from pycde_accel.perfmodel.timing import VEC_WD_SLICE, kernel_latencies
 from pycde_accel.sim import run
 
 #: the cocotb testbench, tb_vector_engine.py next to this file (the runner imports it from TB_DIRS)
@@ -211,10 +211,10 @@ def test_rate(block_sim, tmp_path, w):
     # cycles for DEPTH beats at full rate: ADD 1 element/cycle, MAX 1 beat/cycle; fill +
     # drain per command: measured +25 for ADD (residual_add's pipeline, split multiplies) and
     # MAX_FILL for MAX (the X read, its register, the pair FIFO, max_in, the kernel, the
-    # output)
+    # output), one more to DRAM (the engine's wd_out slice)
     ideal = {"add": DEPTH * ab, "max": DEPTH}
     ideal["max to_x"] = ideal["max"]
-    fill = {"add": 26, "max": MAX_FILL, "max to_x": MAX_FILL}
+    fill = {"add": 26 + VEC_WD_SLICE, "max": MAX_FILL + VEC_WD_SLICE, "max to_x": MAX_FILL}
     for (t0, t1), what in zip(res["vec"], ideal):
         cycles = t1 - t0
         print(f"W={w} {what}: {DEPTH} beats in {cycles} cycles: "
