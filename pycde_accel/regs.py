@@ -62,7 +62,8 @@ def register_slice(clk, rst, valid, data, ready, name: str, next_ready: bool = F
     return out
 
 
-def fifo_slice(clk, rst, valid, data, ready, name: str):
+def fifo_slice(clk, rst, valid, data, ready, name: str, chunk: int | None = None,
+               replicate=None):
     """The handshake of :func:`register_slice` (``(out_valid, out_data, in_ready)``, latency 1,
     1 beat per cycle, order kept, ``in_ready`` high while it holds fewer than 2 beats at the
     cycle's start) built as a 2-slot FIFO, so that the receiver's ``ready`` reaches only its
@@ -70,7 +71,13 @@ def fifo_slice(clk, rst, valid, data, ready, name: str):
     in_ready`` with the write pointer on it (flops of the sender's side), and ``out_data`` is
     the slot under the read pointer (one mux after the flops). For a wide slice whose
     receivers' readies come from across the die. Registers ``{name}_slot0``/``{name}_slot1``,
-    ``{name}_wr``/``{name}_rd`` (pointers), ``{name}_v`` (not empty) and ``{name}_full``."""
+    ``{name}_wr``/``{name}_rd`` (pointers), ``{name}_v`` (not empty) and ``{name}_full``.
+
+    ``chunk`` and ``replicate`` (``replicate(clk, rst, d, n, name)`` -> ``n`` copies of the
+    register ``d`` that synthesis keeps apart, ``rtl_lib.keep_ff.replicated``): the output mux
+    of every ``chunk`` data bits has a read pointer copy of its own (``{name}_rd_<i>``), so no
+    pointer drives more than ``chunk`` mux selects (one pointer before the whole output was a
+    net of ~200 loads)."""
     from pycde.constructs import Mux
 
     w = data.type.width
@@ -87,9 +94,18 @@ def fifo_slice(clk, rst, valid, data, ready, name: str):
         s.next(data)
         slots.append(s.q)
     wr.next(Mux(push, wr.q, ~wr.q))
-    rd.next(Mux(pop, rd.q, ~rd.q))
+    rd_next = Mux(pop, rd.q, ~rd.q)
+    rd.next(rd_next)
     # fill after the edge: 2 if full and no pop, or one held, a push and no pop; 0 if one
     # held (not full), a pop and no push, or none held and no push
     full.next((full.q & ~pop) | (nonempty.q & ~full.q & push & ~pop))
     nonempty.next(Mux(nonempty.q, push, ~(~full.q & pop & ~push)))
-    return nonempty.q, Mux(rd.q, *slots), in_ready
+    if chunk is None or replicate is None or w <= chunk:
+        return nonempty.q, Mux(rd.q, *slots), in_ready
+    from pycde.signals import BitsSignal
+
+    bounds = [(lo, min(lo + chunk, w)) for lo in range(0, w, chunk)]
+    # (``rd`` itself stays: it drives the copies' input and nothing else)
+    rds = replicate(clk, rst, rd_next, len(bounds), f"{name}_rd")
+    parts = [Mux(r, slots[0][lo:hi], slots[1][lo:hi]) for r, (lo, hi) in zip(rds, bounds)]
+    return nonempty.q, BitsSignal.concat(list(reversed(parts))), in_ready

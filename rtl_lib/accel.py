@@ -295,7 +295,8 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                           Mux(rt.load_done, inflight.q, (inflight.q.as_uint(5) - 1).as_bits(5)),
                           Mux(rt.load_done, inc(inflight.q, 5), inflight.q)))
         disp.drained.assign(loadq.idle & execq.idle & storeq.idle & vecq.idle &
-                            (inflight.q == Bits(5)(0)) & ~mm.busy & ~st.busy & ~vec.busy &
+                            (inflight.q == Bits(5)(0)) & ~rt.p_pending & ~mm.busy &
+                            ~st.busy & ~vec.busy &
                             arb.own_empty & ~dma.wr_busy)
 
         # ---------------------------------------------------------------- done, status, perf
@@ -303,6 +304,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                 (fetch.credits_used == Bits(fetch.credit_width)(0)) &
                 cmdq.empty & ~disp.head_valid & loadq.idle & execq.idle & storeq.idle &
                 vecq.idle & route.empty & ~rt.r_valid & ~rt.rd_valid & ~rt.out_valid &
+                ~rt.p_pending &
                 ~mm.busy & ~st.busy & ~vec.busy & arb.idle & ~dma.rd_busy & ~dma.wr_busy & ~start)
         status.finish(clk, rst, start, idle)
         status.close(clk, rst, start,

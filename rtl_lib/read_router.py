@@ -41,7 +41,9 @@ scratchpad has (max(rows, cols)).
 * CMD: beats packed into 256-bit commands (``cmd_pack``) pushed into ``cmdq`` (its room is the
   fetcher's credits). P: beats split into 32-bit words (``param_split``) written as
   ``p_data``/``p_valid`` at ``param_index()`` = 4 * index + the word counted since the
-  command's start (register ``param_word``).
+  command's start (register ``param_word``), all three registered (``param_wr_*``: the
+  write reaches the store engine one edge after the word left the splitter; ``p_pending``:
+  a word is in those registers).
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ from pycde.types import Bits
 
 from .bits import inc, shl
 from .common import NamedReg, fifo_slice, register_slice
+from .keep_ff import replicated
+
+#: data bits of the output slice per copy of its read pointer (``regs.fifo_slice``)
+ROUTE_OUT_CHUNK = 64
 
 #: the ready wires of the six destinations, in ``dsts`` order
 READY_NAMES = ("a_wr_ready", "b_wr_ready", "param_in_ready", "x_wr_ready", "s_ready",
@@ -182,7 +188,11 @@ class ReadRouter:
         # across the die) reach its pointers only, not the enables of its 100-odd data flops
         # (spad_b.wr_ready_out_q -> the ready OR -> route_out_d's CE was the placed 8x8's
         # critical path on seed 3 at f317b6c, 7.25 ns of its 8.72 routing)
-        o_valid, o, o_room = fifo_slice(clk, rst, beat_valid, payload, out_take, "route_out")
+        # (with a read pointer copy per ROUTE_OUT_CHUNK bits: route_out_rd -> the output
+        # mux -> the parameter index adder -> the store's parameter memory address was the
+        # placed 16x8's critical path at 48bed3a, 10.10 ns, 8.20 routing)
+        o_valid, o, o_room = fifo_slice(clk, rst, beat_valid, payload, out_take, "route_out",
+                                        chunk=ROUTE_OUT_CHUNK, replicate=replicated)
         out_room.assign(o_room)
         lo = 0
 
@@ -223,11 +233,21 @@ class ReadRouter:
                             instance_name="param_split")
         ready[DST_P].assign(psplit.in_ready)
         pword = NamedReg(16, clk, rst, 0, name="param_word")
-        self._p_base = shl(o_index, 2, 16)
-        self.p_valid, self.p_data = psplit.out_valid, psplit.out_data
-        pword.next(Mux(self.p_valid, pword.q,
-                       Mux(psplit.out_last, inc(pword.q, 16), Bits(16)(0))))
-        self._pword = pword.q
+        p_valid, p_data = psplit.out_valid, psplit.out_data
+        pword.next(Mux(p_valid, pword.q, Mux(psplit.out_last, inc(pword.q, 16), Bits(16)(0))))
+        # the parameter write leaves the router from registers (``param_wr_*``): the index
+        # adder ends here, beside the slice, and the store engine's parameter memories (across
+        # the die) are written one edge later. ``p_pending``: a word is in them (the top's
+        # drained and idle wait for it)
+        p_index = (shl(o_index, 2, 16).as_uint(16) + pword.q.as_uint(16)).as_bits(16)
+        pv_q = NamedReg(1, clk, rst, 0, name="param_wr_valid")
+        pv_q.next(p_valid)
+        pd_q = NamedReg(32, clk, None, None, name="param_wr_data")
+        pd_q.next(p_data)
+        pi_q = NamedReg(16, clk, None, None, name="param_wr_index")
+        pi_q.next(p_index)
+        self.p_valid, self.p_data, self._p_index = pv_q.q, pd_q.q, pi_q.q
+        self.p_pending = pv_q.q
         self.r_valid = r_valid
 
     def to(self, dst: int):
@@ -243,8 +263,9 @@ class ReadRouter:
                 f"{prefix}_commit": self.commit & self.out_dst[dst]}
 
     def param_index(self):
-        """The parameter word's index: 4 * the entry's index + the word in the command."""
-        return (self._p_base.as_uint(16) + self._pword.as_uint(16)).as_bits(16)
+        """The parameter word's index: 4 * the entry's index + the word in the command
+        (registered with ``p_valid`` and ``p_data``)."""
+        return self._p_index
 
     def x_index(self):
         """The X buffer beat index: the entry's index + the beat in the command (computed

@@ -74,8 +74,11 @@ def test_esi_channel_buffer_behaves_the_same(module_sim, tmp_path):
 def _slice(kind, width):
     """``regs.register_slice`` or ``regs.fifo_slice`` behind the skid buffer's ports."""
     from pycde_accel.regs import fifo_slice, register_slice
+    from pycde_accel.rtl_lib.keep_ff import replicated
     s = Stream(data=width)
-    make = {"fifo": fifo_slice, "register": register_slice}[kind]
+    make = {"fifo": fifo_slice, "register": register_slice,
+            # a read pointer copy per 12 bits, as the read router's (3 copies, a short last)
+            "fifo_copies": lambda *a: fifo_slice(*a, chunk=12, replicate=replicated)}[kind]
 
     def build(p):
         valid, data, ready = make(p.clk, p.rst, p.in_valid, p.in_data, p.out_ready, "s")
@@ -85,12 +88,17 @@ def _slice(kind, width):
                                               **s.source("out")}, build)
 
 
-@pytest.mark.parametrize("kind", ["fifo", "register"])
-def test_slices_keep_the_skid_buffers_handshake(module_sim, tmp_path, kind):
+@pytest.mark.parametrize("kind", ["fifo", "fifo_copies", "register"])
+def test_slices_keep_the_skid_buffers_handshake(block_sim, tmp_path, kind):
     """The read router's output slice (a 2-slot FIFO, so the receivers' readies reach its
-    pointers only) and the main/skid register slice: the same words, order, latency 1 and full
-    rate under random back-pressure, registered outputs and two entries when held."""
-    sim = module_sim(_slice(kind, 32))
+    pointers only; with a copy of its read pointer per chunk of the data) and the main/skid
+    register slice: the same words, order, latency 1 and full rate under random back-pressure,
+    registered outputs and two entries when held."""
+    from pycde_accel.rtl_lib import keep_ff
+    from pycde_accel.rtl_lib.emit import emit_module
+    m = _slice(kind, 32)
+    sim = block_sim(m.module_name, lambda sv_dir: emit_module(m, sv_dir,
+                                                               sources=[keep_ff.SOURCE]))
     _run(sim, tmp_path / "rand", "stream", 32, 300, 2, 0.7, 0.5)
     _run(sim, tmp_path / "full", "stream", 32, 200, 1, 1.0, 1.0)
     _run(sim, tmp_path / "reg", "registered", 32, 0, 7, 1.0, 1.0)
