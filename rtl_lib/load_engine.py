@@ -75,4 +75,9 @@ class LoadEngine:
             # FIFO's LUT RAM was the placed 8x8's critical path on seed 3 at 29fc67b
             l_entry = BitsSignal.concat([decode(l_entry), l_entry])
             f_entry = BitsSignal.concat([decode(f_entry), f_entry])
-        route.push(Mux(fg, l_entry, f_entry), fg | load_go)
+        # the entry is chosen by ``fetch_req`` alone (flops): a push is the fetch's when it
+        # requests and the LOAD's otherwise, so the DMA's ready reaches the FIFO's write
+        # enable, not the select of its 100-odd data bits (dma.rd.split.active -> the ready ->
+        # the choice -> the route FIFO's LUT-RAM data: 98 endpoints at 10.6 ns in
+        # fpga.paths' estimate of d1cbf2b's 8x8, its worst group inside the design)
+        route.push(Mux(fetch_req, l_entry, f_entry), fg | load_go)
