@@ -554,7 +554,10 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         # a MAX result beat too: taken when every lane has its byte (the kernels' output
         # buffers hold the beats in flight; the pair FIFO's credits pace the issue)
         all_y = is_max & ~is_lut
-        for mk in mxs:
+        # (lanes in step, see max_in: lane 0's y_valid stands for all, so the take is not
+        # behind an AND over the lanes' output FIFOs: out_valid_q -> that AND -> every lane's
+        # output-FIFO count was a 9.1 ns group in fpga.paths' estimate of d1cbf2b's 8x8)
+        for mk in (mxs[:1] if getattr(max_kernel, "lockstep_join", False) else mxs):
             all_y = all_y & mk.y_valid
         max_take = all_y & y_ready_w
         max_take_w.assign(max_take)
