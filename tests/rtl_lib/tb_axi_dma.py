@@ -150,7 +150,10 @@ async def dma_runs(dut):
             if stall > 0:
                 ch.set_pause_generator(_pause(seed * 7 + i, stall))
             else:
+                # (cocotbext-axi 0.1.28 kills the generator but keeps its last value: a channel
+                # that was paused in that cycle would stay paused for the whole run)
                 ch.clear_pause_generator()
+                ch.pause = False
         reads, writes = run.get("reads", []), run.get("writes", [])
         n_ar, n_aw = len(mon.ar), len(mon.aw)
         done0 = (mon.rd_done, mon.wr_done)
