@@ -36,10 +36,11 @@ Sustained rate with no back-pressure: 1 beat per cycle once the first burst's da
 Write engine ``axi_dma_wr`` (port ``m_axi_aw*``, ``m_axi_w*``, ``m_axi_b*``)
 ---------------------------------------------------------------------------
 Data in on ``in_data``, ``in_valid``, ``in_ready`` (out): exactly ``rows * beats`` beats per
-command, in order (``wstrb`` all ones; ``in_valid`` passes to ``wvalid``, so a source that
-keeps the AXI-Stream rule — valid held until taken — keeps the AXI rule on W); a W beat is sent only after its burst's AW was accepted
-(``in_ready = wready`` while an accepted burst has beats left, 0 otherwise), ``wlast`` on a
-burst's last beat. ``done`` is high for the cycle the B response of the command's last burst is
+command, in order (``wstrb`` all ones); a beat is taken only after its burst's AW was accepted
+(``in_ready`` while an accepted burst has beats left and the W slice has room, 0 otherwise)
+and goes out on W through a register slice (``w_q``, 2 entries, latency 1, full rate:
+``wvalid``/``wdata``/``wlast`` are its flops and ``wready`` reaches only them, so W keeps
+the AXI rule whatever the source does), ``wlast`` on a burst's last beat. ``done`` is high for the cycle the B response of the command's last burst is
 taken (i.e. all its data is written).
 
 Both engines: ``busy`` (out: a command is being split or has bursts in flight), ``err`` (out,
@@ -433,7 +434,14 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         lens.push(BitsSignal.concat([split.burst_len == Bits(8)(0), split.burst_len]),
                   aw_fire)
         have = ~lens.empty
-        w_fire = have & p.in_valid & p.m_axi_wready
+        # the W channel leaves through a register slice (``w_q``): ``wready`` (an input from
+        # wherever the memory's port is) reaches only its flops, not ``in_ready`` and the
+        # source's slice behind it (dma.wr.lens_empty -> a LUT with m_axi_wready beside the
+        # port -> the top's wr_in_valid CE, 8.23 ns of routing there and back, was the
+        # placed 8x8's critical path on seed 1 at d1cbf2b). A beat reaches W one cycle
+        # after it is taken (the perf model's W_SLICE)
+        w_room = Wire(Bits(1), "w_q_room")
+        w_fire = have & p.in_valid & w_room
         beat = NamedReg(8, clk, rst, 0, name="w_beat")
         head_len, head_one = lens.output[0:8], lens.output[8]
         first = NamedReg(1, clk, rst, 1, name="w_beat_first")
@@ -444,11 +452,15 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         first.next(Mux(w_fire, first.q, w_last))
         # the beat after this one (index beat + 1) is the last when beat + 1 == len
         lastn.next(Mux(w_fire, lastn.q, add(beat.q, Bits(8)(1), 8) == head_len))
-        p.m_axi_wdata = p.in_data
+        wv, wd, w_in_ready = register_slice(clk, rst, have & p.in_valid,
+                                            BitsSignal.concat([w_last, p.in_data]),
+                                            p.m_axi_wready, "w_q")
+        w_room.assign(w_in_ready)
+        p.m_axi_wdata = wd[0:DW]
         p.m_axi_wstrb = Bits(nb)((1 << nb) - 1)
-        p.m_axi_wlast = w_last
-        p.m_axi_wvalid = have & p.in_valid
-        p.in_ready = have & p.m_axi_wready
+        p.m_axi_wlast = wd[DW]
+        p.m_axi_wvalid = wv
+        p.in_ready = have & w_in_ready
         # B side: which burst ends a command
         lasts = Queue(Bits(1), depth, clk, rst, "lasts")
         lasts.push(split.burst_last, aw_fire)

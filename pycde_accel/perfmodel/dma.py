@@ -15,7 +15,8 @@ order) and the write side (AW, W beats, B responses), as ``rtl_lib.axi_dma`` run
   with its last beat. The router takes the beats from that slice (:mod:`.load`).
 * :class:`WriteDma`: one AW per cycle (``MAX_OUTSTANDING`` bursts until their B response), one
   W beat per cycle as the engines offer them (``WD_SKID`` cycles later: the write arbiter's skid
-  buffer in front of its data slice), B ``write_latency`` after a burst's last beat.
+  buffer in front of its data slice), B ``W_SLICE + write_latency`` after the DMA took a burst's
+  last beat (its W register slice, then the memory).
 
 Both draw their R and W beats on one :class:`~.memory.Budget` (the board's bytes per cycle;
 an R beat before a W beat of the same cycle, as ``sim/axi_mem.sv``); without one, or with the
@@ -28,7 +29,7 @@ from collections import deque
 
 from ..contract import BURST_BOUNDARY, MAX_BURST, MAX_OUTSTANDING
 from .memory import Budget
-from .timing import INF, RD_SLICE, ROUTE_RD_SLICE, WD_SKID
+from .timing import INF, RD_SLICE, ROUTE_RD_SLICE, W_SLICE, WD_SKID
 
 _NO_LIMIT = None
 
@@ -189,7 +190,7 @@ class WriteDma:
             moved = True
             if self.lens[0] == 0:
                 self.lens.popleft()
-                self.b.append(t + self.wl)
+                self.b.append(t + W_SLICE + self.wl)
         return moved
 
     def idle(self) -> bool:

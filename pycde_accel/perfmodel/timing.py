@@ -83,6 +83,9 @@ ROUTE_OUT_SLICE = 2
 #: the write arbiter's skid buffer on each engine's write data (rtl_lib.skid_buffer, latency
 #: 1): a beat an engine offers reaches the arbiter's data slice one cycle later
 WD_SKID = 1
+#: the write DMA's W register slice (rtl_lib.axi_dma, ``w_q``, latency 1): a beat the DMA takes
+#: reaches the memory one cycle later, and so does its burst's B response
+W_SLICE = 1
 DONE_LATENCY = 2        # everything idle -> done seen by the cycle counter (idle registered)
 START_LATENCY = 1       # start -> first fetch request
 #: the core: a tile's first result row this many cycles after its last beat, beyond rows + cols
