@@ -62,6 +62,29 @@ def _pycde_dir() -> Path:
     return Path(pycde.__file__).resolve().parent
 
 
+#: vendor primitives the design instantiates as PyCDE externs, one class per parameter set
+#: (``pycde.module.modparams``: ``ecp5_ebr.Dp16kd``, ``ecp5.Mult18x18d``)
+PRIMITIVES = ("DP16KD", "MULT18X18D")
+
+
+def _primitive_names(system) -> None:
+    """Give every extern declaration of a vendor primitive the primitive's own Verilog name.
+    Two parameter sets of one primitive are two extern symbols, the second uniquified
+    (``DP16KD_1``), and PyCDE 0.7 drops the ``verilogName`` it means to set on them, so the
+    instances named a module no library defines (the store engine's 18-bit parameter
+    memories beside the scratchpads' 36-bit lanes)."""
+    from pycde.circt import ir
+
+    with system.mod.context:
+        for op in system.mod.body.operations:
+            if op.operation.name != "hw.module.extern":
+                continue
+            sym = ir.StringAttr(op.attributes["sym_name"]).value
+            base = re.sub(r"_\d+$", "", sym)
+            if base in PRIMITIVES and "verilogName" not in op.attributes:
+                op.attributes["verilogName"] = ir.StringAttr.get(base)
+
+
 def emit_module(top, sv_dir: Path, sim_models=(), sources=(), prepare=None) -> EmittedSV:
     """Generate PyCDE module class ``top`` (and all it instantiates) into ``sv_dir``;
     ``sources``: hand-written SV files (modules the design instantiates as externs) to copy
@@ -92,7 +115,10 @@ def emit_module(top, sv_dir: Path, sim_models=(), sources=(), prepare=None) -> E
             system.mod.operation.attributes["circt.loweringOptions"] = \
                 ir.StringAttr.get(LOWERING_OPTIONS)
         try:
-            system.compile()
+            system.generate()
+            _primitive_names(system)
+            system.run_passes()
+            system.emit_outputs()
         except Exception as e:  # CIRCT reports failures as RuntimeError with no context
             raise UserError(f"CIRCT could not lower {top.__name__}: {e}".splitlines()[0]) from e
         hw = out / "hw"

@@ -220,3 +220,29 @@ def test_emit_module_adds_esi_primitives(tmp_path):
                         "-f", "filelist.f"], cwd=out.filelist.parent, env=env,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_two_parameter_sets_of_a_primitive_keep_its_name(tmp_path):
+    """DP16KD in two aspect ratios (36- and 18-bit) in one design: two extern classes, and
+    every instance still names the primitive itself, not a uniquified ``DP16KD_1``."""
+    from pycde import Clock, Input, Module, generator
+    from pycde.types import Bits
+
+    from pycde_accel.rtl_lib.ecp5_ebr import ebr_ram
+    from pycde_accel.rtl_lib.emit import emit_module
+
+    class EbrMix(Module):
+        module_name = "ebr_mix"
+        clk = Clock()
+        a = Input(Bits(8))
+
+        @generator
+        def build(p):
+            for name, widest in (("m36", 36), ("m18", 18)):
+                ebr_ram(p.clk, name, 32, 256, p.a, Bits(32)(0), Bits(1)(0), p.a, widest=widest)
+
+    out = emit_module(EbrMix, tmp_path / "sv")
+    text = "".join(f.read_text() for f in out.files)
+    assert set(re.findall(r"^\s*(DP16KD\w*) #", text, re.M)) == {"DP16KD"}
+    assert len(re.findall(r"DATA_WIDTH_B\(64'd36\)", text)) == 1
+    assert len(re.findall(r"DATA_WIDTH_B\(64'd18\)", text)) == 2
