@@ -150,6 +150,7 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
     from .lowering.stream import stream_module
     from .rtl_lib import keep_ff, lutram
     from .rtl_lib.accel import make_accelerator
+    from .rtl_lib import store_engine
     from .rtl_lib.matmul_unit import sim_models
 
     route = route or config.schedule       # --schedule; config.schedule defaults to KERNEL_ROUTE
@@ -158,7 +159,8 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
                         f"the {' or '.join(ACCEL_SCHEDULES)} route")
     ks = accel_kernels(config, route, rowred)
     models = sim_models(config)
-    models += [m for m in kernel_sim_models(route, config.target) if m not in models]
+    models += [m for m in store_engine.sim_models(config) + kernel_sim_models(route, config.target)
+               if m not in models]
     with tempfile.TemporaryDirectory(prefix="pycde_accel_kernels_") as tmp:
         base = Path(kernel_dir) if kernel_dir is not None else Path(tmp)
         lowered = {role: lowering.build_kernel(k, base / k.name,
@@ -195,14 +197,16 @@ def emit_store_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None =
     """Lower the kernel as the accelerator does (:func:`lower_accel_kernel`, ``route`` default
     :data:`KERNEL_ROUTE`; stage dumps under ``work_dir``, default ``sv_dir/../requant``) and
     emit the store engine with it into ``sv_dir``."""
-    from .rtl_lib.store_engine import check_config
+    from .rtl_lib.store_engine import check_config, sim_models
 
     check_config(config)
     sv_dir = Path(sv_dir)
     work_dir = Path(work_dir) if work_dir is not None else sv_dir.parent / "requant"
     route = route or KERNEL_ROUTE
     k, lowered = lower_accel_kernel(requant_kernel(config), work_dir, route, config.target)
-    return emit_module(None, sv_dir, sim_models=kernel_sim_models(route, config.target),
+    models = sim_models(config)
+    models += [m for m in kernel_sim_models(route, config.target) if m not in models]
+    return emit_module(None, sv_dir, sim_models=models,
                        prepare=store_engine_prepare(config, lowered, k))
 
 

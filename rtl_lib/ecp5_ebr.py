@@ -23,7 +23,8 @@ between them.
   8192 x 2, 16384 x 1), ``ceil(width / w)`` of them side by side (the unused high bits written
   0). Depths above 16384 are refused (``ebr_supported``): the caller keeps an inferred memory.
 - Pins as in Yosys's own ``brams_map_16kd.v``: port A writes (``CEA = wen``, ``WEA = 1``, the
-  byte enables in ``ADA[3:0]`` / ``ADA[1:0]`` all 1), port B reads (``CEB = OCEB = 1``), the
+  byte enables in ``ADA[3:0]`` / ``ADA[1:0]`` all 1), port B reads (``CEB``/``OCEB`` 1 or the
+  caller's read enables), the
   word address in ``AD[13:L]``, chip selects 0 with ``CSDECODE "0b000"``, ``RESETMODE
   "SYNC"`` with the resets tied 0, ``GSR "DISABLED"``.
 
@@ -52,10 +53,11 @@ ADDR_BITS = 14
 PORT_BITS = 18
 
 
-def ebr_mode(depth: int) -> tuple[int, int]:
-    """(width, low address bits) of the widest DP16KD aspect ratio holding ``depth`` words."""
+def ebr_mode(depth: int, widest: int = 36) -> tuple[int, int]:
+    """(width, low address bits) of the widest DP16KD aspect ratio holding ``depth`` words,
+    at most ``widest`` bits (18: the read data only on port B's pins)."""
     for w, lsb in MODES:
-        if depth <= 1 << (ADDR_BITS - lsb):
+        if w <= widest and depth <= 1 << (ADDR_BITS - lsb):
             return w, lsb
     raise ValueError(f"a DP16KD holds at most {1 << ADDR_BITS} words, not {depth}")
 
@@ -65,9 +67,9 @@ def ebr_supported(depth: int) -> bool:
     return 1 <= depth <= 1 << ADDR_BITS
 
 
-def ebr_blocks(width: int, depth: int) -> int:
+def ebr_blocks(width: int, depth: int, widest: int = 36) -> int:
     """DP16KD blocks of an ``ebr_ram`` of ``depth`` words of ``width`` bits."""
-    w, _ = ebr_mode(depth)
+    w, _ = ebr_mode(depth, widest)
     return -(-width // w)
 
 
@@ -95,13 +97,19 @@ def Dp16kd(DATA_WIDTH_A: int = 18, DATA_WIDTH_B: int = 18, REGMODE_A: str = "NOR
 
 
 def ebr_ram(clk, name: str, width: int, depth: int, waddr: BitsSignal, wdata: BitsSignal,
-            wen: BitsSignal, raddr: BitsSignal) -> BitsSignal:
+            wen: BitsSignal, raddr: BitsSignal, ren: BitsSignal | None = None,
+            oce: BitsSignal | None = None, widest: int = 36) -> BitsSignal:
     """``depth`` x ``width`` bits of DP16KD with the output register on: read latency 2
     (see the module docstring). Instances ``{name}_ebr{j}``, block j holding bits
-    ``[j*w, (j+1)*w)``."""
+    ``[j*w, (j+1)*w)``. ``ren`` (``CEB``) and ``oce`` (``OCEB``), optional: the enables of
+    the read's address register and of the output register (each holds on an edge where its
+    enable is low), so a pipeline that stalls keeps its read data in the block: the
+    address register is a stage that loads on ``ren``, the output register the next stage,
+    loading on ``oce``. ``widest``: the widest aspect ratio to use (18 keeps the read on port
+    B's pins and registers alone, so ``oce`` is the only output enable involved)."""
     if not ebr_supported(depth):
         raise ValueError(f"ebr_ram {name}: {depth} words do not fit one DP16KD deep")
-    w, lsb = ebr_mode(depth)
+    w, lsb = ebr_mode(depth, widest)
     aw = raddr.type.width
     zero, one = Bits(1)(0), Bits(1)(1)
 
@@ -118,11 +126,12 @@ def ebr_ram(clk, name: str, width: int, depth: int, waddr: BitsSignal, wdata: Bi
     # the byte enables of a write: ADA[3:0] in the 36-bit mode, ADA[1:0] in the 18-bit one
     bes = [one] * 4 if w == 36 else [one, one] if w == 18 else []
     out = []
-    for j in range(ebr_blocks(width, depth)):
+    for j in range(ebr_blocks(width, depth, widest)):
         lo, hi = j * w, min((j + 1) * w, width)
         d = [wdata[b] for b in range(lo, hi)] + [zero] * (w - (hi - lo))
         ports = {"CLKA": clk, "CLKB": clk, "CEA": wen, "WEA": one, "OCEA": zero, "RSTA": zero,
-                 "CEB": one, "OCEB": one, "WEB": zero, "RSTB": zero}
+                 "CEB": one if ren is None else ren, "OCEB": one if oce is None else oce,
+                 "WEB": zero, "RSTB": zero}
         for port in "AB":
             for c in range(3):
                 ports[f"CS{port}{c}"] = zero

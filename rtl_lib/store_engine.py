@@ -68,7 +68,11 @@ core beat (-> hold register while the beat buffer is busy: ``c_ready`` is ``~hol
 register, so the element pipeline's stall never reaches the core) -> beat buffer (C
 accumulators, read out one group of L per cycle) -> S1 (parameter memory read, latency 1:
 ``seq.hlmem`` x3 per lane, 32-bit bias/m0/shift, block RAM) -> S2 (registers: acc, bias,
-m0, shift; x = acc + bias is added after them, so no logic follows the block RAMs) -> S3 (one
+m0, shift; x = acc + bias is added after them, so no logic follows the block RAMs; on an ECP5
+target bias, m0 and shift are the DP16KD blocks' own output registers, ``param_ebr``: a block
+RAM's data without it leaves the block 5.8 ns after the clock, and its route to S2 was the
+placed 8x8's critical path on seeds 2 and 3 at bacd2b1; simulation then needs
+``sim_models(config)``) -> S3 (one
 register slice per lane holding that lane's x, m0, shift: its kernel's input stall ends
 there; S2 moves when every lane's slice ``in_ready``, a flop, is high) -> L kernels
 (``x``/``m0``/``shift`` element streams, one start token per tile each; a kernel whose class
@@ -110,6 +114,25 @@ from ..queue import Queue
 from .axi_dma import write_ports
 from .bits import add, inc, index_width, up_down
 from .common import NamedReg, dual_port_mem, register_slice
+from .ecp5 import is_ecp5
+from .ecp5_ebr import SIM_MODEL as EBR_SIM_MODEL
+from .ecp5_ebr import ebr_ram, ebr_supported
+
+#: the parameter memories' widest DP16KD mode on ECP5 (``ecp5_ebr.ebr_ram``): 18 bits, so the
+#: read data and its output register are port B's alone
+PARAM_EBR_WIDEST = 18
+
+
+def param_ebr(config: AccelConfig) -> bool:
+    """Whether the parameter memories are DP16KD blocks with their output register on (an
+    ECP5 target, a depth one block holds)."""
+    return is_ecp5(config.target) and ebr_supported(config.spad_c_depth)
+
+
+def sim_models(config: AccelConfig) -> list:
+    """The simulation-only sources of the store engine for ``config``: the DP16KD model if its
+    parameter memories instantiate DP16KD."""
+    return [EBR_SIM_MODEL] if param_ebr(config) else []
 from .stream import Stream, module
 
 #: commands queued inside the engine (each of the three command queues; the contract's)
@@ -148,6 +171,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
     BPR = C // AB
     D = config.spad_c_depth
     PA = index_width(D)
+    EBR = param_ebr(config)
     L = config.lanes                 # lanes: elements per cycle, a power of two dividing AB
     G = C // L                       # groups of L elements per row
     GB = AB // L                     # groups per AXI beat
@@ -197,9 +221,20 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         word = p.p_wr_index[0:2]
         raddr = [Wire(Bits(PA), f"param_raddr{sfx[l]}") for l in range(L)]
         s1_load = Wire(Bits(1), "s1_load")
-        params = [[dual_port_mem(clk, rst, f"param_{nm}{sfx[l]}", 32, D, rec, p.p_wr_data,
-                                 p.p_wr_valid & (word == Bits(2)(w)), raddr[l], ren=s1_load)
-                   for w, nm in enumerate(("bias", "m0", "shift"))] for l in range(L)]
+        s2_take = Wire(Bits(1), "s2_take")
+
+        def param_mem(nm, w, l):
+            """The ``nm`` memory of lane ``l``: its read is S1 (address register, enable
+            s1_load); on ECP5 its DP16KD output register is S2's register too (enable
+            s2_take), else S2 registers the inferred block RAM's read data."""
+            args = (f"param_{nm}{sfx[l]}", 32, D, rec, p.p_wr_data,
+                    p.p_wr_valid & (word == Bits(2)(w)), raddr[l])
+            if EBR:
+                return ebr_ram(clk, *args, ren=s1_load, oce=s2_take, widest=PARAM_EBR_WIDEST)
+            return dual_port_mem(clk, rst, *args, ren=s1_load)
+
+        params = [[param_mem(nm, w, l) for w, nm in enumerate(("bias", "m0", "shift"))]
+                  for l in range(L)]
 
         # -- S0: the beat buffer, read out one group of L elements per cycle ----------------
         bb_v = NamedReg(1, clk, rst, 0, name="bb_valid")
@@ -264,7 +299,6 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             s0_rec.append(Mux(bb_pt.q, add(bb_pidx.q, _fit(jl, PA), PA), bb_pidx.q))
 
         # -- S1: parameters read (the RAMs' read enable is S1's load) ---------------------
-        s2_take = Wire(Bits(1), "s2_take")
         s1_v = NamedReg(1, clk, rst, 0, name="s1_valid")
         s1_adv = s1_v.q & s2_take
         s1_load.assign(~s1_v.q | s1_adv)
@@ -288,15 +322,15 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         for l in range(L):
             bias, m0, shift = params[l]
             s2_acc = NamedReg(XW, clk, None, None, ce=s2_take, name=f"s2_acc{sfx[l]}")
-            s2_bias = NamedReg(XW, clk, None, None, ce=s2_take, name=f"s2_bias{sfx[l]}")
-            s2_m0 = NamedReg(XW, clk, None, None, ce=s2_take, name=f"s2_m0{sfx[l]}")
-            s2_sh = NamedReg(XW, clk, None, None, ce=s2_take, name=f"s2_shift{sfx[l]}")
             s2_acc.next(s1_acc[l].q)
-            s2_bias.next(bias)
-            s2_m0.next(m0)
-            s2_sh.next(shift)
-            s2_words.append(BitsSignal.concat([s2_sh.q, s2_m0.q,
-                                               add(s2_acc.q, s2_bias.q, XW)]))
+            if not EBR:
+                regs = []
+                for nm, v in (("bias", bias), ("m0", m0), ("shift", shift)):
+                    r = NamedReg(XW, clk, None, None, ce=s2_take, name=f"s2_{nm}{sfx[l]}")
+                    r.next(v)
+                    regs.append(r.q)
+                bias, m0, shift = regs
+            s2_words.append(BitsSignal.concat([shift, m0, add(s2_acc.q, bias, XW)]))
         # S3: one register slice per lane between S2 and its kernel (that lane's x, m0,
         # shift words): a kernel's stall (its input ready) ends at its own slice, and S2's
         # advance depends on registers only, the slices' in_ready flops (the chain kernel

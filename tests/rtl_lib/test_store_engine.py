@@ -5,6 +5,7 @@ compared with frontend.quantize (numpy), under random gaps and back-pressure."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -229,3 +230,28 @@ def test_store_random_more(name, gates, block_sim, tmp_path):
 def test_refusals():
     with pytest.raises(ConfigError, match="multiple of the AXI beat"):
         make_store_engine(AccelConfig(rows=2, cols=4, axi_data_width=64), None)
+
+
+@pytest.mark.parametrize("target", ["ecp5-85f", "xc7a100t"])
+def test_parameter_memories_use_the_block_output_register_on_ecp5(tmp_path, target):
+    """On ECP5 the bias/m0/shift memories are DP16KD blocks with REGMODE OUTREG (their output
+    register is S2's, so no route follows a 5.8 ns clock-to-out), read on port B alone (the
+    18-bit mode); the DP16KD model is a simulation-only source. Other targets infer them."""
+    from pycde_accel.rtl_lib import ecp5_ebr, store_engine
+    cfg = AccelConfig(rows=4, cols=8, axi_data_width=32, spad_c_depth=32, target=target)
+    out = emit_store_engine(cfg, tmp_path / "sv", tmp_path / "kernel")
+    text = "".join(f.read_text() for f in out.files)
+    inst = re.findall(r"^\s*DP16KD #\((.*?)\) (param_\w+) \(", text, re.M | re.S)
+    listed = out.filelist.read_text().splitlines()
+    if target.startswith("ecp5"):
+        blocks = ecp5_ebr.ebr_blocks(32, 32, store_engine.PARAM_EBR_WIDEST)
+        assert blocks == 2
+        assert len(inst) == 3 * cfg.lanes * blocks, [n for _, n in inst]
+        for params, name in inst:
+            assert 'REGMODE_B("OUTREG")' in params and "DATA_WIDTH_B(64'd18)" in params, name
+        assert store_engine.sim_models(cfg) == [ecp5_ebr.SIM_MODEL]
+        assert "DP16KD_sim.sv" in out.sim_filelist.read_text() and "DP16KD_sim.sv" not in listed
+        assert not re.search(r"reg \[31:0\] s2_(bias|m0|shift)", text)
+    else:
+        assert inst == [] and store_engine.sim_models(cfg) == []
+        assert re.search(r"s2_m0", text)
