@@ -179,22 +179,21 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 112.32,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 109.10,
               "the whole default accelerator, Yosys once and nextpnr towards 150 MHz on seeds "
-              "1-3 (as bench/fmax.py's measure_accel), RTL of commit 48bed3a (the operand "
-              "scratchpads' DP16KD output registers, the registered idle, the router's FIFO "
-              "output slice): 112.32 / 113.62 routed by router1 on seeds 1 and 2; on seed 3 "
-              "router1 made no progress for 15 minutes and router2's route gave 77.43 (its "
-              "critical path is 11.70 ns of routing), left out of the fit as a router failure, "
-              "not a property of the design; 29fc67b gave 109.64 / 116.82 / 110.66, 0a97ea9 "
-              "103.36 / 114.53 / 113.28"),
-    FmaxPoint(16, 8, 32, 64, 2048, 256, 99.02,
+              "1-3 (as bench/fmax.py's measure_accel), RTL of commit 51d42c7 (the store's "
+              "parameter memories' DP16KD output registers, the W and vector result slices, "
+              "the two-stage maxpool): 109.10 / 113.37 on seeds 1 and 2 (the store engine's "
+              "stall chain S3 -> S2 -> S1 -> the beat buffer's enables); bacd2b1 gave 109.16 "
+              "/ 110.66 / 113.17, d1cbf2b 111.22 / 115.31, 48bed3a 112.32 / 113.62 (seed 3: "
+              "router1 stalled, router2's route 77.43, left out as a router failure)"),
+    FmaxPoint(16, 8, 32, 64, 2048, 256, 100.03,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
-              "spad_b_depth=2048), towards 140 MHz, RTL of commit 48bed3a, seed 1, 153 DSPs "
-              "(critical path: the read router's output FIFO's read pointer -> the parameter "
-              "index adder -> the store's parameter memory address); 29fc67b placed the same "
-              "way gave 100.95 (the B scratchpad's block RAM output), 13de4fd 87.39, de26887 "
-              "94.19, 45d1f20 88.66, a5fb480 102.56"),
+              "spad_b_depth=2048), towards 140 MHz, RTL of commit d1cbf2b, seed 1, 153 DSPs "
+              "(critical path: the A scratchpad's block RAM output register -> the read-side "
+              "selects -> the array's input register); 48bed3a gave 99.02 (the router FIFO's "
+              "read pointer), 29fc67b 100.95, 13de4fd 87.39, de26887 94.19, 45d1f20 88.66, "
+              "a5fb480 102.56"),
     FmaxPoint(8, 16, 32, 128, 1024, 256, 89.93,
               "bench/fmax.py's measure_accel of AccelConfig(rows=8, cols=16, "
               "axi_data_width=128), towards 150 MHz, RTL of commit 8278460, seed 1 (153 of 156 "

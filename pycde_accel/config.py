@@ -32,10 +32,10 @@ class AccelConfig:
 
     rows, cols:      systolic array shape (PE rows x PE columns); rows index M, cols index N.
                      The default 8x8 is chosen from placed measurements on the ECP5-85F
-                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 112.3-113.6
-                     MHz (router1 on seeds 1-2 of one netlist, commit 48bed3a; 109.6-116.8 at
-                     29fc67b). 16x8 with 2048-deep A/B scratchpads (128 PEs, 153 of the 156
-                     DSPs with the kernels) placed at 99.0 MHz (seed 1, 48bed3a; 101.0 at
+                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 109.1-113.4
+                     MHz (seeds 1-2 of one netlist, commit 51d42c7; 109.2-113.2 at bacd2b1).
+                     16x8 with 2048-deep A/B scratchpads (128 PEs, 153 of the 156
+                     DSPs with the kernels) placed at 100.0 MHz (seed 1, d1cbf2b; 101.0 at
                      29fc67b): at 29fc67b's placed clocks it runs the CIFAR VGG
                      1.58 and the CIFAR ResNet 1.36 times faster (0.63 of the device's MAC peak
                      against 0.37), but lenet5 and mlp 8-11% slower (their layers do not fill
