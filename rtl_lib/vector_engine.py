@@ -34,7 +34,7 @@ offers each lane's maxpool kernel a start token at all times and the elements of
 commands continue one long run per lane (a run need not end with a command: each result leaves
 the kernel as soon as its element went in): one beat per cycle (AB elements/cycle). Per command
 there is a fixed start-up/drain (the pipeline's fill): a 64-beat command takes 281 / 537 cycles
-(ADD, W = 32 / 64; measured 531 at W = 64 at HEAD) and 74 / 73 (MAX to DRAM / TO_X, W = 64,
+(ADD, W = 32 / 64; 531 measured at W = 64 at 0f9c80a) and 74 / 73 (MAX to DRAM / TO_X, W = 64,
 with the two-stage maxpool kernel and the ``wd_out`` slice), its first result beat on ``wd``
 10 cycles after the command was taken; under write back-pressure the beats follow
 ``wd_ready`` (64 beats at ``wd_ready`` one cycle in two: 124..134 cycles).
