@@ -158,9 +158,8 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
         raise UserError(f"schedule {route!r}: the accelerator's post-op kernels are built by "
                         f"the {' or '.join(ACCEL_SCHEDULES)} route")
     ks = accel_kernels(config, route, rowred)
-    models = sim_models(config)
-    models += [m for m in store_engine.sim_models(config) + kernel_sim_models(route, config.target)
-               if m not in models]
+    models = _union(sim_models(config), store_engine.sim_models(config),
+                    kernel_sim_models(route, config.target))
     with tempfile.TemporaryDirectory(prefix="pycde_accel_kernels_") as tmp:
         base = Path(kernel_dir) if kernel_dir is not None else Path(tmp)
         lowered = {role: lowering.build_kernel(k, base / k.name,
@@ -177,6 +176,15 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
 
 
 # ---- one engine alone ----------------------------------------------------------------------------
+
+def _union(*model_lists) -> list:
+    """Simulation models of several parts, each once, in order."""
+    out = []
+    for m in (m for ms in model_lists for m in ms):
+        if m not in out:
+            out.append(m)
+    return out
+
 
 def store_engine_prepare(config: AccelConfig, lowered, kernel=None):
     """``emit_module``'s ``prepare`` hook: import the lowered kernel (``lowered``: what
@@ -204,8 +212,7 @@ def emit_store_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None =
     work_dir = Path(work_dir) if work_dir is not None else sv_dir.parent / "requant"
     route = route or KERNEL_ROUTE
     k, lowered = lower_accel_kernel(requant_kernel(config), work_dir, route, config.target)
-    models = sim_models(config)
-    models += [m for m in kernel_sim_models(route, config.target) if m not in models]
+    models = _union(sim_models(config), kernel_sim_models(route, config.target))
     return emit_module(None, sv_dir, sim_models=models,
                        prepare=store_engine_prepare(config, lowered, k))
 

@@ -117,6 +117,7 @@ from .common import NamedReg, dual_port_mem, register_slice
 from .ecp5 import is_ecp5
 from .ecp5_ebr import SIM_MODEL as EBR_SIM_MODEL
 from .ecp5_ebr import ebr_ram, ebr_supported
+from .stream import Stream, module
 
 #: the parameter memories' widest DP16KD mode on ECP5 (``ecp5_ebr.ebr_ram``): 18 bits, so the
 #: read data and its output register are port B's alone
@@ -133,7 +134,6 @@ def sim_models(config: AccelConfig) -> list:
     """The simulation-only sources of the store engine for ``config``: the DP16KD model if its
     parameter memories instantiate DP16KD."""
     return [EBR_SIM_MODEL] if param_ebr(config) else []
-from .stream import Stream, module
 
 #: commands queued inside the engine (each of the three command queues; the contract's)
 QUEUE = contract.STORE_QUEUE
