@@ -434,7 +434,8 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
 
         mx_t0_ready = [Wire(Bits(1), f"max{k}_t0_ready") for k in range(AB)]
         mx_t1_ready = [Wire(Bits(1), f"max{k}_t1_ready") for k in range(AB)]
-        if getattr(max_kernel, "lockstep_join", False):
+        lockstep = getattr(max_kernel, "lockstep_join", False)
+        if lockstep:
             # A static-route kernel takes its inputs together (the wrapper's join) and its
             # control does not depend on the data, so lanes that are instances of one module,
             # reset together, with the same control inputs (both valids max_in_v, start
@@ -557,7 +558,7 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         # (lanes in step, see max_in: lane 0's y_valid stands for all, so the take is not
         # behind an AND over the lanes' output FIFOs: out_valid_q -> that AND -> every lane's
         # output-FIFO count was a 9.1 ns group in fpga.paths' estimate of d1cbf2b's 8x8)
-        for mk in (mxs[:1] if getattr(max_kernel, "lockstep_join", False) else mxs):
+        for mk in (mxs[:1] if lockstep else mxs):
             all_y = all_y & mk.y_valid
         max_take = all_y & y_ready_w
         max_take_w.assign(max_take)
