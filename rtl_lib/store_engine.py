@@ -72,9 +72,10 @@ m0, shift; x = acc + bias is added after them, so no logic follows the block RAM
 target bias, m0 and shift are the DP16KD blocks' own output registers, ``param_ebr``: a block
 RAM's data without it leaves the block 5.8 ns after the clock, and its route to S2 was the
 placed 8x8's critical path on seeds 2 and 3 at bacd2b1; simulation then needs
-``sim_models(config)``) -> S3 (one
-register slice per lane holding that lane's x, m0, shift: its kernel's input stall ends
-there; S2 moves when every lane's slice ``in_ready``, a flop, is high) -> L kernels
+``sim_models(config)``; S1 and S2 never stall: a group enters S1 only while every lane's S3
+queue has a credit for it, ``s3_room``, a flop) -> S3 (per lane, a queue of ``LANE_CREDITS``
+words of x, m0, shift that S2 pushes unasked, then a register slice: its kernel's input
+stall ends there, and reaches S0 only as the registered pops that return the credits) -> L kernels
 (``x``/``m0``/``shift`` element streams, one start token per tile each; a kernel whose class
 says ``lockstep_join``, the static route's, takes the three in one cycle, so a slice is taken
 on its kernel's ``x_ready``, with no per-input flags) -> Y (one register
@@ -95,9 +96,10 @@ to the last data beat taken (4x8: 256 elements in 292 cycles at L=1, 164 at L=2,
 every ``max(K, R)`` cycles) is faster than this only when ``K < R*C/L``; the core then waits
 on ``c_ready`` (its output FIFO holds the rest).
 
-Timing structure: the element stall chain (kernel in_ready -> S2 -> S1 -> beat buffer ->
-``c_ready`` -> the C FIFO) is cut by the hold register at ``c_ready`` and by the per-lane S3 slices at
-the kernels, the output stall by the per-lane Y slices; ``bench/fmax.py`` measures the clock it reaches.
+Timing structure: no element stall chain runs through S1 and S2 (credits, above); the beat
+buffer's own stall stops at the hold register at ``c_ready``, a kernel's at its S3 slice and
+queue, the output stall at the per-lane Y slices; ``bench/fmax.py`` measures the clock it
+reaches.
 """
 
 from __future__ import annotations
@@ -135,6 +137,11 @@ def sim_models(config: AccelConfig) -> list:
     parameter memories instantiate DP16KD."""
     return [EBR_SIM_MODEL] if param_ebr(config) else []
 
+#: words each lane's S3 queue holds, and the credits S0 issues against it: a group issued on
+#: edge t is in S1 after t, in S2 after t+1, in the queue after t+2, leaves it on t+3 at the
+#: earliest, and its registered pop frees the credit for the issue on edge t+5, so 5 credits
+#: keep one group per cycle; one more is slack
+LANE_CREDITS = 6
 #: commands queued inside the engine (each of the three command queues; the contract's)
 QUEUE = contract.STORE_QUEUE
 #: the kernel's element width
@@ -220,18 +227,18 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         rec = p.p_wr_index[2:2 + PA] if 2 + PA <= 32 else _fit(p.p_wr_index[2:32], PA)
         word = p.p_wr_index[0:2]
         raddr = [Wire(Bits(PA), f"param_raddr{sfx[l]}") for l in range(L)]
-        s1_load = Wire(Bits(1), "s1_load")
-        s2_take = Wire(Bits(1), "s2_take")
+        # every lane's queue has room for one more group (see S3)
+        s3_room = NamedReg(1, clk, rst, 1, name="s3_room")
 
         def param_mem(nm, w, l):
-            """The ``nm`` memory of lane ``l``: its read is S1 (address register, enable
-            s1_load); on ECP5 its DP16KD output register is S2's register too (enable
-            s2_take), else S2 registers the inferred block RAM's read data."""
+            """The ``nm`` memory of lane ``l``: its read is S1 (the address register); on
+            ECP5 its DP16KD output register is S2's register too, else S2 registers the
+            inferred block RAM's read data."""
             args = (f"param_{nm}{sfx[l]}", 32, D, rec, p.p_wr_data,
                     p.p_wr_valid & (word == Bits(2)(w)), raddr[l])
             if EBR:
-                return ebr_ram(clk, *args, ren=s1_load, oce=s2_take, widest=PARAM_EBR_WIDEST)
-            return dual_port_mem(clk, rst, *args, ren=s1_load)
+                return ebr_ram(clk, *args, widest=PARAM_EBR_WIDEST)
+            return dual_port_mem(clk, rst, *args)
 
         params = [[param_mem(nm, w, l) for w, nm in enumerate(("bias", "m0", "shift"))]
                   for l in range(L)]
@@ -244,7 +251,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         bb_pt = NamedReg(1, clk, None, None, name="bb_per_tensor")
         f_row = NamedReg(RW, clk, rst, 0, name="feed_row")
         bb_last_j = bb_j.q == Bits(JW)(G - 1) if G > 1 else one
-        s0_move = bb_v.q & s1_load  # group bb_j moves into S1
+        s0_move = bb_v.q & s3_room.q  # group bb_j moves into S1
         bb_free = ~bb_v.q | (s0_move & bb_last_j)
         f_head = fq.output
         # a C beat taken while the beat buffer is busy waits in the hold register, so
@@ -298,60 +305,67 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             jl = BitsSignal.concat([bb_j.q, Bits(LL)(l)]) if LL else bb_j.q
             s0_rec.append(Mux(bb_pt.q, add(bb_pidx.q, _fit(jl, PA), PA), bb_pidx.q))
 
-        # -- S1: parameters read (the RAMs' read enable is S1's load) ---------------------
+        # -- S1: parameters read; S1 and S2 never stall -------------------------------------
+        # a group moves from the beat buffer into S1 only while every lane's queue (below)
+        # has room for it counted from this issue on (``s3_room``, a flop), so S1 and S2
+        # always advance and no ready runs back from the kernels through S2 and S1 into the
+        # beat buffer's enables (that chain, s3_all_ready -> S2's take -> S1's load -> the
+        # beat buffer -> bb_data's CE, was the placed 8x8's critical path at 51d42c7, seeds 1
+        # and 2: 7.93 ns of routing)
         s1_v = NamedReg(1, clk, rst, 0, name="s1_valid")
-        s1_adv = s1_v.q & s2_take
-        s1_load.assign(~s1_v.q | s1_adv)
-        s1_v.next(Mux(s1_load, s1_v.q, bb_v.q))
+        s1_v.next(s0_move)
         s1_acc = []
         for l in range(L):
-            a_l = NamedReg(XW, clk, None, None, ce=s1_load, name=f"s1_acc{sfx[l]}")
+            a_l = NamedReg(XW, clk, None, None, name=f"s1_acc{sfx[l]}")
             a_l.next(_sext32(s0_acc[l]))
-            # the parameter RAMs read the record of the group moving into S1, with S1's
-            # load as their read enable: their data holds while S1 stalls, without a mux
-            # that would hold the address in front of the RAMs
+            # the parameter RAMs read the record of the group moving into S1
             raddr[l].assign(s0_rec[l])
             s1_acc.append(a_l)
 
         # -- S2: x = acc + bias (int32 wrap), forked to the kernel's three inputs ---------
         s2_v = NamedReg(1, clk, rst, 0, name="s2_valid")
+        s2_v.next(s1_v.q)
         # the block RAM outputs go straight into S2's registers (a DP16KD's clock-to-out
-        # is ~5.8 ns on ECP5: no adder after it); the bias is added after S2, in front of
-        # the kernel's first stage
+        # is ~5.8 ns on ECP5: no adder after it); the bias is added after S2, into the
+        # lanes' queues
         s2_words = []
         for l in range(L):
             bias, m0, shift = params[l]
-            s2_acc = NamedReg(XW, clk, None, None, ce=s2_take, name=f"s2_acc{sfx[l]}")
+            s2_acc = NamedReg(XW, clk, None, None, name=f"s2_acc{sfx[l]}")
             s2_acc.next(s1_acc[l].q)
             if not EBR:
                 regs = []
                 for nm, v in (("bias", bias), ("m0", m0), ("shift", shift)):
-                    r = NamedReg(XW, clk, None, None, ce=s2_take, name=f"s2_{nm}{sfx[l]}")
+                    r = NamedReg(XW, clk, None, None, name=f"s2_{nm}{sfx[l]}")
                     r.next(v)
                     regs.append(r.q)
                 bias, m0, shift = regs
             s2_words.append(BitsSignal.concat([shift, m0, add(s2_acc.q, bias, XW)]))
-        # S3: one register slice per lane between S2 and its kernel (that lane's x, m0,
-        # shift words): a kernel's stall (its input ready) ends at its own slice, and S2's
-        # advance depends on registers only, the slices' in_ready flops (the chain kernel
-        # ready -> S2 -> S1 -> beat buffer -> hold register was the accelerator's critical
-        # path, and one slice shared by the lanes ran a lane's ready into every lane's
-        # CE); x = acc + bias is computed into it. S2 moves when every lane's slice can
-        # take a word, so the lanes' slices are loaded together; each then feeds its
-        # kernel's three inputs on its own (at most two words apart between lanes)
+        # S3: per lane, a queue of LANE_CREDITS words (x, m0, shift) that S2 pushes without
+        # asking, then a register slice in front of the kernel (flops into its first stage):
+        # a kernel's stall ends at its own slice and queue. ``s3_occ`` counts the words of a
+        # lane issued and not yet known to have left its queue (the pop, registered: the
+        # lanes' pops reach S0 through one flop each); ``s3_room`` = every lane's count is
+        # below LANE_CREDITS, registered, so no queue ever overflows
         names = ("x", "m0", "shift")
         lockstep = getattr(requant, "lockstep_join", False)   # the static route's wrapper
-        s3_in_ready = []
         k_ready, k_valid, sent, s3_in = [], [], [], []
-        s2_all_ready = one
         s3_takes = [Wire(Bits(1), f"s3_take{sfx[l]}") for l in range(L)]
-        s3_vs = []
-        s2_adv_w = Wire(Bits(1), "s2_adv")
+        CW = LANE_CREDITS.bit_length()
+        room_next = one
         for l in range(L):
-            v_l, d_l, r_l, rn_l = register_slice(clk, rst, s2_adv_w, s2_words[l], s3_takes[l],
-                                                 f"s3{sfx[l]}", next_ready=True)
-            s3_vs.append(v_l)
-            s2_all_ready = s2_all_ready & rn_l
+            q_l = Queue(Bits(3 * XW), LANE_CREDITS, clk, rst, f"s3_queue{sfx[l]}")
+            q_l.push(s2_words[l], s2_v.q)
+            v_l, d_l, r_l = register_slice(clk, rst, ~q_l.empty, q_l.output, s3_takes[l],
+                                           f"s3{sfx[l]}")
+            pop_l = ~q_l.empty & r_l
+            q_l.pop(pop_l)
+            popped = NamedReg(1, clk, rst, 0, name=f"s3_popped{sfx[l]}")
+            popped.next(pop_l)
+            occ = NamedReg(CW, clk, rst, 0, name=f"s3_occ{sfx[l]}")
+            occ_next = up_down(occ.q, s0_move, popped.q, CW)
+            occ.next(occ_next)
+            room_next = room_next & (occ_next.as_uint() < LANE_CREDITS).as_bits()
             s3_in.append({nm: d_l[i * XW:(i + 1) * XW] for i, nm in enumerate(names)})
             k_ready.append({nm: Wire(Bits(1), f"k_{nm}_ready{sfx[l]}") for nm in names})
             if lockstep:
@@ -370,15 +384,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             for nm in names:
                 sent[l][nm].next(Mux(adv_l, sent[l][nm].q |
                                      (k_valid[l][nm] & k_ready[l][nm]), zero))
-        # every lane's slice can take a word: the AND of the slices' in_ready flops, itself
-        # registered (from their next values), so that the stall chain S2 -> S1 -> beat
-        # buffer -> hold register starts at one flop instead of an L-input AND of flops
-        s3_ready = NamedReg(1, clk, rst, 1, name="s3_all_ready")
-        s3_ready.next(s2_all_ready)
-        s2_adv = s2_v.q & s3_ready.q
-        s2_adv_w.assign(s2_adv)
-        s2_take.assign(~s2_v.q | s2_adv)
-        s2_v.next(Mux(s2_take, s2_v.q, s1_v.q))
+        s3_room.next(room_next)
 
         # -- the kernels: one per lane -------------------------------------------------------
         # each kernel's y goes through a register slice of its own lane (the kernel's
