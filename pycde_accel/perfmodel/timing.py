@@ -29,16 +29,16 @@ READ_LATENCY, WRITE_LATENCY = MEMORIES["rtl"]
 #: beat). The static route's entries are its kernels' pipeline latencies (:func:`timing`) plus
 #: the fixed cycles around them below.
 SCHEDULE_TIMING = {
-    "dynamic": {"store_latency": 5, "vec_startup": 6, "add_bubble": 1, "add_drain": -2,
+    "dynamic": {"store_latency": 6, "vec_startup": 6, "add_bubble": 1, "add_drain": -2,
                 "max_drain": 0, "store_bubble": 2, "mul_extra_drain": 16, "rowred_drain": 44},
     "static": {"vec_startup": 6, "add_bubble": 0, "store_bubble": 0},
 }
 #: the static route: each entry = the sum of these kernels' latencies (``lowering.schedule``:
 #: "-" subtracts one) + the cycles around them (fitted against Verilator runs: the store
-#: engine's S1/S2 stages and register slices, the vector engine's pair FIFO and result
+#: engine's S1/S2 stages, lane queues and register slices, the vector engine's pair FIFO and result
 #: register, the row unit's accumulator and broadcast)
 STATIC_AROUND = {
-    "store_latency": (("requant",), 5),
+    "store_latency": (("requant",), 6),
     "add_drain": (("add",), 0),
     "max_drain": (("max",), 1),
     "mul_extra_drain": (("mul", "-add"), 4),
