@@ -460,8 +460,10 @@ MAX_OUTSTANDING = 4
 #: the longest AXI burst (beats); no burst crosses a BURST_BOUNDARY-byte boundary
 MAX_BURST = 256
 BURST_BOUNDARY = 4096
-#: the matmul unit's operand FIFO in front of the core (= its read credits)
-EXEC_CREDITS = 4
+#: the matmul unit's operand FIFO in front of the core (= its read credits): a read's round
+#: trip is the scratchpad's read latency (3) + the FIFO's push-to-pop and the credit's
+#: register (2) cycles, so 5 keep one read per cycle
+EXEC_CREDITS = 5
 #: STORE commands queued inside the store engine
 STORE_QUEUE = 4
 #: beat pairs {X, S} buffered in the vector engine

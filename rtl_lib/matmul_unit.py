@@ -48,13 +48,14 @@ edge the last read is issued if REL_A, the B bank if REL_B (the read still retur
 bank's data). So the tile is C[i][j] = sum_k A_lane_i[k] * B_lane_j[k].
 
 Flow control and timing: the scratchpads' reads cannot be stalled (block RAM with a fixed read
-latency, ``operand_spad.RD_LATENCY`` = 2), so reads are issued against credits: a read is issued
-only if fewer than ``FIFO_DEPTH`` (4) beats are issued and not yet taken by the core; its data
-goes into the operand FIFO RD_LATENCY edges after the issue, and the core takes the FIFO's head. The FIFO is 4
+latency, ``operand_spad.RD_LATENCY`` = 3), so reads are issued against credits: a read is issued
+only if fewer than ``FIFO_DEPTH`` (5) beats are issued and not yet taken by the core; its data
+goes into the operand FIFO RD_LATENCY edges after the issue, and the core takes the FIFO's head. The FIFO is 5
 registers of R*8 + C*8 + 1 bits (R*W + C*8 + 2 with the depthwise mode) (not a ``lutram.Lutram``: a second Lutram of another width in
 one design gets a uniquified module name, ``pycde_accel_lutram_1``, that ``lutram.sv`` does not
-define). A beat issued on edge e can enter the core on edge e + 3 at the earliest
-(``ISSUE_TO_CORE``); 4 credits sustain the rate (one read per cycle over that round trip).
+define). A beat issued on edge e can enter the core on edge e + 4 at the earliest
+(``ISSUE_TO_CORE``), and its credit is free for the issue on edge e + 5: 5 credits sustain the
+rate (one read per cycle over that round trip).
 With ``c_ready`` high the reads and the core both run at one beat per cycle, and commands
 follow each other without a gap (the next command's first read is issued on the edge after the
 previous one's last read). So a run of EXECs with K_0..K_{T-1}, with both banks available and
@@ -85,7 +86,7 @@ from pycde.types import Bits
 from .. import contract
 from ..config import AccelConfig
 from ..errors import ConfigError
-from .bits import index_width, inc, log2
+from .bits import count_width, index_width, inc, log2
 from .common import NamedReg, register_slice
 from .ecp5 import is_ecp5
 from .keep_ff import replicated
@@ -142,8 +143,15 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
     SpadA = make_operand_spad(R, W, a_words, ebr=ebr)
     SpadB = make_operand_spad(C, W, b_words, ebr=ebr)
     Core = make_systolic_core(config)
-    FW = log2(FIFO_DEPTH)
-    CNTW = FW + 1
+    FW = index_width(FIFO_DEPTH)
+    CNTW = count_width(FIFO_DEPTH)
+
+    def ring_inc(v):
+        """The next slot index after ``v``: the pointers wrap at FIFO_DEPTH (not a power
+        of two: 5 credits for a read latency of 3), so the wrap is a compare of a flop."""
+        if FIFO_DEPTH == 1 << FW:
+            return inc(v)
+        return Mux(v == Bits(FW)(FIFO_DEPTH - 1), inc(v), Bits(FW)(0))
     DWM = has_depthwise(config) and C > 1  # the depthwise mode (DW flag; C == AB)
     AE = R * W if DWM else R * 8   # FIFO entry's A: one word per lane in the depthwise build
     EW = AE + C * 8 + 1 + (1 if DWM else 0)  # FIFO entry: (dw,) last, B beat, A
@@ -218,7 +226,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
             byte.next(Bits(BW)(0))
         p.ex_ready = ex_ready
 
-        # -- operand FIFO (read data arrives one edge after the issue) ---------------------
+        # -- operand FIFO (read data arrives RD_LATENCY edges after the issue) ----------
         last_d = iss & is_last & ~chain.q         # CHAIN: the tile goes on in the next EXEC
         dw_d = iss & dwq.q
         for i in range(RD_LATENCY):
@@ -227,7 +235,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
                 dw_d = dw_d.reg(clk, rst, name=f"rd_dw_d{i}")
         push = spad_a.rd_data_valid
         wr = NamedReg(FW, clk, rst, 0, ce=push, name="fifo_wr")
-        wr.next(inc(wr.q))
+        wr.next(ring_inc(wr.q))
         occ = NamedReg(CNTW, clk, rst, 0, name="fifo_occ")
         # the head's valid and last flags are flops of their own (the core's admission of a
         # tile's last beat is logic of them, not of the slot mux behind the read pointer),
@@ -237,7 +245,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         head_valid = hv_q.q
         pop = Wire(Bits(1), "pop")
         rd = NamedReg(FW, clk, rst, 0, ce=pop, name="fifo_rd")
-        rd.next(inc(rd.q))
+        rd.next(ring_inc(rd.q))
         if DWM:  # lane i: its word, byte 0 the selected byte unless DW (the core's a_data)
             a_lanes = []
             for i in range(R):
@@ -256,7 +264,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         push_ahead = iss
         for i in range(RD_LATENCY - 1):
             push_ahead = push_ahead.reg(clk, rst, rst_value=0, name=f"fifo_push_ahead{i}")
-        wr_next = Mux(push, wr.q, inc(wr.q))
+        wr_next = Mux(push, wr.q, ring_inc(wr.q))
         chunks = [(lo, min(lo + SLOT_CHUNK, EW)) for lo in range(0, EW, SLOT_CHUNK)]
         slots = []
         for i in range(FIFO_DEPTH):
@@ -272,7 +280,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         LB = EW - 2 if DWM else EW - 1                 # the entry's last flag
         occ0 = occ.q == Bits(CNTW)(0)
         occ1 = occ.q == Bits(CNTW)(1)
-        rd_up = inc(rd.q)
+        rd_up = ring_inc(rd.q)
         last_stay = Mux(occ0 & push, Mux(rd.q, *[sl[LB] for sl in slots]), last_d)
         last_pop = Mux(occ1 & push, Mux(rd_up, *[sl[LB] for sl in slots]), last_d)
         hl_q.next(Mux(pop, last_stay, last_pop))

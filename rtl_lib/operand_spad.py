@@ -25,11 +25,12 @@ Consumer ports: ``rd_avail`` (out: the consumer owns a committed bank), ``rd_val
 ``rd_word`` (log2 depth_words bits), ``rd_byte`` (log2 AB bits): a read is issued on an edge
 where ``rd_valid & rd_avail``; it reads word ``rd_word`` of every lane and selects byte
 ``rd_byte`` of each. ``rd_data`` (lanes x 8 bits, lane i in bits ``[8i, 8i+8)``) and
-``rd_data_valid`` follow **two cycles later** (read latency 2: the memory's registered read
-port, a register on the raw words, then the byte select as logic, driven by a registered
-``rd_byte``; the register keeps the block RAM's long clock-to-out off the select). One read per
+``rd_data_valid`` follow **three cycles later** (read latency 3: the memory's registered read
+port, a register on the raw words, then the byte select, driven by a registered ``rd_byte``,
+into a register; the second register keeps the block RAM's long clock-to-out off the select,
+the third the select off the consumer's route). Every output is a register. One read per
 cycle. ``rd_words`` (lanes x width, lane i in bits ``[i*width, (i+1)*width)``): the whole words
-of the same read, valid with ``rd_data`` (the registered raw words, no select).
+of the same read, valid with ``rd_data`` (the raw words, registered as often).
 ``rd_release`` (in): taken on an edge where ``rd_release & rd_avail``; the bank goes back to the
 producer (a read issued on that same edge still returns the released bank's data: the producer
 can write the bank one edge later at the earliest, after the memory has been read).
@@ -39,7 +40,7 @@ was waiting (one edge later than ``make_scratchpad``: the write stage); a releas
 makes ``wr_ready`` high after e if the producer was waiting, and ``rd_avail`` (the other bank)
 after e if it was committed (its commit reached the ownership by then).
 ``clk``, ``rst`` (synchronous, active high: both banks empty, producer at bank 0; memory contents
-are not cleared). Every output except ``rd_data`` is a register or logic of registers only.
+are not cleared). Every output is a register or logic of registers only.
 
 Memories: one memory per lane of ``2 * depth_words`` words holding both banks (the bank is the
 address MSB: the ownership protocol never lets the two ports into one bank), with one write
@@ -71,7 +72,7 @@ from .scratchpad import bank_ownership
 from .stream import Stream, module
 
 #: cycles from a read issued (edge e) to its ``rd_data`` (valid for edge e + RD_LATENCY)
-RD_LATENCY = 2
+RD_LATENCY = 3
 #: the most lanes a scratchpad has (``wr_lane`` is one-hot, one bit per lane)
 MAX_LANES = 256
 
@@ -155,17 +156,26 @@ def make_operand_spad(lanes: int, width: int, depth_words: int,
         byte_sel2.next(byte_sel.q)
         rd_data_valid2 = NamedReg(1, clk, rst, 0, name="rd_data_valid_q2")
         rd_data_valid2.next(rd_data_valid.q)
-        byte_sel, rd_data_valid = byte_sel2, rd_data_valid2
-        lane_bytes = []
-        for word in words:
+        byte_sel = byte_sel2
+        # Third read stage: the byte select into registers, so what leaves the scratchpad
+        # is flops (the block's output register -> the select -> the matmul unit's operand
+        # FIFO slots, across the die, was the placed 16x8's critical path at d1cbf2b: 3.24
+        # ns of route, 4 LUT levels, 2.19 ns); the whole words are registered with it
+        rd_data_valid3 = NamedReg(1, clk, rst, 0, name="rd_data_valid_q3")
+        rd_data_valid3.next(rd_data_valid2.q)
+        lane_bytes, lane_words = [], []
+        for i, word in enumerate(words):
             if AB == 1:
-                lane_bytes.append(word)
+                sel = word
             else:
-                lane_bytes.append(Mux(byte_sel.q, *[word[8 * e:8 * e + 8] for e in range(AB)]))
+                sel = Mux(byte_sel.q, *[word[8 * e:8 * e + 8] for e in range(AB)])
+            lane_bytes.append(sel.reg(clk, name=f"lane{i}_rd_byte_q"))
+            lane_words.append(word.reg(clk, name=f"lane{i}_rd_word_q"))
         p.rd_data = BitsSignal.concat(list(reversed(lane_bytes))) if lanes > 1 \
             else lane_bytes[0]
-        p.rd_data_valid = rd_data_valid.q
-        p.rd_words = BitsSignal.concat(list(reversed(words))) if lanes > 1 else words[0]
+        p.rd_data_valid = rd_data_valid3.q
+        p.rd_words = BitsSignal.concat(list(reversed(lane_words))) if lanes > 1 \
+            else lane_words[0]
         p.wr_ready = wr_ready
         p.rd_avail = rd_avail
 
