@@ -95,22 +95,22 @@ the skew and the PEs, drain counters, FIFO, credits); ``a_ready``/``b_ready`` ar
 Latency (cycles = rising edges; no back-pressure: all valids and ``c_ready`` high)
 ----------------------------------------------------------------------------------
 Let the last beat of a tile be taken on edge s. Then its C row r is on ``c_data`` with
-``c_valid`` high for the edge s + rows + cols + 3 + r (r = 0 .. rows-1), i.e.
+``c_valid`` high for the edge s + rows + cols + 4 + r (r = 0 .. rows-1), i.e.
 
-* first-result latency: ``rows + cols + 3`` edges after the tile's last input beat
-  (``K + rows + cols + 2`` after its first input beat); the 3 is ``pe.PE_LATENCY`` (input
-  registers, multiplier output register, ``p_r``), the same on every target;
+* first-result latency: ``rows + cols + 4`` edges after the tile's last input beat
+  (``K + rows + cols + 3`` after its first input beat); the 4 is ``pe.PE_LATENCY`` (the PE's
+  registers, the multiplier's input and output registers, ``p_r``), the same on every target;
 * per-tile occupancy of the input: ``max(K, rows)`` cycles (the last beat of tile t+1 is taken
   ``max(K_{t+1}, rows)`` edges after that of tile t, when the inputs are offered back to back);
 * a run of tiles K_0, ..., K_{T-1} offered back to back spans, counted in cycles from the one in
   which the first input beat is taken to the one in which the last C beat is taken, inclusive::
 
-      cycles = K_0 + sum_{t>=1} max(K_t, rows) + 2*rows + cols + 2
+      cycles = K_0 + sum_{t>=1} max(K_t, rows) + 2*rows + cols + 3
 
   (``run_cycles`` below). The ideal for T tiles is sum K_t (one MAC per PE per cycle), so the
-  fill/drain overhead is ``2*rows + cols + 2`` cycles per run, not per tile.
+  fill/drain overhead is ``2*rows + cols + 3`` cycles per run, not per tile.
 
-Resources: rows*cols PEs (1 multiplier, 4*data_width + 2*acc_width + 7 fabric flip-flops each
+Resources: rows*cols PEs (1 multiplier, 4*data_width + 2*acc_width + 9 fabric flip-flops each
 on ECP5, whose DSP holds the operand and product registers; 2*data_width more elsewhere), skew
 buffers of rows*(rows-1)/2 and cols*(cols-1)/2 operands, a deskew buffer of cols*(cols-1)/2
 accumulators and an output FIFO of ``out_fifo_depth(rows, cols)`` rows of C (+1 bit, last).

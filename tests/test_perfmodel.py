@@ -168,3 +168,13 @@ def test_vector_rates(schedule, add_per_beat):
     assert 2 * n <= perfmodel.predict_layer(mx_to_x, cfg) <= 2 * n + 60
     # ADD and MAX differ by ADD's AB (+ bubble) cycles per beat against MAX's one
     assert abs(t_add - t_max - n * (add_per_beat - 1)) <= 30
+
+
+def test_core_result_latency_follows_the_rtl():
+    """The model's first-result offset is the PE pipeline plus the matmul unit's C slice: a
+    PE stage added in the RTL without the model following would shift every layer."""
+    from pycde_accel.perfmodel.timing import CORE_RESULT_EXTRA
+    from pycde_accel.rtl_lib.matmul_unit import C_SLICE_LATENCY
+    from pycde_accel.rtl_lib.pe import PE_LATENCY
+
+    assert CORE_RESULT_EXTRA == PE_LATENCY + C_SLICE_LATENCY

@@ -8,7 +8,7 @@
   takes one beat per cycle; a tile's last beat is admitted ``rows`` cycles after the previous
   tile's at the earliest and only with room for ``rows`` rows in the output FIFO (an EXEC with
   CHAIN marks no last beat: a CHAIN run is one tile of the summed K); its results
-  leave ``rows + cols + 3`` cycles after its last beat, one row per cycle, to the store engine.
+  leave ``rows + cols + 4`` cycles after its last beat, one row per cycle, to the store engine.
 """
 
 from __future__ import annotations
