@@ -26,9 +26,12 @@ Protocol and latency
 --------------------
 * Write: AW and W are independent one-entry holding registers (``aw_full``/``w_full``):
   ``awready = !aw_full``, ``wready = !w_full``; either may arrive first, any number of cycles
-  apart. On the first edge where both are held and the B register is free (or being emptied),
-  the write is performed and ``bvalid`` rises (1 cycle after the later of AW/W if B is free).
-  ``bvalid`` is held until ``bready``. Throughput: one write per 2 cycles.
+  apart. On the first edge where both are held and the B register is empty, the write is
+  performed and ``bvalid`` rises (1 cycle after the later of AW/W if B is empty). ``bvalid``
+  is held until ``bready``. The write decision and each register's write enable are logic of
+  flops only (``bready`` is not in them, and the address compare is registered with AW,
+  ``aw_hit_*``): a write's CE fans out to registers all over the design. Throughput: one
+  write per 2 cycles while ``bready`` is high.
 * Read: ``arready = !rvalid``; the read data is registered on the AR handshake edge, so
   ``rvalid`` rises one cycle after AR; held until ``rready``. One read per 2 cycles.
 * Responses: OKAY; SLVERR for a write to an ``ro`` register; DECERR for an address that
@@ -102,14 +105,14 @@ def make_axil_csr(csr_map: CsrMap, name: str = "axil_csr") -> type[Module]:
         b_valid = NamedReg(1, clk, rst, 0, name="b_valid")
         aw_fire = p.s_axil_awvalid & ~aw_full.q
         w_fire = p.s_axil_wvalid & ~w_full.q
-        aw_word = NamedReg(ww, clk, None, None, ce=aw_fire, name="aw_word")
-        aw_word.next(p.s_axil_awaddr[lsb:aw])
         w_data = NamedReg(dw, clk, None, None, ce=w_fire, name="w_data")
         w_data.next(p.s_axil_wdata)
         w_strb = NamedReg(nb, clk, None, None, ce=w_fire, name="w_strb")
         w_strb.next(p.s_axil_wstrb)
-        b_free = ~b_valid.q | p.s_axil_bready
-        do_write = aw_full.q & w_full.q & b_free
+        # the B register empty (a flop), not "empty or being emptied": the bready pin stays
+        # out of every register's write enable (csr.aw_full -> the bready LUT -> the write
+        # decode -> stamp_sel's CE was the placed 8x8's critical path on seed 2 at 82013b3)
+        do_write = aw_full.q & w_full.q & ~b_valid.q
         aw_full.next(Mux(do_write, aw_full.q | aw_fire, zero))
         w_full.next(Mux(do_write, w_full.q | w_fire, zero))
         b_valid.next(do_write | (b_valid.q & ~p.s_axil_bready))
@@ -130,7 +133,10 @@ def make_axil_csr(csr_map: CsrMap, name: str = "axil_csr") -> type[Module]:
         rdata = Bits(dw)(0)
         for r in regs:
             word = Bits(ww)(r.offset >> lsb)
-            w_hit = (aw_word.q == word) & do_write
+            # the address compare is made as AW is taken, into a flop per register
+            aw_hit = NamedReg(1, clk, None, None, ce=aw_fire, name=f"aw_hit_{r.name}")
+            aw_hit.next(p.s_axil_awaddr[lsb:aw] == word)
+            w_hit = aw_hit.q & do_write
             r_hit = ar_word == word
             w_hit_any = w_hit_any | w_hit
             r_hit_any = r_hit_any | r_hit
