@@ -25,8 +25,7 @@ class NamedReg:
         self._d.assign(value)
 
 
-def register_slice(clk, rst, valid, data, ready, name: str, next_ready: bool = False,
-                   next_valid: bool = False):
+def register_slice(clk, rst, valid, data, ready, name: str, next_valid: bool = False):
     """A full-rate valid/ready register slice (2-entry skid buffer) between a sender
     (``valid``, ``data``) and a receiver (``ready``): returns ``(out_valid, out_data,
     in_ready)``. ``out_valid``/``out_data`` and ``in_ready`` are registers, so neither the
@@ -34,11 +33,9 @@ def register_slice(clk, rst, valid, data, ready, name: str, next_ready: bool = F
     taken on edge e is offered after e), 1 beat per cycle, order kept. Registers
     ``{name}_v``/``{name}_d`` (the output) and ``{name}_skid_v``/``{name}_skid_d``.
 
-    ``next_ready=True`` also returns ``in_ready``'s next value (a 4-tuple): a sender that joins
-    several slices can register the AND of their next readies, so that its own advance is one
-    flop instead of an AND tree of the slices' flops. ``next_valid=True`` likewise appends
-    ``out_valid``'s next value (a receiver that joins several slices can register the AND of
-    their valids)."""
+    ``next_valid=True`` also returns ``out_valid``'s next value (a 4-tuple): a receiver that
+    joins several slices can register the AND of their valids, so that its own decisions start
+    at one flop instead of an AND tree of the slices' flops."""
     from pycde.constructs import Mux
 
     w = data.type.width
@@ -54,9 +51,6 @@ def register_slice(clk, rst, valid, data, ready, name: str, next_ready: bool = F
     main_v.next(main_v_next)
     skid_v.next(Mux(load, skid_v.q | (valid & in_ready), Bits(1)(0)))
     out = (main_v.q, main_d.q, in_ready)
-    if next_ready:
-        # ~skid_v's next value: the output register loads, or nothing waits and nothing comes
-        out += (load | (in_ready & ~valid),)
     if next_valid:
         out += (main_v_next,)
     return out

@@ -6,14 +6,10 @@ from __future__ import annotations
 from ..regs import NamedReg, fifo_slice, register_slice  # noqa: F401  (re-exported for the rtl_lib modules)
 
 
-def dual_port_mem(clk, rst, name: str, width: int, depth: int, waddr, wdata, wen, raddr,
-                  ren=None):
+def dual_port_mem(clk, rst, name: str, width: int, depth: int, waddr, wdata, wen, raddr):
     """A simple dual-port memory ``name`` of ``depth`` words of ``width`` bits (``seq.hlmem``:
     one write port, write latency 1; one registered read port, read latency 1): returns the
-    read data. Yosys maps it to block RAM. ``ren`` (optional): the read port's enable: the
-    read data register loads ``mem[raddr]`` only on an edge where ``ren`` is high and holds
-    otherwise (the block RAM's read clock enable), so a caller that must hold its read data
-    while it stalls need not hold the address with a mux in front of the RAM. A read of the
+    read data. Yosys maps it to block RAM. A read of the
     word written in the same cycle is undefined on the FPGA (the open flow marks memories
     ``no_rw_check``: no read-first emulation logic around the block RAM;
     ``fpga.yosys.MEMORY_ATTRS``): a caller never reads a word in the cycle it writes it (the
@@ -25,11 +21,8 @@ def dual_port_mem(clk, rst, name: str, width: int, depth: int, waddr, wdata, wen
     mem = raw_seq.HLMemOp(ir.Type.parse(f"!seq.hlmem<{depth}xi{width}>"), clk.value,
                           rst.value, name).handle
     raw_seq.WritePortOp(mem, [waddr.value], wdata.value, wen.value, 1)
-    if ren is None:
-        rd = raw_seq.ReadPortOp(ir.IntegerType.get_signless(width), mem, [raddr.value], 1)
-        return _FromCirctValue(rd.result)
-    rd = raw_seq.ReadPortOp(ir.IntegerType.get_signless(width), mem, [raddr.value], 0)
-    return _FromCirctValue(rd.result).reg(clk, ce=ren, name=f"{name}_rd_q")
+    rd = raw_seq.ReadPortOp(ir.IntegerType.get_signless(width), mem, [raddr.value], 1)
+    return _FromCirctValue(rd.result)
 
 
 def name_module(cls, name: str):

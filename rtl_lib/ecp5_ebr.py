@@ -23,8 +23,7 @@ between them.
   8192 x 2, 16384 x 1), ``ceil(width / w)`` of them side by side (the unused high bits written
   0). Depths above 16384 are refused (``ebr_supported``): the caller keeps an inferred memory.
 - Pins as in Yosys's own ``brams_map_16kd.v``: port A writes (``CEA = wen``, ``WEA = 1``, the
-  byte enables in ``ADA[3:0]`` / ``ADA[1:0]`` all 1), port B reads (``CEB``/``OCEB`` 1 or the
-  caller's read enables), the
+  byte enables in ``ADA[3:0]`` / ``ADA[1:0]`` all 1), port B reads (``CEB``/``OCEB`` 1), the
   word address in ``AD[13:L]``, chip selects 0 with ``CSDECODE "0b000"``, ``RESETMODE
   "SYNC"`` with the resets tied 0, ``GSR "DISABLED"``.
 
@@ -97,16 +96,11 @@ def Dp16kd(DATA_WIDTH_A: int = 18, DATA_WIDTH_B: int = 18, REGMODE_A: str = "NOR
 
 
 def ebr_ram(clk, name: str, width: int, depth: int, waddr: BitsSignal, wdata: BitsSignal,
-            wen: BitsSignal, raddr: BitsSignal, ren: BitsSignal | None = None,
-            oce: BitsSignal | None = None, widest: int = 36) -> BitsSignal:
+            wen: BitsSignal, raddr: BitsSignal, widest: int = 36) -> BitsSignal:
     """``depth`` x ``width`` bits of DP16KD with the output register on: read latency 2
     (see the module docstring). Instances ``{name}_ebr{j}``, block j holding bits
-    ``[j*w, (j+1)*w)``. ``ren`` (``CEB``) and ``oce`` (``OCEB``), optional: the enables of
-    the read's address register and of the output register (each holds on an edge where its
-    enable is low), so a pipeline that stalls keeps its read data in the block: the
-    address register is a stage that loads on ``ren``, the output register the next stage,
-    loading on ``oce``. ``widest``: the widest aspect ratio to use (18 keeps the read on port
-    B's pins and registers alone, so ``oce`` is the only output enable involved)."""
+    ``[j*w, (j+1)*w)``. ``widest``: the widest aspect ratio to use (18 keeps the read on port
+    B's pins and registers alone: only ``OCEB`` enables the output register)."""
     if not ebr_supported(depth):
         raise ValueError(f"ebr_ram {name}: {depth} words do not fit one DP16KD deep")
     w, lsb = ebr_mode(depth, widest)
@@ -130,7 +124,7 @@ def ebr_ram(clk, name: str, width: int, depth: int, waddr: BitsSignal, wdata: Bi
         lo, hi = j * w, min((j + 1) * w, width)
         d = [wdata[b] for b in range(lo, hi)] + [zero] * (w - (hi - lo))
         ports = {"CLKA": clk, "CLKB": clk, "CEA": wen, "WEA": one, "OCEA": zero, "RSTA": zero,
-                 "CEB": one if ren is None else ren, "OCEB": one if oce is None else oce,
+                 "CEB": one, "OCEB": one,
                  "WEB": zero, "RSTB": zero}
         for port in "AB":
             for c in range(3):
