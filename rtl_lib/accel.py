@@ -96,7 +96,7 @@ from .common import NamedReg, dual_port_mem
 from .counters import StatusCounters
 from .dispatch import CommandQueue, Decode, Dispatcher, EngineDecode, cmd_field, cmd_word
 from .fetch import Fetcher
-from .load_engine import LoadEngine
+from .load_engine import LoadEngine, load_entry
 from .read_router import ReadRouter, route_decode, route_decode_width
 from .scratchpad import make_width_adapter
 from .stream import module
@@ -199,8 +199,15 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
             n = cmd_field(cmd, 1, 16)
             return BitsSignal.concat([n == Bits(16)(1), n != Bits(16)(0)])
 
+        # a LOAD's route entry is decoded (``route_decode``) on its way into the load queue:
+        # the load engine stores the decode from the queue's slice flops into the route FIFO
+        route_dsts = (DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD)
+        route_dec = EngineDecode(route_decode_width(route_dsts, max(R, C)),
+                                 lambda e: route_decode(e, route_dsts, max(R, C)))
         disp = Dispatcher(clk, rst, cmdq, start, fetch.pop, ENGINE_FIFO_DEPTH,
-                          {"vec": EngineDecode(2, vec_n_flags)})
+                          {"vec": EngineDecode(2, vec_n_flags),
+                           "load": EngineDecode(route_dec.width,
+                                                lambda cmd: route_dec(load_entry(cmd)))})
         loadq, execq, storeq, vecq = disp.queues
         status.csr["perf_cmds"].assign(disp.dispatched)
 
@@ -229,11 +236,8 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
             w = le_rd[n].type.width
             rd[n].assign(q_d.q[lo:lo + w])
             lo += w
-        route_dsts = (DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD)
         load = LoadEngine(clk, rst, loadq, fetch, le_rd, q_ready, AW, CMD_BEATS,
-                          ROUTE_FIFO_DEPTH, DST_CMD,
-                          EngineDecode(route_decode_width(route_dsts, max(R, C)),
-                                       lambda e: route_decode(e, route_dsts, max(R, C))))
+                          ROUTE_FIFO_DEPTH, DST_CMD, route_dec)
         route = load.route
         rt = ReadRouter(clk, rst, route, dma, rd["out_ready"], cmdq, CmdPack, ParamSplit,
                         route_dsts, W, max(R, C))

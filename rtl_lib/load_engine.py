@@ -19,7 +19,8 @@ DMA's command port (``cmd_addr``, ``cmd_beats``, ``cmd_rows``, ``cmd_stride``, `
   ``[54, 70)`` rows. A fetch's entry: destination ``dst_cmd``, 1 row. ``decode`` (optional, a
   ``dispatch.EngineDecode``, e.g. of ``read_router.route_decode``): bits stored above each entry,
   computed on the way in (of the LOAD's and of the fetch's entry, before the choice between
-  them).
+  them). When ``loadq.decoded`` is not None, dispatch already decoded the LOAD's entry
+  (:func:`load_entry`) on its way into the load queue, and the engine stores that.
 * Issue is combinational on the FIFO heads and ``rd_cmd_ready``; one command per cycle.
   ``load_go`` (out): a LOAD left the FIFO for the route FIFO on this edge.
 """
@@ -36,6 +37,16 @@ from .dispatch import cmd_field
 
 #: bits of a route FIFO entry
 ROUTE_BITS = 3 + 3 + 16 * 4
+
+
+def load_entry(cmd):
+    """The route FIFO entry (without decode) of the LOAD command ``cmd``: the layout in the
+    module docstring. Dispatch can decode it on the way into the load queue
+    (``dispatch.EngineDecode`` of ``route_decode(load_entry(cmd))``); the engine then reads the
+    decode from ``loadq.decoded``."""
+    flags, dst = cmd[8:16], cmd[16:24]
+    return BitsSignal.concat([cmd_field(cmd, 3, 16), cmd_field(cmd, 2, 16), cmd_field(cmd, 6, 16),
+                              cmd_field(cmd, 5, 16), flags[0:3], dst[0:3]])
 
 
 class LoadEngine:
@@ -62,18 +73,22 @@ class LoadEngine:
         load_go = ~fetch_req & l_valid & ~route.full & (l_zero | rd_cmd_ready)
         loadq.pop(load_go)
         self.load_go = load_go
-        l_entry = BitsSignal.concat([cmd_field(lh, 3, 16), cmd_field(lh, 2, 16),
-                                     cmd_field(lh, 6, 16), cmd_field(lh, 5, 16), l_flags[0:3],
-                                     l_dst[0:3]])
+        l_entry = load_entry(lh)
         f_entry = BitsSignal.concat([Bits(16)(1), fetch_beats,
                                      Bits(16)(0), Bits(16)(0), Bits(3)(0), Bits(3)(dst_cmd)])
         if decode is not None:
             # each candidate is decoded before the choice between them, so the decode (the
-            # ZERO loads' ``beats - 2`` / ``rows - 2`` carry chains) is logic of the FIFO
-            # heads and the fetcher's registers only, never behind ``fetcher.req``: the
-            # fetcher's ``cmdq_room`` -> the fetch/LOAD choice -> the decode -> the route
-            # FIFO's LUT RAM was the placed 8x8's critical path on seed 3 at 29fc67b
-            l_entry = BitsSignal.concat([decode(l_entry), l_entry])
+            # ZERO loads' ``beats - 2`` / ``rows - 2`` carry chains) is never behind
+            # ``fetcher.req``: the fetcher's ``cmdq_room`` -> the fetch/LOAD choice -> the
+            # decode -> the route FIFO's LUT RAM was the placed 8x8's critical path on seed 3
+            # at 29fc67b. A LOAD's decode comes from its queue's slice (``loadq.decoded``,
+            # computed on the way into the queue) when dispatch stored it there: decoded
+            # here, its 16-bit compares ran from the slice's flops (load_head_d) through four
+            # LUT levels and a 2.7 ns route into the route FIFO's LUT RAM, the placed 8x8's
+            # critical path on seed 1 at c423a1a (9.04 ns)
+            l_dec = loadq.decoded if getattr(loadq, "decoded", None) is not None \
+                else decode(l_entry)
+            l_entry = BitsSignal.concat([l_dec, l_entry])
             f_entry = BitsSignal.concat([decode(f_entry), f_entry])
         # the entry is chosen by ``fetch_req`` alone (flops): a push is the fetch's when it
         # requests and the LOAD's otherwise, so the DMA's ready reaches the FIFO's write
