@@ -266,8 +266,19 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
         def page_low(a, b):     # (a + b)'s low 12 bits: its beat in its page
             return add(a[0:12], b[0:12], 12)
 
-        # (each candidate's adders and compare come before the go_row / cmd_fire select)
-        row_low, cmd_low = page_low(next_row, stride.q), page_low(p.cmd_addr, p.cmd_stride)
+        # (each candidate's adders and compare come before the go_row / cmd_fire select).
+        # The row after next's low bits are a register too, kept in step with next_row_q
+        # (row_low_q == (next_row_q + stride)'s low 12 bits), so r_in's candidate is one
+        # adder of flops: next_row_q -> the + stride low bits -> in_plus's adder ->
+        # next_row_left_in_q, two carry chains and 4.1 ns of routing, was the placed 8x8's
+        # critical path on seed 3 at c423a1a (write DMA). A new command sets it to
+        # (cmd_addr + 2 cmd_stride)'s low bits, one adder of the command's fields.
+        row_low_q = NamedReg(12, clk, None, None, name="next_row_low_q")
+        row_low = row_low_q.q
+        cmd_low = page_low(p.cmd_addr, p.cmd_stride)
+        row_low_q.next(Mux(cmd_fire, Mux(go_row, row_low, add(row_low, stride.q[0:12], 12)),
+                           add(p.cmd_addr[0:12],
+                               BitsSignal.concat([p.cmd_stride[0:11], Bits(1)(0)]), 12)))
         r_in_q = NamedReg(BW + 1, clk, None, None, name="next_row_left_in_q")
         r_in = r_in_q.q
         r_in_q.next(Mux(cmd_fire, Mux(go_row, r_in, in_plus(row_beats.q, row_low)),
