@@ -1,6 +1,6 @@
 """The double-buffered operand scratchpad in Verilator (random fills/reads against a model of
-both banks, read latency RD_LATENCY, dropped lanes, release with the last read); its block-RAM mapping
-in Yosys (slow)."""
+both banks, read latency RD_LATENCY, dropped lanes, release with the last read); its block-RAM
+mapping in Yosys (slow)."""
 
 from __future__ import annotations
 
