@@ -213,7 +213,9 @@ def emit_store_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None =
     route = route or KERNEL_ROUTE
     k, lowered = lower_accel_kernel(requant_kernel(config), work_dir, route, config.target)
     models = _union(sim_models(config), kernel_sim_models(route, config.target))
-    return emit_module(None, sv_dir, sim_models=models,
+    from .rtl_lib import keep_ff
+
+    return emit_module(None, sv_dir, sim_models=models, sources=[keep_ff.SOURCE],
                        prepare=store_engine_prepare(config, lowered, k))
 
 

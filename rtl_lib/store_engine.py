@@ -97,7 +97,9 @@ every ``max(K, R)`` cycles) is faster than this only when ``K < R*C/L``; the cor
 on ``c_ready`` (its output FIFO holds the rest).
 
 Timing structure: no element stall chain runs through S1 and S2 (credits, above); the beat
-buffer's own stall stops at the hold register at ``c_ready``, a kernel's at its S3 slice and
+buffer's own stall stops at the hold register at ``c_ready``, and each ``BB_CHUNK`` bits of
+the beat buffer and the hold register are loaded by a decision of their own kept copies of
+its flops (``keep_ff``), a kernel's at its S3 slice and
 queue, the output stall at the per-lane Y slices; ``bench/fmax.py`` measures the clock it
 reaches.
 """
@@ -119,6 +121,7 @@ from .common import NamedReg, dual_port_mem, register_slice
 from .ecp5 import is_ecp5
 from .ecp5_ebr import SIM_MODEL as EBR_SIM_MODEL
 from .ecp5_ebr import ebr_ram, ebr_supported
+from .keep_ff import replicated
 from .stream import Stream, module
 
 #: the parameter memories' widest DP16KD mode on ECP5 (``ecp5_ebr.ebr_ram``): 18 bits, so the
@@ -142,6 +145,9 @@ def sim_models(config: AccelConfig) -> list:
 #: earliest, and its registered pop frees the credit for the issue on edge t+5, so 5 credits
 #: keep one group per cycle; one more is slack
 LANE_CREDITS = 6
+#: bits of the beat buffer (and of the hold register) loaded by one kept copy of its load
+#: decision's flops
+BB_CHUNK = 64
 #: commands queued inside the engine (each of the three command queues; the contract's)
 QUEUE = contract.STORE_QUEUE
 #: the kernel's element width
@@ -246,7 +252,6 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         # -- S0: the beat buffer, read out one group of L elements per cycle ----------------
         bb_v = NamedReg(1, clk, rst, 0, name="bb_valid")
         bb_j = NamedReg(JW, clk, rst, 0, name="bb_col")
-        bb_data = NamedReg(C * ACC, clk, None, None, name="bb_data")
         bb_pidx = NamedReg(PA, clk, None, None, name="bb_p_index")
         bb_pt = NamedReg(1, clk, None, None, name="bb_per_tensor")
         f_row = NamedReg(RW, clk, rst, 0, name="feed_row")
@@ -263,11 +268,10 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         p.c_ready = c_ready
         load_bb = bb_free & (hold_v.q | c_fire)
         to_hold = c_fire & ~bb_free
-        hold_v.next(to_hold | (hold_v.q & ~load_bb))
-        h_data = NamedReg(C * ACC, clk, None, None, ce=to_hold, name="hold_data")
+        hold_v_next = to_hold | (hold_v.q & ~load_bb)
+        hold_v.next(hold_v_next)
         h_pidx = NamedReg(PA, clk, None, None, ce=to_hold, name="hold_p_index")
         h_pt = NamedReg(1, clk, None, None, ce=to_hold, name="hold_per_tensor")
-        h_data.next(p.c_data)
         h_pidx.next(f_head[0:PA])
         h_pt.next(f_head[PA])
         f_last_row = f_row.q == Bits(RW)(R - 1) if R > 1 else one
@@ -276,12 +280,38 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             f_row.next(Mux(c_fire, f_row.q, Mux(f_last_row, inc(f_row.q), Bits(RW)(0))))
         else:
             f_row.next(Bits(RW)(0))
-        bb_v.next(load_bb | (bb_v.q & ~(s0_move & bb_last_j)))
+        bb_v_next = load_bb | (bb_v.q & ~(s0_move & bb_last_j))
+        bb_v.next(bb_v_next)
         if G > 1:
-            bb_j.next(Mux(s0_move, bb_j.q, Mux(bb_last_j, inc(bb_j.q), Bits(JW)(0))))
+            bb_j_next = Mux(s0_move, bb_j.q, Mux(bb_last_j, inc(bb_j.q), Bits(JW)(0)))
         else:
-            bb_j.next(Bits(JW)(0))
-        bb_data.next(Mux(load_bb, bb_data.q, Mux(hold_v.q, p.c_data, h_data.q)))
+            bb_j_next = Bits(JW)(0)
+        bb_j.next(bb_j_next)
+        # the beat buffer and the hold register, BB_CHUNK bits at a time, each chunk loaded
+        # by its own copy of the load decision: from kept copies (``keep_ff``) of the flops
+        # it is made of (bb_valid, hold_valid, s3_room inverted, "bb_col is the last
+        # group"), one set per chunk, so the decision's fanout is a LUT beside each chunk and
+        # only c_fire crosses the die. The single decision (store.hold_valid -> c_fire ->
+        # load_bb -> a 3.4 ns route to C * ACC flops' CEs) was the placed 8x8's critical path
+        # on seed 2 at c423a1a (8.65 ns, 7.41 of it routing)
+        chunks = [(lo, min(lo + BB_CHUNK, C * ACC)) for lo in range(0, C * ACC, BB_CHUNK)]
+        nch = len(chunks)
+        cp_bb_v = replicated(clk, rst, bb_v_next, nch, "bb_valid_cp")
+        cp_hold = replicated(clk, rst, hold_v_next, nch, "hold_valid_cp")
+        cp_full = [Wire(Bits(1), f"s3_full_cp{k}") for k in range(nch)]  # ~s3_room
+        cp_last = replicated(clk, rst, bb_j_next == Bits(JW)(G - 1), nch, "bb_last_col_cp") \
+            if G > 1 else [one] * nch
+        bb_parts = []
+        for k, (lo, hi) in enumerate(chunks):
+            free_k = ~cp_bb_v[k] | (~cp_full[k] & cp_last[k])
+            h_k = NamedReg(hi - lo, clk, None, None, ce=c_fire & ~free_k,
+                           name=f"hold_data_{lo}")
+            h_k.next(p.c_data[lo:hi])
+            b_k = NamedReg(hi - lo, clk, None, None, ce=free_k & (cp_hold[k] | c_fire),
+                           name=f"bb_data_{lo}")
+            b_k.next(Mux(cp_hold[k], p.c_data[lo:hi], h_k.q))
+            bb_parts.append(b_k.q)
+        bb_data_q = BitsSignal.concat(bb_parts[::-1]) if nch > 1 else bb_parts[0]
         bb_pidx.next(Mux(load_bb, bb_pidx.q, Mux(hold_v.q, f_head[0:PA], h_pidx.q)))
         bb_pt.next(Mux(load_bb, bb_pt.q, Mux(hold_v.q, f_head[PA], h_pt.q)))
         # kernel start tokens owed, per lane: one per tile, counted when its first beat is
@@ -297,7 +327,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
 
         # group bb_j of the beat buffer (elements j = bb_j*L + l) and their parameter records
         GWD = L * ACC
-        groups = [bb_data.q[g * GWD:(g + 1) * GWD] for g in range(G)]
+        groups = [bb_data_q[g * GWD:(g + 1) * GWD] for g in range(G)]
         s0_grp = Mux(bb_j.q, *groups) if G > 1 else groups[0]
         s0_acc, s0_rec = [], []
         for l in range(L):
@@ -385,6 +415,8 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
                 sent[l][nm].next(Mux(adv_l, sent[l][nm].q |
                                      (k_valid[l][nm] & k_ready[l][nm]), zero))
         s3_room.next(room_next)
+        for w, q in zip(cp_full, replicated(clk, rst, ~room_next, nch, "s3_full_cp")):
+            w.assign(q)
 
         # -- the kernels: one per lane -------------------------------------------------------
         # each kernel's y goes through a register slice of its own lane (the kernel's
