@@ -57,7 +57,7 @@ class LoadEngine:
         AW = addr_width
         fetch_req = fetcher.req
         lh = loadq.output
-        l_dst, l_flags = lh[16:24], lh[8:16]
+        l_flags = lh[8:16]
         l_zero = l_flags[2]
         l_valid = ~loadq.empty
         extra = decode.width if decode is not None else 0
