@@ -61,7 +61,7 @@ from pycde.types import Bits, UInt
 
 from ..errors import ConfigError
 from ..queue import Queue
-from .bits import add, log2, sub
+from .bits import add, log2, shl, sub
 from .common import NamedReg, register_slice
 from .stream import Stream, module
 
@@ -277,8 +277,7 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
         row_low = row_low_q.q
         cmd_low = page_low(p.cmd_addr, p.cmd_stride)
         row_low_q.next(Mux(cmd_fire, Mux(go_row, row_low, add(row_low, stride.q[0:12], 12)),
-                           add(p.cmd_addr[0:12],
-                               BitsSignal.concat([p.cmd_stride[0:11], Bits(1)(0)]), 12)))
+                           add(p.cmd_addr[0:12], shl(p.cmd_stride[0:12], 1, 12), 12)))
         r_in_q = NamedReg(BW + 1, clk, None, None, name="next_row_left_in_q")
         r_in = r_in_q.q
         r_in_q.next(Mux(cmd_fire, Mux(go_row, r_in, in_plus(row_beats.q, row_low)),

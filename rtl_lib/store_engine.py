@@ -97,11 +97,10 @@ every ``max(K, R)`` cycles) is faster than this only when ``K < R*C/L``; the cor
 on ``c_ready`` (its output FIFO holds the rest).
 
 Timing structure: no element stall chain runs through S1 and S2 (credits, above); the beat
-buffer's own stall stops at the hold register at ``c_ready``, and each ``BB_CHUNK`` bits of
-the beat buffer and the hold register are loaded by a decision of their own kept copies of
-its flops (``keep_ff``), a kernel's at its S3 slice and
-queue, the output stall at the per-lane Y slices; ``bench/fmax.py`` measures the clock it
-reaches.
+buffer's own stall stops at the hold register at ``c_ready``, a kernel's at its S3 slice and
+queue, the output stall at the per-lane Y slices. Each ``BB_CHUNK`` bits of the beat buffer
+and of the hold register are loaded by a decision made from their own kept copies
+(``keep_ff``) of its flops. ``bench/fmax.py`` measures the clock it reaches.
 """
 
 from __future__ import annotations
