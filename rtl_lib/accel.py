@@ -304,8 +304,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                             arb.own_empty & ~dma.wr_busy)
 
         # ---------------------------------------------------------------- done, status, perf
-        idle = ((fetch.left == Bits(32)(0)) &
-                (fetch.credits_used == Bits(fetch.credit_width)(0)) &
+        idle = (fetch.left_zero & fetch.credits_zero &
                 cmdq.empty & ~disp.head_valid & loadq.idle & execq.idle & storeq.idle &
                 vecq.idle & route.empty & ~rt.r_valid & ~rt.rd_valid & ~rt.out_valid &
                 ~rt.p_pending &

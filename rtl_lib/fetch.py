@@ -21,9 +21,11 @@ The credits (``credits_used``, register ``cmdq_credits_used``) count the command
 and not yet dispatched, so fetched data never finds the FIFO (and the dispatch slice in
 front of it) full and the AXI R channel is never stalled by the fetcher. Registers:
 ``fetch_addr``, ``fetch_left`` (32 bits), ``cmdq_credits_used``, and the decisions' compares
-(``fetch_left_short``: left < chunk, ``fetch_left_nonzero``, ``cmdq_room``), each set from the
-next value of its counter, so ``req`` and ``chunk_now`` are logic of registers with no compare
-and no cycle is added; ``idle`` terms are ``left == 0`` and ``credits_used == 0``.
+(``fetch_left_short``: left < chunk, ``fetch_left_nonzero``, ``cmdq_room``,
+``cmdq_credits_zero``), each set from the next value of its counter, so ``req`` and
+``chunk_now`` are logic of registers with no compare and no cycle is added. The top's
+``idle`` terms are two of these flops: ``left_zero`` (``left == 0``) and ``credits_zero``
+(``credits_used == 0``).
 """
 
 from __future__ import annotations
@@ -83,6 +85,16 @@ class Fetcher:
             return Mux(self.pop, pair[0], pair[1])
 
         room.next(Mux(self.go, pick(room_idle), Mux(short.q, pick(room_full), pick(room_tail))))
+        # zero' = (used' == 0) the same way: without a fetch, used (pop low) or used - 1 (pop
+        # high) is zero; with one (now >= 1), only used + now - 1 can be, with pop high. The
+        # top's idle AND takes this flop, not a compare of the counter (cmdq_credits_used ->
+        # the compare's carry chain -> the idle AND -> idle_q was the placed 8x8's critical
+        # path on seed 1 at 1d7174d)
+        zero = NamedReg(1, clk, rst, 1, name="cmdq_credits_zero")
+        u0 = (used.q == Bits(CW)(0))
+        u1 = (used.q == Bits(CW)(1))
+        zero_go = self.pop & u0 & (now == Bits(CW)(1))
+        zero.next(Mux(self.go, Mux(self.pop, u0, u1), zero_go))
         cmd_bytes_log2 = (cmd_bits // 8).bit_length() - 1
         step = (addr.q.as_uint(AW) + shl(now, cmd_bytes_log2, AW).as_uint(AW)).as_bits(AW)
         addr.next(Mux(start, Mux(self.go, addr.q, step), cmd_base))
@@ -98,3 +110,5 @@ class Fetcher:
                        (cmd_count.as_uint(32) < chunk).as_bits()))
         any_left.next(Mux(start, Mux(self.go, any_left.q, nz_go), cmd_count != Bits(32)(0)))
         self.addr, self.left, self.credits_used, self.chunk_now = addr.q, left.q, used.q, now
+        # the top's idle terms, flops: no command left to fetch, every credit back
+        self.left_zero, self.credits_zero = ~any_left.q, zero.q
