@@ -1,7 +1,9 @@
 """cocotb test for a ``<kernel>_stream`` module: random-gated streams in and out (sim.stream).
 
-Reads STREAM_TB_CONFIG (JSON: kernel ports, inputs, scalars, n, p_valid, p_ready, seed);
-writes STREAM_TB_RESULT (JSON: outputs, done pulses, cycles).
+Reads STREAM_TB_CONFIG (JSON: kernel ports, inputs, scalars, n, p_valid, p_ready, seed, and
+optionally runs: then every input holds runs * n elements and every scalar is a list of one
+value per run, all sent as fast as the module takes them); writes STREAM_TB_RESULT (JSON:
+outputs, done pulses, cycles).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ async def stream_run(dut):
     cocotb.start_soon(Clock(dut.clk, PERIOD, unit="ns").start())
     dut.rst.value = 1
     drivers = []
+    runs = cfg.get("runs", 1)
     for i, nm in enumerate(list(cfg["inputs"]) + list(cfg["scalars"]) + ["start"]):
         fields = {} if nm == "start" else {"d": getattr(dut, nm)}
         gate = RandomGate(cfg["p_valid"], cfg["seed"] + i) if nm in cfg["inputs"] else None
@@ -33,9 +36,11 @@ async def stream_run(dut):
         if nm in cfg["inputs"]:
             beats = [{"d": v & ((1 << width) - 1)} for v in cfg["inputs"][nm]]
         elif nm in cfg["scalars"]:
-            beats = [{"d": cfg["scalars"][nm] & ((1 << width) - 1)}]
+            vals = cfg["scalars"][nm]
+            beats = [{"d": v & ((1 << width) - 1)}
+                     for v in (vals if isinstance(vals, list) else [vals])]
         else:
-            beats = [{}]
+            beats = [{}] * runs
         drivers.append((drv, beats))
     sink = StreamSink(dut.clk, {"y": dut.y}, dut.y_valid, dut.y_ready, PERIOD,
                       RandomGate(cfg["p_ready"], cfg["seed"] + 99))
@@ -57,7 +62,7 @@ async def stream_run(dut):
     cocotb.start_soon(watch_done())
     for drv, beats in drivers:
         cocotb.start_soon(drv.send(beats))
-    got = await sink.receive(cfg["n"])
+    got = await sink.receive(cfg["n"] * runs)
     for _ in range(2):
         await RisingEdge(dut.clk)
     yw = len(dut.y)             # two's complement of the kernel's output width

@@ -73,9 +73,9 @@ def add_static_stream(tmp_path_factory):
     return k, sim, base
 
 
-def _run_add(k, sim, base, tag, a, b, sc, p_valid, p_ready):
+def _run_add(k, sim, base, tag, a, b, sc, p_valid, p_ready, runs=1):
     cfg = {"inputs": {"a": [int(v) for v in a], "b": [int(v) for v in b]}, "scalars": sc,
-           "n": k.n, "p_valid": p_valid, "p_ready": p_ready, "seed": 7}
+           "n": k.n, "p_valid": p_valid, "p_ready": p_ready, "seed": 7, "runs": runs}
     cfg_path, res = base / f"{tag}.json", base / f"{tag}.result.json"
     cfg_path.write_text(json.dumps(cfg))
     runner.run(sim, "stream_tb", base / tag, module_dirs=[Path(__file__).parent],
@@ -103,3 +103,24 @@ def test_static_stream_full_rate(add_static_stream):
     np.testing.assert_array_equal(r["out"], q.residual_add(a, b, sc["ma"], sc["mb"], sc["s"]))
     edges = r["edges"]
     assert edges[-1] - edges[0] == NS - 1  # one result per cycle through the pipeline
+
+
+@pytest.mark.parametrize("p_valid,p_ready", [(1.0, 1.0), (0.7, 0.6)])
+def test_static_stream_runs_keep_their_scalars(add_static_stream, p_valid, p_ready):
+    """Runs back to back, each with its own scalars, the next runs' start and scalar beats
+    sent while a run is still going in (they wait in the start slice): every run uses its own
+    scalars, one done pulse per run, and at full rate no bubble between runs."""
+    k, sim, base = add_static_stream
+    runs = 4
+    rng = np.random.default_rng(13)
+    a, b = rng.integers(-128, 128, NS * runs), rng.integers(-128, 128, NS * runs)
+    sc = {"ma": [31000, -20000, 12345, 32767], "mb": [-29000, 1000, -32767, 7],
+          "s": [14, 3, 9, 1]}
+    r = _run_add(k, sim, base, f"runs_{p_valid}", a, b, sc, p_valid, p_ready, runs=runs)
+    want = np.concatenate([
+        q.residual_add(a[i * NS:(i + 1) * NS], b[i * NS:(i + 1) * NS], sc["ma"][i],
+                       sc["mb"][i], sc["s"][i]) for i in range(runs)])
+    np.testing.assert_array_equal(r["out"], want)
+    assert r["done"] == runs
+    if p_valid == 1.0:
+        assert r["edges"][-1] - r["edges"][0] == NS * runs - 1
