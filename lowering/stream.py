@@ -22,8 +22,8 @@ The same contract is kept for a kernel lowered by the **static** route (``lowere
 care which route its kernel took. The wrapper then:
 
 * takes a run's start token together with its scalar beats (all of them valid) into a
-  register slice (``start_q``: the ``start_ready``/scalar readies are its flop), latches the
-  scalars from it and holds them as the pipeline's ``in<K>`` for the run's ``n`` elements;
+  slice (``start_q``, ``regs.held_slice``: the ``start_ready``/scalar readies are its flop)
+  that also holds the taken run's scalars as the pipeline's ``in<K>`` for its ``n`` elements;
   the next run's start may be taken from the slice on the edge where the current run's last
   element goes in (the pipeline captures scalars with each element), so runs follow each
   other with no bubble;
@@ -67,7 +67,7 @@ from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from ..queue import Queue
-from ..regs import register_slice
+from ..regs import held_slice
 
 
 def _w(ty: str) -> int:
@@ -192,16 +192,18 @@ def static_stream_module(system, kernel, lowered):
         all_s = one
         for nm, _ in kernel.scalars:
             all_s = all_s & getattr(p, f"{nm}_valid")
-        # a run's start and its scalars enter together through a register slice
-        # (``start_q``): the readies the engine sees are its flop, so the run control
-        # (in_last, the credits, the input join) does not reach the engine's token logic
-        # in the same cycle; the next run's start waits in the slice, so runs still
-        # follow each other with no bubble
+        # a run's start and its scalars enter together through a slice (``start_q``): the
+        # readies the engine sees are its flop, so the run control (in_last, the credits,
+        # the input join) does not reach the engine's token logic in the same cycle; the
+        # next run's start waits in the slice, so runs still follow each other with no
+        # bubble. The slice also holds the taken run's scalars (``held_slice``): the late
+        # take (the engine's valids -> the join -> in_last) moves pointers only, never
+        # the scalar registers' enables (b_in_v -> in_last -> start_q_d's CE, two routes
+        # across the die, was the placed 8x8's critical path on seed 3 at 1d7174d)
         can_take = ~active | in_last
         s_fields = [getattr(p, nm) for nm, _ in kernel.scalars] or [zero]
-        t_v, t_d, t_in_ready = register_slice(clk, rst, p.start_valid & all_s,
-                                              BitsSignal.concat(s_fields), can_take,
-                                              "start_q")
+        t_v, t_in_ready, t_d = held_slice(clk, rst, p.start_valid & all_s,
+                                          BitsSignal.concat(s_fields), can_take, "start_q")
         take = can_take & t_v
         p.start_ready = t_in_ready & all_s
         for nm, _ in kernel.scalars:
@@ -241,7 +243,7 @@ def static_stream_module(system, kernel, lowered):
             args[port] = getattr(p, nm)
         for nm, port in scalars.items():
             w = _w(dict(kernel.scalars)[nm])
-            args[port] = s_val[nm].reg(clk, ce=take, name=f"scalar_{nm}")
+            args[port] = s_val[nm]                # the run's scalars: held by start_q
             assert args[port].type.width == w
         inst = core(**args)
         depth = out_fifo_depth(kernel)

@@ -103,3 +103,45 @@ def fifo_slice(clk, rst, valid, data, ready, name: str, chunk: int | None = None
     rds = replicate(clk, rst, rd_next, len(bounds), f"{name}_rd")
     parts = [Mux(r, slots[0][lo:hi], slots[1][lo:hi]) for r, (lo, hi) in zip(rds, bounds)]
     return nonempty.q, BitsSignal.concat(list(reversed(parts))), in_ready
+
+
+def held_slice(clk, rst, valid, data, ready, name: str):
+    """The handshake of :func:`register_slice` (latency 1, 1 beat per cycle, order kept,
+    ``in_ready`` a flop: high while it holds fewer than 2 beats not yet taken) that also holds
+    the last beat taken (``held``) until the next is: returns ``(out_valid, in_ready,
+    held)``. The same as a register slice followed by a register loaded on ``out_valid &
+    ready``, with the receiver's ``ready`` reaching only pointer and fill flops, never the data
+    registers' enables: a 3-slot ring whose slots load on ``valid & in_ready`` (the sender's
+    side) and ``held`` is the slot under the taken pointer (one mux after the flops).
+
+    For a receiver that decides late to take the next beat and then uses its data for a while
+    (a kernel's scalars for a run: the run's last element decides the take). Registers
+    ``{name}_slot0..2``, ``{name}_wr``/``{name}_held`` (one-hot pointers), ``{name}_v`` (a
+    beat waits) and ``{name}_full`` (two wait). ``held`` is undefined until the first take."""
+    from pycde.constructs import Mux
+    from pycde.signals import BitsSignal
+
+    w = data.type.width
+    wr = NamedReg(3, clk, rst, 0b001, name=f"{name}_wr")
+    held = NamedReg(3, clk, rst, 0b100, name=f"{name}_held")   # the slot before slot 0
+    nonempty = NamedReg(1, clk, rst, 0, name=f"{name}_v")
+    full = NamedReg(1, clk, rst, 0, name=f"{name}_full")
+    in_ready = ~full.q
+    push = valid & in_ready
+    take = nonempty.q & ready
+    slots = []
+    for i in range(3):
+        s = NamedReg(w, clk, None, None, ce=push & wr.q[i], name=f"{name}_slot{i}")
+        s.next(data)
+        slots.append(s.q)
+
+    def rotate(oh):
+        return BitsSignal.concat([oh[1], oh[0], oh[2]])     # bit i -> bit i + 1 (mod 3)
+
+    wr.next(Mux(push, wr.q, rotate(wr.q)))
+    held.next(Mux(take, held.q, rotate(held.q)))
+    # the waiting beats (0, 1 or 2) as fifo_slice counts them, with take as its pop
+    full.next((full.q & ~take) | (nonempty.q & ~full.q & push & ~take))
+    nonempty.next(Mux(nonempty.q, push, ~(~full.q & take & ~push)))
+    pick = Mux(held.q[1], Mux(held.q[0], slots[2], slots[0]), slots[1])
+    return nonempty.q, in_ready, pick
