@@ -222,8 +222,14 @@ def static_stream_module(system, kernel, lowered):
         cnt_next = Mux(in_fire, in_cnt, Mux(in_last, (in_cnt.as_uint() + 1).as_bits(cw),
                                             Bits(cw)(0)))
         in_cnt.assign(cnt_next.reg(clk, rst, rst_value=0, name="in_count_r"))
-        at_last.assign((cnt_next == Bits(cw)(n - 1)).reg(clk, rst, rst_value=int(n == 1),
-                                                          name="in_count_at_last_r"))
+        # at_last' = (cnt_next == n - 1), each case from flops: no element, it holds; the
+        # run's last, the count restarts (at its last only if n == 1); another, the count
+        # was at n - 2. in_fire (the engine's valids -> the join) only selects: it ran
+        # through the count's adder and its compare (vector.max_in_v -> in_count_at_last,
+        # 7 levels, was the longest path of pycde_accel.fpga.paths at 3e65e81)
+        before_last = (in_cnt == Bits(cw)(n - 2)) if n >= 2 else zero
+        at_next = Mux(in_fire, at_last, Mux(at_last, before_last, Bits(1)(int(n == 1))))
+        at_last.assign(at_next.reg(clk, rst, rst_value=int(n == 1), name="in_count_at_last_r"))
         for nm, _ in kernel.inputs:
             others = active & k_in_ready
             for o, _ in kernel.inputs:
