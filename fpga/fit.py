@@ -179,14 +179,15 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 110.66,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 120.19,
               "the whole default accelerator, Yosys once and nextpnr towards 150 MHz on seeds "
-              "1-3 (as bench/fmax.py's measure_accel), RTL of commit c423a1a (the store's "
-              "credit-fed S1/S2, the operand scratchpads' registered byte select, the DSPs "
-              "fed from the PEs' registers, the CSR's registered write decode): 110.66 / "
-              "115.63 / 122.59 on seeds 1-3 (seed 1: the dispatch's load head -> the route "
-              "FIFO's LUT RAM write data); 82013b3 gave 117.11 / 112.82 / 120.32, 51d42c7 "
-              "109.10 / 113.37, bacd2b1 109.16 / 110.66 / 113.17, d1cbf2b 111.22 / 115.31"),
+              "1-3 (as bench/fmax.py's measure_accel), RTL of commit 3e65e81 (the fetcher's "
+              "idle terms as flops, the static wrapper's start slice holding the run's "
+              "scalars, the store's beat buffer loaded per 64-bit chunk, the core's credits "
+              "from four adders): 120.19 / 122.74 / 121.14 on seeds 1-3 (seed 1: the store "
+              "engine's beat-buffer valid -> s3_room -> a kept copy of s3_full); c423a1a gave "
+              "110.66 / 115.63 / 122.59, 82013b3 117.11 / 112.82 / 120.32, bacd2b1 109.16 / "
+              "110.66 / 113.17"),
     FmaxPoint(16, 8, 32, 64, 2048, 256, 100.03,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
               "spad_b_depth=2048), towards 140 MHz, RTL of commit d1cbf2b, seed 1, 153 DSPs "

@@ -32,8 +32,8 @@ class AccelConfig:
 
     rows, cols:      systolic array shape (PE rows x PE columns); rows index M, cols index N.
                      The default 8x8 is chosen from placed measurements on the ECP5-85F
-                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 110.7-122.6
-                     MHz (seeds 1-3 of one netlist, commit c423a1a; 112.8-120.3 at 82013b3).
+                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 120.2-122.7
+                     MHz (seeds 1-3 of one netlist, commit 3e65e81; 110.7-122.6 at c423a1a).
                      16x8 with 2048-deep A/B scratchpads (128 PEs, 153 of the 156
                      DSPs with the kernels) placed at 100.0 MHz (seed 1, d1cbf2b; 101.0 at
                      29fc67b): at 29fc67b's placed clocks it runs the CIFAR VGG
