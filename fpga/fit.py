@@ -188,12 +188,12 @@ FMAX_POINTS: tuple[FmaxPoint, ...] = (
               "engine's beat-buffer valid -> s3_room -> a kept copy of s3_full); c423a1a gave "
               "110.66 / 115.63 / 122.59, 82013b3 117.11 / 112.82 / 120.32, bacd2b1 109.16 / "
               "110.66 / 113.17"),
-    FmaxPoint(16, 8, 32, 64, 2048, 256, 100.03,
+    FmaxPoint(16, 8, 32, 64, 2048, 256, 106.68,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
-              "spad_b_depth=2048), towards 140 MHz, RTL of commit d1cbf2b, seed 1, 153 DSPs "
-              "(critical path: the A scratchpad's block RAM output register -> the read-side "
-              "selects -> the array's input register); 48bed3a gave 99.02 (the router FIFO's "
-              "read pointer), 29fc67b 100.95, 13de4fd 87.39, de26887 94.19, 45d1f20 88.66, "
+              "spad_b_depth=2048), towards 140 MHz, RTL of commit e8fcff2, seed 1, 153 DSPs "
+              "(critical path: the operand FIFO's read pointer matmul.fifo_rd -> a 7.62 ns "
+              "route across the die -> the A skew registers of lane 12); d1cbf2b gave 100.03, "
+              "48bed3a 99.02, 29fc67b 100.95, 13de4fd 87.39, de26887 94.19, 45d1f20 88.66, "
               "a5fb480 102.56"),
     FmaxPoint(8, 16, 32, 128, 1024, 256, 89.93,
               "bench/fmax.py's measure_accel of AccelConfig(rows=8, cols=16, "
