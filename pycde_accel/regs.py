@@ -1,6 +1,7 @@
 """Registers shared by the PyCDE modules of ``rtl_lib`` and the kernels' stream wrappers of
-``lowering`` (neither imports the other): a register with an exact SV name and a full-rate
-register slice."""
+``lowering`` (neither imports the other): a register with an exact SV name (``NamedReg``) and
+three full-rate slices with one handshake: ``register_slice``, ``fifo_slice`` (the receiver's
+ready reaches no data enable) and ``held_slice`` (also holds the last beat taken)."""
 
 from __future__ import annotations
 
