@@ -57,6 +57,24 @@ def register_slice(clk, rst, valid, data, ready, name: str, next_valid: bool = F
     return out
 
 
+def _fill_flags(clk, rst, valid, ready, name: str):
+    """The fill of a 2-beat slice as two flops, ``{name}_v`` (not empty) and ``{name}_full``:
+    returns ``(nonempty, in_ready, push, pop)``, with ``push = valid & in_ready`` and ``pop =
+    nonempty & ready``; ``in_ready`` is ``~full``, a flop."""
+    from pycde.constructs import Mux
+
+    nonempty = NamedReg(1, clk, rst, 0, name=f"{name}_v")
+    full = NamedReg(1, clk, rst, 0, name=f"{name}_full")
+    in_ready = ~full.q
+    push = valid & in_ready
+    pop = nonempty.q & ready
+    # fill after the edge: 2 if full and no pop, or one held, a push and no pop; 0 if one
+    # held (not full), a pop and no push, or none held and no push
+    full.next((full.q & ~pop) | (nonempty.q & ~full.q & push & ~pop))
+    nonempty.next(Mux(nonempty.q, push, ~(~full.q & pop & ~push)))
+    return nonempty.q, in_ready, push, pop
+
+
 def fifo_slice(clk, rst, valid, data, ready, name: str, chunk: int | None = None,
                replicate=None):
     """The handshake of :func:`register_slice` (``(out_valid, out_data, in_ready)``, latency 1,
@@ -78,11 +96,7 @@ def fifo_slice(clk, rst, valid, data, ready, name: str, chunk: int | None = None
     w = data.type.width
     wr = NamedReg(1, clk, rst, 0, name=f"{name}_wr")
     rd = NamedReg(1, clk, rst, 0, name=f"{name}_rd")
-    nonempty = NamedReg(1, clk, rst, 0, name=f"{name}_v")
-    full = NamedReg(1, clk, rst, 0, name=f"{name}_full")
-    in_ready = ~full.q
-    push = valid & in_ready
-    pop = nonempty.q & ready
+    nonempty, in_ready, push, pop = _fill_flags(clk, rst, valid, ready, name)
     slots = []
     for i in range(2):
         s = NamedReg(w, clk, None, None, ce=push & (wr.q == Bits(1)(i)), name=f"{name}_slot{i}")
@@ -91,19 +105,15 @@ def fifo_slice(clk, rst, valid, data, ready, name: str, chunk: int | None = None
     wr.next(Mux(push, wr.q, ~wr.q))
     rd_next = Mux(pop, rd.q, ~rd.q)
     rd.next(rd_next)
-    # fill after the edge: 2 if full and no pop, or one held, a push and no pop; 0 if one
-    # held (not full), a pop and no push, or none held and no push
-    full.next((full.q & ~pop) | (nonempty.q & ~full.q & push & ~pop))
-    nonempty.next(Mux(nonempty.q, push, ~(~full.q & pop & ~push)))
     if chunk is None or replicate is None or w <= chunk:
-        return nonempty.q, Mux(rd.q, *slots), in_ready
+        return nonempty, Mux(rd.q, *slots), in_ready
     from pycde.signals import BitsSignal
 
     bounds = [(lo, min(lo + chunk, w)) for lo in range(0, w, chunk)]
     # (``rd`` itself stays: it drives the copies' input and nothing else)
     rds = replicate(clk, rst, rd_next, len(bounds), f"{name}_rd")
     parts = [Mux(r, slots[0][lo:hi], slots[1][lo:hi]) for r, (lo, hi) in zip(rds, bounds)]
-    return nonempty.q, BitsSignal.concat(list(reversed(parts))), in_ready
+    return nonempty, BitsSignal.concat(list(reversed(parts))), in_ready
 
 
 def held_slice(clk, rst, valid, data, ready, name: str):
@@ -125,11 +135,8 @@ def held_slice(clk, rst, valid, data, ready, name: str):
     w = data.type.width
     wr = NamedReg(3, clk, rst, 0b001, name=f"{name}_wr")
     held = NamedReg(3, clk, rst, 0b100, name=f"{name}_held")   # the slot before slot 0
-    nonempty = NamedReg(1, clk, rst, 0, name=f"{name}_v")
-    full = NamedReg(1, clk, rst, 0, name=f"{name}_full")
-    in_ready = ~full.q
-    push = valid & in_ready
-    take = nonempty.q & ready
+    # the waiting beats (0, 1 or 2) as fifo_slice counts them, with take as its pop
+    nonempty, in_ready, push, take = _fill_flags(clk, rst, valid, ready, name)
     slots = []
     for i in range(3):
         s = NamedReg(w, clk, None, None, ce=push & wr.q[i], name=f"{name}_slot{i}")
@@ -141,8 +148,5 @@ def held_slice(clk, rst, valid, data, ready, name: str):
 
     wr.next(Mux(push, wr.q, rotate(wr.q)))
     held.next(Mux(take, held.q, rotate(held.q)))
-    # the waiting beats (0, 1 or 2) as fifo_slice counts them, with take as its pop
-    full.next((full.q & ~take) | (nonempty.q & ~full.q & push & ~take))
-    nonempty.next(Mux(nonempty.q, push, ~(~full.q & take & ~push)))
     pick = Mux(held.q[1], Mux(held.q[0], slots[2], slots[0]), slots[1])
-    return nonempty.q, in_ready, pick
+    return nonempty, in_ready, pick
