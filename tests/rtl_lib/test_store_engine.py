@@ -215,6 +215,18 @@ def test_store_rate(name, block_sim, tmp_path):
     assert span <= tiles * max(cfg.rows * cfg.cols // lanes, 4) + 50, (span, elems, lanes)
 
 
+@pytest.mark.parametrize("name", ["4x8_w32_l2", "8x8_w64_l8"])
+def test_store_lane_queues_fill(name, block_sim, tmp_path):
+    """C at full rate into a write side that takes one beat in 20: every stage behind S0 fills,
+    up to the lanes' S3 queues, so S0 must stop on ``s3_room`` exactly when a queue would
+    overflow (a word pushed into a full queue is dropped, and the data check fails)."""
+    cfg = CONFIGS[name]
+    sim = _sim(name, block_sim)
+    phases, want_wc, want_wd = make_case(cfg, 7, phases=1, tiles=8, full_rows=True)
+    res = run_case(sim, tmp_path, cfg, phases, 7, 1.0, 1.0, 1.0, 0.05)
+    check(res, want_wc, want_wd)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["8x8_w64", "4x8_w32_a24"])
 @pytest.mark.parametrize("gates", GATES[1:], ids=["gaps", "backpressure"])
