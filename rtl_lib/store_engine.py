@@ -375,13 +375,19 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         # a kernel's stall ends at its own slice and queue. ``s3_occ`` counts the words of a
         # lane issued and not yet known to have left its queue (the pop, registered: the
         # lanes' pops reach S0 through one flop each); ``s3_room`` = every lane's count is
-        # below LANE_CREDITS, registered, so no queue ever overflows
+        # below LANE_CREDITS, registered, so no queue ever overflows. Its next value is
+        # chosen by S0's move (bb_valid & s3_room, flops) between two ANDs over the lanes,
+        # each lane's term a function of its count and its pop flag (flops): "a group moves
+        # in" needs count < LANE_CREDITS - 1 or a pop, "none moves in" needs count <
+        # LANE_CREDITS or a pop. (The count's next value -> a compare -> the AND was the
+        # placed 8x8's critical path at 3e65e81, seed 1: bb_valid -> s3_room's next value ->
+        # the kept copies s3_full_cp, 8.32 ns)
         names = ("x", "m0", "shift")
         lockstep = getattr(requant, "lockstep_join", False)   # the static route's wrapper
         k_ready, k_valid, sent, s3_in = [], [], [], []
         s3_takes = [Wire(Bits(1), f"s3_take{sfx[l]}") for l in range(L)]
         CW = LANE_CREDITS.bit_length()
-        room_next = one
+        room_if_move, room_if_stay = one, one
         for l in range(L):
             q_l = Queue(Bits(3 * XW), LANE_CREDITS, clk, rst, f"s3_queue{sfx[l]}")
             q_l.push(s2_words[l], s2_v.q)
@@ -394,7 +400,10 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             occ = NamedReg(CW, clk, rst, 0, name=f"s3_occ{sfx[l]}")
             occ_next = up_down(occ.q, s0_move, popped.q, CW)
             occ.next(occ_next)
-            room_next = room_next & (occ_next.as_uint() < LANE_CREDITS).as_bits()
+            room_if_move = room_if_move & (popped.q | (occ.q.as_uint() < LANE_CREDITS - 1)
+                                           .as_bits())
+            room_if_stay = room_if_stay & (popped.q | (occ.q.as_uint() < LANE_CREDITS)
+                                           .as_bits())
             s3_in.append({nm: d_l[i * XW:(i + 1) * XW] for i, nm in enumerate(names)})
             k_ready.append({nm: Wire(Bits(1), f"k_{nm}_ready{sfx[l]}") for nm in names})
             if lockstep:
@@ -413,6 +422,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             for nm in names:
                 sent[l][nm].next(Mux(adv_l, sent[l][nm].q |
                                      (k_valid[l][nm] & k_ready[l][nm]), zero))
+        room_next = Mux(s0_move, room_if_stay, room_if_move)
         s3_room.next(room_next)
         for w, q in zip(cp_full, replicated(clk, rst, ~room_next, nch, "s3_full_cp")):
             w.assign(q)
