@@ -190,8 +190,6 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
         # ---------------------------------------------------------------- fetch, dispatch
         fetch = Fetcher(clk, rst, running, start, csr.cmd_base, csr.cmd_count, AW, CMD_BITS,
                         CMD_FIFO_DEPTH, FETCH_CHUNK)
-        cmdq = CommandQueue(CMD_BITS, CMD_FIFO_DEPTH, clk, rst,
-                            Decode((OP_LOAD, OP_EXEC, OP_STORE, OP_VEC), OP_FENCE, DST_P, DST_X))
         # a VEC's n != 0 and n == 1 are decoded on the way into the vector queue: the engine's
         # accept sets its token and "reads left" flags from them (vec_head_d -> the 16-bit
         # compares -> mb_tok_valid was the placed 8x8's critical path on seed 2 at a190752)
@@ -199,15 +197,18 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
             n = cmd_field(cmd, 1, 16)
             return BitsSignal.concat([n == Bits(16)(1), n != Bits(16)(0)])
 
-        # a LOAD's route entry is decoded (``route_decode``) on its way into the load queue:
-        # the load engine stores the decode from the queue's slice flops into the route FIFO
+        # a LOAD's route entry is decoded (``route_decode``) on its way into the command FIFO
+        # and carried into the load queue: the load engine stores the decode from the queue's
+        # slice flops into the route FIFO
         route_dsts = (DST_A, DST_B, DST_P, DST_X, DST_S, DST_CMD)
         route_dec = EngineDecode(route_decode_width(route_dsts, max(R, C)),
                                  lambda e: route_decode(e, route_dsts, max(R, C)))
-        disp = Dispatcher(clk, rst, cmdq, start, fetch.pop, ENGINE_FIFO_DEPTH,
-                          {"vec": EngineDecode(2, vec_n_flags),
-                           "load": EngineDecode(route_dec.width,
-                                                lambda cmd: route_dec(load_entry(cmd)))})
+        cmdq = CommandQueue(CMD_BITS, CMD_FIFO_DEPTH, clk, rst,
+                            Decode((OP_LOAD, OP_EXEC, OP_STORE, OP_VEC), OP_FENCE, DST_P, DST_X),
+                            {"vec": EngineDecode(2, vec_n_flags),
+                             "load": EngineDecode(route_dec.width,
+                                                  lambda cmd: route_dec(load_entry(cmd)))})
+        disp = Dispatcher(clk, rst, cmdq, start, fetch.pop, ENGINE_FIFO_DEPTH)
         loadq, execq, storeq, vecq = disp.queues
         status.csr["perf_cmds"].assign(disp.dispatched)
 

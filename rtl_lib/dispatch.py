@@ -1,14 +1,21 @@
 """The accelerator top's in-order dispatch: the command FIFO's head -> four engine FIFOs
 (built inside the top's generator; ``accel`` composes it), and the command field accessors.
 
-``CommandQueue(cmd_bits, depth, clk, rst, decode)``
---------------------------------------------------
+``CommandQueue(cmd_bits, depth, clk, rst, decode, decoders)``
+------------------------------------------------------------
 The command FIFO (a ``queue.Queue`` named ``cmdq``, ``depth`` commands) with each command's
 dispatch decode (:class:`Decode`) stored beside it: ``push(cmd, en)`` decodes on the way in (the
 read router's command packer, a register, feeds it), so the head's decode bits are read from
 the LUT-RAM like the command itself. Decoding the head after the LUT-RAM read (8-bit opcode
 compares into the dispatch slice) was the placed 8x8's critical path on seed 3 at 45d1f20 and
-on seed 1 at 541b140. ``output`` (the command), ``decoded`` (its decode bits), ``empty``,
+on seed 1 at 541b140. ``decoders`` (engine name -> an :class:`EngineDecode`): bits an engine
+wants decoded from its commands, computed here on the way in as well and carried through the
+dispatch slice into that engine's queue (``EngineQueue.decoded``). Decoding them from the
+dispatch slice's flops on the way into the engine's queue (the load queue's route decode:
+``dispatch_head_d`` -> 16-bit compares -> a 2.85 ns route -> the load queue's LUT RAM) was the
+placed 8x8's critical path on seed 2 at 3e65e81 (8.15 ns): the slice's flops fan out to all
+four queues, so the decode sat far from one end or the other. ``output`` (the command),
+``decoded`` (its decode bits), ``engine_decoded(e)`` (engine ``e``'s bits), ``empty``,
 ``full``, ``pop(en)``: the Queue's. Same latency and capacity as the Queue alone.
 
 ``Dispatcher(clk, rst, cmdq, start, credit_return, depth, decoders)``
@@ -29,8 +36,8 @@ memory (P) and of the vector engine's X buffer. A command is bits ``[0, cmd_bits
   FIFO's count -> empty -> the engine's intake -> the FIFO's read address was the critical
   path (83.82 MHz at 0593636) once the STORE lanes were sliced. A command reaches its engine
   2 cycles after its dispatch (1 without the slice); each queue holds ``depth`` + 2
-  commands. ``decoders`` (engine name -> a :class:`EngineDecode`) adds bits decoded from
-  the command on its way into that engine's FIFO (``EngineQueue.decoded``). The head is
+  commands. An engine with decode bits in ``cmdq`` (its ``decoders``) stores them beside its
+  commands (``EngineQueue.decoded``). The head is
   ``dispatch``-ed (pushed into its engine's FIFO) when that FIFO has
   room, or dropped when its opcode is none of the four (``bad``: the top's error bit).
 * Hazards (write after read): a LOAD into P waits until every earlier STORE finished (store
@@ -80,14 +87,13 @@ class EngineQueue:
     command anywhere in the queue (FIFO and slice). Latency: push on edge e -> ``output`` valid
     after e + 1; one command per cycle.
 
-    ``decode`` (optional): a function of a command giving bits the engine wants decoded; they
-    are computed on the way in (``push``) and stored beside the command, so the engine reads
-    them from the slice's flops as ``decoded`` instead of decoding the head on its accept
-    path."""
+    ``extra`` (optional): the width of bits decoded from each command before it reaches the
+    queue (the command FIFO's ``decoders``); ``push(data, en, decoded)`` stores them beside
+    the command, so the engine reads them from the slice's flops as ``decoded`` instead of
+    decoding the head on its accept path."""
 
-    def __init__(self, width: int, depth: int, clk, rst, name: str, decode=None):
-        self.width, self._decode = width, decode
-        extra = decode.width if decode is not None else 0
+    def __init__(self, width: int, depth: int, clk, rst, name: str, extra: int = 0):
+        self.width, self.extra = width, extra
         self.fifo = fifo = Queue(Bits(width + extra), depth, clk, rst, f"{name}_fifo")
         take = Wire(Bits(1), f"{name}_take")
         valid, out, in_ready = register_slice(clk, rst, ~fifo.empty, fifo.output, take, name)
@@ -102,9 +108,11 @@ class EngineQueue:
         self.full = fifo.full
         self.idle = fifo.empty & ~valid              # the slice's skid entry implies valid
 
-    def push(self, data, en) -> None:
-        if self._decode is not None:
-            data = BitsSignal.concat([self._decode(data), data])
+    def push(self, data, en, decoded=None) -> None:
+        if (decoded is None) != (self.extra == 0):
+            raise ValueError(f"EngineQueue: {self.extra} decode bits expected")
+        if decoded is not None:
+            data = BitsSignal.concat([decoded, data])
         self.fifo.push(data, en)
 
     def pop(self, en) -> None:
@@ -163,15 +171,29 @@ class CommandQueue:
     """The command FIFO with its commands' decode stored beside them (see the module
     docstring)."""
 
-    def __init__(self, cmd_bits: int, depth: int, clk, rst, decode: Decode):
+    def __init__(self, cmd_bits: int, depth: int, clk, rst, decode: Decode,
+                 decoders: dict | None = None):
         self.cmd_bits, self.decode = cmd_bits, decode
-        self.fifo = fifo = Queue(Bits(BITS + cmd_bits), depth, clk, rst, "cmdq")
+        self.decoders = dict(decoders or {})
+        self.fields = {}                 # engine -> (lo, hi) of its bits above the dispatch decode
+        lo = cmd_bits + BITS
+        for e, d in self.decoders.items():
+            self.fields[e] = (lo, lo + d.width)
+            lo += d.width
+        self.fifo = fifo = Queue(Bits(lo), depth, clk, rst, "cmdq")
         self.empty, self.full = fifo.empty, fifo.full
         self.output = fifo.output[0:cmd_bits]
         self.decoded = fifo.output[cmd_bits:cmd_bits + BITS]
+        self.raw = fifo.output
+
+    def engine_decoded(self, word, engine: str):
+        """Engine ``engine``'s decode bits in ``word`` (an entry laid out as ``raw``)."""
+        lo, hi = self.fields[engine]
+        return word[lo:hi]
 
     def push(self, cmd, en) -> None:
-        self.fifo.push(BitsSignal.concat([self.decode.bits(cmd), cmd]), en)
+        parts = [cmd, self.decode.bits(cmd)] + [d(cmd) for d in self.decoders.values()]
+        self.fifo.push(BitsSignal.concat(parts[::-1]), en)
 
     def pop(self, en) -> None:
         self.fifo.pop(en)
@@ -180,21 +202,22 @@ class CommandQueue:
 class Dispatcher:
     """In-order dispatch (see the module docstring)."""
 
-    def __init__(self, clk, rst, cmdq: CommandQueue, start, credit_return, depth: int,
-                 decoders: dict | None = None):
+    def __init__(self, clk, rst, cmdq: CommandQueue, start, credit_return, depth: int):
         cmd_bits = cmdq.cmd_bits
         dispatch_w = Wire(Bits(1), "dispatch")
-        head_valid, dec, slice_ready = register_slice(
-            clk, rst, ~cmdq.empty, BitsSignal.concat([cmdq.decoded, cmdq.output]), dispatch_w,
-            "dispatch_head")
+        head_valid, dec, slice_ready = register_slice(clk, rst, ~cmdq.empty, cmdq.raw,
+                                                      dispatch_w, "dispatch_head")
         self.head = head = dec[0:cmd_bits]
         is_op = [dec[cmd_bits + k] for k in range(4)]
         bad, ld_p, ld_x = dec[cmd_bits + 4], dec[cmd_bits + 5], dec[cmd_bits + 6]
         fence = dec[cmd_bits + 7]
-        decoders = decoders or {}
+        engines = ("load", "exec", "store", "vec")
+        unknown = set(cmdq.decoders) - set(engines)
+        if unknown:
+            raise ValueError(f"Dispatcher: decode bits for no engine: {sorted(unknown)}")
         self.queues = queues = [EngineQueue(cmd_bits, depth, clk, rst, f"{e}_head",
-                                            decoders.get(e))
-                                for e in ("load", "exec", "store", "vec")]
+                                            cmdq.decoders[e].width if e in cmdq.decoders else 0)
+                                for e in engines]
         self.loadq, self.execq, self.storeq, self.vecq = queues
         self.store_busy = Wire(Bits(1), "store_busy")
         self.vec_busy = Wire(Bits(1), "vec_busy")
@@ -222,7 +245,9 @@ class Dispatcher:
             own = head_valid & is_op[k] & ~queues[k].full
             if k == 0:
                 own = own & ~(ld_p & ~st_idle.q) & ~(ld_x & ~vec_idle.q)
-            queues[k].push(head, own)
+            e = engines[k]
+            queues[k].push(head, own,
+                           cmdq.engine_decoded(dec, e) if e in cmdq.decoders else None)
         dispatched = NamedReg(32, clk, rst, 0, name="dispatched")
         dispatched.next(Mux(start, Mux(dispatch, dispatched.q, inc(dispatched.q, 32)),
                             Bits(32)(0)))

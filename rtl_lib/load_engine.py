@@ -19,8 +19,9 @@ DMA's command port (``cmd_addr``, ``cmd_beats``, ``cmd_rows``, ``cmd_stride``, `
   ``[54, 70)`` rows. A fetch's entry: destination ``dst_cmd``, 1 row. ``decode`` (optional, a
   ``dispatch.EngineDecode``, e.g. of ``read_router.route_decode``): bits stored above each entry,
   computed on the way in (of the LOAD's and of the fetch's entry, before the choice between
-  them). When ``loadq.decoded`` is not None, dispatch already decoded the LOAD's entry
-  (:func:`load_entry`) on its way into the load queue, and the engine stores that.
+  them). When ``loadq.decoded`` is not None, the LOAD's entry (:func:`load_entry`) was
+  already decoded on its way into the command FIFO (``dispatch.CommandQueue``'s decoders) and
+  carried into the load queue, and the engine stores that.
 * Issue is combinational on the FIFO heads and ``rd_cmd_ready``; one command per cycle.
   ``load_go`` (out): a LOAD left the FIFO for the route FIFO on this edge.
 """
@@ -82,7 +83,7 @@ class LoadEngine:
             # ``fetcher.req``: the fetcher's ``cmdq_room`` -> the fetch/LOAD choice -> the
             # decode -> the route FIFO's LUT RAM was the placed 8x8's critical path on seed 3
             # at 29fc67b. A LOAD's decode comes from its queue's slice (``loadq.decoded``,
-            # computed on the way into the queue) when dispatch stored it there: decoded
+            # computed on the way into the command FIFO) when dispatch stored it there: decoded
             # here, its 16-bit compares ran from the slice's flops (load_head_d) through four
             # LUT levels and a 2.7 ns route into the route FIFO's LUT RAM, the placed 8x8's
             # critical path on seed 1 at c423a1a (9.04 ns)
