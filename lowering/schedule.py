@@ -42,7 +42,12 @@ is one register in the stream wrapper that fans out to every stage using it, whe
 placer puts them; it enters stage 0 with the route :data:`SCALAR_ROUTE` as its start delay
 (``schedule(..., inputs=...)``), so the logic a stage computes from it, such as
 RoundingDivideByPOT's mask ``(1 << s) - 1``, moves to the next stage behind a pipeline
-register of the scalar itself when it does not fit after that route. A stream input (one
+register of the scalar itself when it does not fit after that route. A value computed from
+scalars alone is one per run too, and a 1-bit one that chooses a wide select (``select c, x,
+y``, not between two constants, ``W >= FANOUT_WIDTH`` bits) reaches each of its W bits with
+the route :data:`SCALAR_FANOUT` more when it is computed in the same stage
+(``schedule(..., per_run=...)`` names the scalars); the select then moves to the next stage,
+behind a register of the decision. A stream input (one
 element per cycle, the wrapper's element register) enters stage 0 likewise with
 :data:`STREAM_ROUTE`: the placer does not keep a lane kernel's first stage beside its input
 register either.
@@ -78,6 +83,14 @@ SCALAR_ROUTE = 3.0
 #: 11 columns away, placed at 2.28 ns (the 8x8 accelerator, seed 1 at 48bed3a). Without it the
 #: maxpool's compare + select (3.4 ns in this model) shared one stage and placed at 8.90 ns
 STREAM_ROUTE = 2.3
+#: the route of a decision computed from scalars alone into a wide select's bits (Yosys maps
+#: ``c ? 0 : y`` to the flops' synchronous reset): mul_requantize's ``s > 15`` (three LUTs
+#: from the scalar's stage-1 register) -> a 2.66 ns route -> the LSR of the 32-bit
+#: ``(s > 15) ? 0 : 1 << (s & 15)`` register of stage 1, placed at 8.26 ns (the 8x8
+#: accelerator, seed 3 at 3e65e81); the model had 4.6 ns in that stage
+SCALAR_FANOUT = 1.2
+#: the narrowest select charged :data:`SCALAR_FANOUT`
+FANOUT_WIDTH = 16
 
 _WIRE = ("extsi", "extui", "trunci", "bitcast", "index_cast")
 _BITWISE = ("andi", "ori", "xori")
@@ -142,20 +155,29 @@ def op_delay(op: Op, consts: dict, masks: dict) -> float:
 
 
 def schedule(ops: list[Op], consts: dict, budget: float = BUDGET,
-             inputs: dict | None = None) -> dict:
+             inputs: dict | None = None, per_run=()) -> dict:
     """Place every op (sets ``op.stage``, ``op.delay`` = its result's delay in that stage);
     return ``{result key: (stage, delay)}`` for every op result. Inputs (keys that are neither
     results nor constants) are stage-0 registers (delay 0); ``inputs`` gives some of them a
-    start delay instead (the scalars: :data:`SCALAR_ROUTE`)."""
+    start delay instead (the scalars: :data:`SCALAR_ROUTE`). ``per_run``: the inputs that
+    are one value per run (the scalars): a wide select chosen by a decision computed from
+    them in its own stage starts :data:`SCALAR_FANOUT` later."""
     ready: dict = {k: (0, d) for k, d in (inputs or {}).items()}
     masks: dict = {}
+    run_const = set(per_run)     # keys computed from per-run inputs and constants alone
     for op in ops:
         s = 0
         for v in op.operands:
             if v in ready:
                 s = max(s, ready[v][0])
-        start = max([ready[v][1] for v in op.operands if v in ready and ready[v][0] == s],
-                    default=0.0)
+        arrive = {v: ready[v][1] for v in op.operands if v in ready and ready[v][0] == s}
+        if op.kind == "select" and op.width >= FANOUT_WIDTH and op.operands[0] in run_const \
+                and op.operands[0] in arrive and arrive[op.operands[0]] > 0 \
+                and not (op.operands[1] in consts and op.operands[2] in consts):
+            arrive[op.operands[0]] += SCALAR_FANOUT
+        start = max(arrive.values(), default=0.0)
+        if all(v in consts or v in run_const for v in op.operands):
+            run_const.update(op.results)
         if op.kind == "muli":
             # operands registered at the end of stage s (the DSP's input registers), the
             # route into the column included; the product is registered at the end of the
@@ -180,10 +202,10 @@ def schedule(ops: list[Op], consts: dict, budget: float = BUDGET,
 
 
 def latency(ops: list[Op], consts: dict, result, budget: float = BUDGET,
-            inputs: dict | None = None) -> int:
+            inputs: dict | None = None, per_run=()) -> int:
     """The pipeline's latency: the result's stage + 1 (the result is registered), 0 if the
     result is an input."""
-    ready = schedule(ops, consts, budget, inputs)
+    ready = schedule(ops, consts, budget, inputs, per_run)
     produced = {r for op in ops for r in op.results}
     return ready[result][0] + 1 if result in produced else 0
 
@@ -228,7 +250,8 @@ def kernel_latency(kernel, budget: float = BUDGET) -> int:
     ops, consts = parse_body(kernel.body_lines)
     return latency(ops, consts, kernel.result, budget,
                    {**stream_inputs(nm for nm, _ in kernel.inputs),
-                    **scalar_inputs(nm for nm, _ in kernel.scalars)})
+                    **scalar_inputs(nm for nm, _ in kernel.scalars)},
+                   scalar_inputs(nm for nm, _ in kernel.scalars))
 
 
 def stream_inputs(names) -> dict:

@@ -101,6 +101,7 @@ def _convert(func, ir, budget: float) -> str:
     # input -> its route into stage 0: a scalar argument (lowering.schedule.SCALAR_ROUTE), a
     # stream element (a load, lowering.schedule.STREAM_ROUTE)
     scalars = {}
+    per_run = []  # the scalar arguments: one value per run (lowering.schedule's per_run)
     for i, a in enumerate(args):
         if i == out_arg:
             continue
@@ -112,6 +113,7 @@ def _convert(func, ir, budget: float) -> str:
             inputs.append((i, _itype(a.type)))
             names[key(a)] = (f"%a{i}", 0)
             scalars[key(a)] = schedule.SCALAR_ROUTE
+            per_run.append(key(a))
     loads = {}
     for op in _ops(lbody):
         if op.name == "memref.load":
@@ -140,7 +142,7 @@ def _convert(func, ir, budget: float) -> str:
         defined.update(key(r) for r in op.results)
     values = {k: _const_value(c, ir) for k, c in consts.items()}
     sops = [_sched_op(op, key) for op in arith]
-    ready = schedule.schedule(sops, values, budget, scalars)
+    ready = schedule.schedule(sops, values, budget, scalars, per_run)
     stages: dict[int, list] = {}
     for count, (op, sop) in enumerate(zip(arith, sops)):
         stages.setdefault(sop.stage, []).append(op)

@@ -66,6 +66,42 @@ def test_a_scalar_arrives_after_its_route():
             assert o.stage >= 1, o
 
 
+def test_a_per_run_decision_reaches_a_wide_select_through_a_register():
+    """A 1-bit decision computed from scalars alone that chooses a wide select is routed to
+    each of its bits (a flop's synchronous reset, when one side is 0): the select starts
+    SCALAR_FANOUT later in that stage, so here it moves to the next stage behind a register of
+    the decision. A decision from an element, a narrow select, or a select between two
+    constants is charged as before."""
+    def lines(w):
+        return [f"%z = arith.constant 0 : i{w}", "%c15 = arith.constant 15 : i32",
+                "%g = arith.cmpi ugt, %s, %c15 : i32", f"%y = arith.shli %x, %x : i{w}",
+                f"%r = arith.select %g, %z, %y : i{w}"]
+
+    ops, consts = _ops(lines(32))
+    S.schedule(ops, consts, inputs={"%s": S.SCALAR_ROUTE}, per_run={"%s"})
+    stage = {o.results[0]: o.stage for o in ops}
+    assert stage["%g"] == 1 and stage["%r"] == 2
+    # without the rule (the scalar not named per run) the select shares the decision's stage
+    ops, consts = _ops(lines(32))
+    S.schedule(ops, consts, inputs={"%s": S.SCALAR_ROUTE})
+    assert (ops[0].stage, ops[2].stage) == (1, 1)
+    # a narrow select: the decision's fanout is a few bits
+    ops, consts = _ops(lines(8))
+    S.schedule(ops, consts, inputs={"%s": S.SCALAR_ROUTE}, per_run={"%s"})
+    assert (ops[0].stage, ops[2].stage) == (1, 1)
+    # mul_requantize's "amount past 15" selects: each a stage after its decision, and the
+    # kernel's latency is what it was (the scalar side has slack)
+    k = split_wide_muls(kernels.mul_requantize(8))
+    ops, consts = _ops(k.body_lines)
+    scal = S.scalar_inputs(nm for nm, _ in k.scalars)
+    S.schedule(ops, consts, inputs=scal, per_run=scal)
+    past = {o.results[0]: o for o in ops if o.kind == "cmpi" and "%s" in o.operands}
+    sel = [o for o in ops if o.kind == "select" and o.operands[0] in past
+           and not all(v in consts for v in o.operands[1:])]
+    assert sel and all(o.stage > past[o.operands[0]].stage for o in sel), sel
+    assert S.kernel_latency(k) == 18
+
+
 def test_a_stream_element_arrives_after_its_route():
     """A stream input's element register sits in the kernel's wrapper, not beside the logic
     that reads it: stage 0 starts at STREAM_ROUTE, so the maxpool's compare and select (3.4 ns
