@@ -100,7 +100,8 @@ FIFO_DEPTH = contract.EXEC_CREDITS
 ISSUE_TO_CORE = 1 + RD_LATENCY
 #: edges the C stream's register slice adds between the core's C beat and ``c_*``
 C_SLICE_LATENCY = 1
-#: bits of an operand FIFO slot loaded by one copy of the slot's enable register
+#: bits of an operand FIFO slot loaded by one copy of the slot's enable register and read out
+#: through one copy of the read pointer
 SLOT_CHUNK = 64
 #: width of the command's K and word fields (the contract's EXEC fields)
 CMD_WIDTH = contract.EXEC.field("K").bits
@@ -276,7 +277,20 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
                 part.next(entry[lo:hi])
                 parts.append(part.q)
             slots.append(BitsSignal.concat(parts[::-1]) if len(parts) > 1 else parts[0])
-        head = Mux(rd.q, *slots)
+        # the head is read out SLOT_CHUNK bits at a time, each chunk's slot mux selected by a
+        # kept copy of the read pointer (``keep_ff.replicated``, one per bit and chunk, loaded
+        # with the pointer's next value), as the slots' load enables are: one pointer into
+        # every chunk's mux crossed the die (the placed 16x8's critical path at e8fcff2:
+        # fifo_rd -> a 7.62 ns route -> the slot mux in front of lane 12's A skew register)
+        rd_next = Mux(pop, rd.q, ring_inc(rd.q))
+        bit_copies = [replicated(clk, rst, rd_next[b], len(chunks), f"fifo_rd{b}_cp")
+                      for b in range(FW)]
+        head_parts = []
+        for k, (lo, hi) in enumerate(chunks):
+            rd_k = BitsSignal.concat([bit_copies[b][k] for b in reversed(range(FW))]) \
+                if FW > 1 else bit_copies[0][k]
+            head_parts.append(Mux(rd_k, *[sl[lo:hi] for sl in slots]))
+        head = BitsSignal.concat(head_parts[::-1]) if len(head_parts) > 1 else head_parts[0]
         LB = EW - 2 if DWM else EW - 1                 # the entry's last flag
         occ0 = occ.q == Bits(CNTW)(0)
         occ1 = occ.q == Bits(CNTW)(1)
