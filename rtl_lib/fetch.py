@@ -9,6 +9,8 @@ Inputs: ``running`` (the top's running flag), ``start`` (the CSR start pulse), `
 (DRAM byte address of the first command) and ``cmd_count`` (commands to run), both sampled
 on ``start``. Commands are ``cmd_bits`` bits (32 bytes) each.
 
+Outputs: ``req``, ``addr``, ``chunk_now``, ``left_zero``, ``credits_zero``.
+
 * ``req`` (out): a fetch read is wanted: running, commands left, and room for ``chunk`` more
   commands than are already credited. The read covers ``chunk_now`` commands (``chunk``, or
   fewer at the end) from ``addr``: ``chunk_now * cmd_bits / W`` beats, one row.
@@ -17,7 +19,7 @@ on ``start``. Commands are ``cmd_bits`` bits (32 bytes) each.
 * ``pop`` (a wire dispatch drives from a register): a command left for its engine FIFO on the
   edge before; one credit returns.
 
-The credits (``credits_used``, register ``cmdq_credits_used``) count the commands requested
+The credits (register ``cmdq_credits_used``) count the commands requested
 and not yet dispatched, so fetched data never finds the FIFO (and the dispatch slice in
 front of it) full and the AXI R channel is never stalled by the fetcher. Registers:
 ``fetch_addr``, ``fetch_left`` (32 bits), ``cmdq_credits_used``, and the decisions' compares
@@ -25,7 +27,7 @@ front of it) full and the AXI R channel is never stalled by the fetcher. Registe
 ``cmdq_credits_zero``), each set from the next value of its counter, so ``req`` and
 ``chunk_now`` are logic of registers with no compare and no cycle is added. The top's
 ``idle`` terms are two of these flops: ``left_zero`` (``left == 0``) and ``credits_zero``
-(``credits_used == 0``).
+(``cmdq_credits_used == 0``).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class Fetcher:
     def __init__(self, clk, rst, running, start, cmd_base, cmd_count, addr_width: int,
                  cmd_bits: int, depth: int, chunk: int):
         AW = addr_width
-        self.credit_width = CW = depth.bit_length()
+        CW = depth.bit_length()
         addr = NamedReg(AW, clk, rst, 0, name="fetch_addr")
         left = NamedReg(32, clk, rst, 0, name="fetch_left")
         used = NamedReg(CW, clk, rst, 0, name="cmdq_credits_used")
@@ -109,6 +111,6 @@ class Fetcher:
         short.next(Mux(start, Mux(self.go, short.q, short_go),
                        (cmd_count.as_uint(32) < chunk).as_bits()))
         any_left.next(Mux(start, Mux(self.go, any_left.q, nz_go), cmd_count != Bits(32)(0)))
-        self.addr, self.left, self.credits_used, self.chunk_now = addr.q, left.q, used.q, now
+        self.addr, self.chunk_now = addr.q, now
         # the top's idle terms, flops: no command left to fetch, every credit back
         self.left_zero, self.credits_zero = ~any_left.q, zero.q
