@@ -151,7 +151,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
     Mm = make_matmul_unit(config)
     St = make_store_engine(config, requant)
     Vec = make_vector_engine(config, add_kernel, max_kernel, mul_kernel, row_reduce)
-    CmdPack = make_width_adapter(W, CMD_BITS)
+    CmdPack = make_width_adapter(W, CMD_BITS, whole=True)   # a command is whole beats
     ParamSplit = make_width_adapter(W, 32)
     # the DMA's command ports (valid and payload; its ready is an output)
     dma_cmd = [(f"cmd_{n}", w) for n, w in command_stream(AW).layout if n != "ready"]

@@ -11,7 +11,8 @@ Spec (JSON in the environment variable ``TB_SPAD_SPEC``): ``{"width", "depth", "
   producer filled while the consumer held a bank (the point of double buffering) and that the
   producer was held off when both banks were full. Writes ``TB_SPAD_OUT`` (JSON) with counts.
 * ``adapter``: random beats with random ``last`` through the adapter under random valid/ready;
-  the output equals the reference re-cut of the input.
+  the output equals the reference re-cut of the input. ``whole`` (spec): ``last`` only on the
+  last input beat of an output beat (the ``whole=True`` adapter's contract).
 """
 
 from __future__ import annotations
@@ -175,7 +176,12 @@ async def adapter(dut):
     in_w, out_w = spec["in_width"], spec["out_width"]
     rng = random.Random(spec["seed"])
     await _reset(dut, ["in_valid", "in_data", "in_last", "out_ready"])
-    beats = [(rng.getrandbits(in_w), int(rng.random() < 0.2)) for _ in range(spec["beats"])]
+    if spec.get("whole"):   # in_last only on the last input of an output beat
+        n = out_w // in_w
+        beats = [(rng.getrandbits(in_w), int(i % n == n - 1 and rng.random() < 0.5))
+                 for i in range(spec["beats"] - spec["beats"] % n)]
+    else:
+        beats = [(rng.getrandbits(in_w), int(rng.random() < 0.2)) for _ in range(spec["beats"])]
     beats[-1] = (beats[-1][0], 1)
     want = recut(beats, in_w, out_w)
     drv = StreamDriver(dut.clk, {"data": dut.in_data, "last": dut.in_last}, dut.in_valid,

@@ -52,6 +52,14 @@ def test_width_adapter(module_sim, tmp_path, in_w, out_w, p_in, p_out):
                                     "seed": in_w + out_w, "p_in": p_in, "p_out": p_out})
 
 
+@pytest.mark.parametrize("p_in,p_out", [(1.0, 1.0), (0.6, 0.4)])
+def test_width_adapter_whole(module_sim, tmp_path, p_in, p_out):
+    """The command packer's adapter (64-bit beats into 256-bit commands, never a short one)."""
+    sim = module_sim(make_width_adapter(64, 256, whole=True))
+    _run(sim, tmp_path, "adapter", {"in_width": 64, "out_width": 256, "beats": 300, "seed": 5,
+                                    "p_in": p_in, "p_out": p_out, "whole": True})
+
+
 def test_refusals():
     with pytest.raises(ConfigError, match="power of two"):
         make_scratchpad(64, 1000)
