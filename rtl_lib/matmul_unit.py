@@ -89,7 +89,7 @@ from ..errors import ConfigError
 from .bits import count_width, index_width, inc, log2
 from .common import NamedReg, register_slice
 from .ecp5 import is_ecp5
-from .keep_ff import replicated
+from .keep_ff import KeepFF, replicated
 from .operand_spad import RD_LATENCY, make_operand_spad
 from .stream import Stream, module
 from .systolic import has_depthwise, make_systolic_core
@@ -278,17 +278,21 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
                 parts.append(part.q)
             slots.append(BitsSignal.concat(parts[::-1]) if len(parts) > 1 else parts[0])
         # the head is read out SLOT_CHUNK bits at a time, each chunk's slot mux selected by a
-        # kept copy of the read pointer (``keep_ff.replicated``, one per bit and chunk, loaded
-        # with the pointer's next value), as the slots' load enables are: one pointer into
-        # every chunk's mux crossed the die (the placed 16x8's critical path at e8fcff2:
-        # fifo_rd -> a 7.62 ns route -> the slot mux in front of lane 12's A skew register)
-        rd_next = Mux(pop, rd.q, ring_inc(rd.q))
-        bit_copies = [replicated(clk, rst, rd_next[b], len(chunks), f"fifo_rd{b}_cp")
-                      for b in range(FW)]
+        # copy of the read pointer of its own (kept flops, ``keep_ff.KeepFF``), as the slots'
+        # load enables are: one pointer into every chunk's mux crossed the die (the placed
+        # 16x8's critical path at e8fcff2: fifo_rd -> a 7.62 ns route -> the slot mux in front
+        # of lane 12's A skew register). Each copy steps itself on ``pop`` (its increment is
+        # beside it): copies loaded with one shared next value put that value's LUT and two
+        # routes between pop and the far copies (the placed 16x8 at 42d677a: the core's
+        # last_gap_ok -> pop -> the next value -> 3.13 + 2.78 ns of routing -> fifo_rd1_cp_1)
         head_parts = []
         for k, (lo, hi) in enumerate(chunks):
-            rd_k = BitsSignal.concat([bit_copies[b][k] for b in reversed(range(FW))]) \
-                if FW > 1 else bit_copies[0][k]
+            d_k = Wire(Bits(FW), f"fifo_rd_cp{k}_next")
+            rd_k = BitsSignal.concat([KeepFF(clk=clk, rst=rst, d=d_k[b],
+                                             instance_name=f"fifo_rd_cp{k}_{b}").q
+                                      for b in reversed(range(FW))]) if FW > 1 else \
+                KeepFF(clk=clk, rst=rst, d=d_k, instance_name=f"fifo_rd_cp{k}_0").q
+            d_k.assign(Mux(pop, rd_k, ring_inc(rd_k)))
             head_parts.append(Mux(rd_k, *[sl[lo:hi] for sl in slots]))
         head = BitsSignal.concat(head_parts[::-1]) if len(head_parts) > 1 else head_parts[0]
         LB = EW - 2 if DWM else EW - 1                 # the entry's last flag
