@@ -89,7 +89,7 @@ from ..errors import ConfigError
 from .bits import count_width, index_width, inc, log2
 from .common import NamedReg, register_slice
 from .ecp5 import is_ecp5
-from .keep_ff import KeepFF, replicated
+from .keep_ff import replicated
 from .operand_spad import RD_LATENCY, make_operand_spad
 from .stream import Stream, module
 from .systolic import has_depthwise, make_systolic_core
@@ -100,8 +100,7 @@ FIFO_DEPTH = contract.EXEC_CREDITS
 ISSUE_TO_CORE = 1 + RD_LATENCY
 #: edges the C stream's register slice adds between the core's C beat and ``c_*``
 C_SLICE_LATENCY = 1
-#: bits of an operand FIFO slot loaded by one copy of the slot's enable register and read out
-#: through one copy of the read pointer
+#: bits of an operand FIFO slot loaded by one copy of the slot's enable register
 SLOT_CHUNK = 64
 #: width of the command's K and word fields (the contract's EXEC fields)
 CMD_WIDTH = contract.EXEC.field("K").bits
@@ -277,24 +276,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
                 part.next(entry[lo:hi])
                 parts.append(part.q)
             slots.append(BitsSignal.concat(parts[::-1]) if len(parts) > 1 else parts[0])
-        # the head is read out SLOT_CHUNK bits at a time, each chunk's slot mux selected by a
-        # copy of the read pointer of its own (kept flops, ``keep_ff.KeepFF``), as the slots'
-        # load enables are: one pointer into every chunk's mux crossed the die (the placed
-        # 16x8's critical path at e8fcff2: fifo_rd -> a 7.62 ns route -> the slot mux in front
-        # of lane 12's A skew register). Each copy steps itself on ``pop`` (its increment is
-        # beside it): copies loaded with one shared next value put that value's LUT and two
-        # routes between pop and the far copies (the placed 16x8 at 42d677a: the core's
-        # last_gap_ok -> pop -> the next value -> 3.13 + 2.78 ns of routing -> fifo_rd1_cp_1)
-        head_parts = []
-        for k, (lo, hi) in enumerate(chunks):
-            d_k = Wire(Bits(FW), f"fifo_rd_cp{k}_next")
-            rd_k = BitsSignal.concat([KeepFF(clk=clk, rst=rst, d=d_k[b],
-                                             instance_name=f"fifo_rd_cp{k}_{b}").q
-                                      for b in reversed(range(FW))]) if FW > 1 else \
-                KeepFF(clk=clk, rst=rst, d=d_k, instance_name=f"fifo_rd_cp{k}_0").q
-            d_k.assign(Mux(pop, rd_k, ring_inc(rd_k)))
-            head_parts.append(Mux(rd_k, *[sl[lo:hi] for sl in slots]))
-        head = BitsSignal.concat(head_parts[::-1]) if len(head_parts) > 1 else head_parts[0]
+        head = Mux(rd.q, *slots)
         LB = EW - 2 if DWM else EW - 1                 # the entry's last flag
         occ0 = occ.q == Bits(CNTW)(0)
         occ1 = occ.q == Bits(CNTW)(1)
