@@ -186,13 +186,13 @@ FMAX_POINTS: tuple[FmaxPoint, ...] = (
               "fanout): 117.91 / 118.67 / 120.89 on seeds 1-3 (seed 1: the write DMA "
               "splitter's new-command candidates); 3e65e81 gave 120.19 / 122.74 / 121.14, "
               "c423a1a 110.66 / 115.63 / 122.59, 82013b3 117.11 / 112.82 / 120.32"),
-    FmaxPoint(16, 8, 32, 64, 2048, 256, 102.65,
+    FmaxPoint(16, 8, 32, 64, 2048, 256, 106.68,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
-              "spad_b_depth=2048), towards 140 MHz, RTL of commit 42d677a, seed 1, 153 DSPs "
-              "(critical path: pop -> the operand FIFO's read-pointer copies' shared next "
-              "value -> 5.9 ns of routing); e8fcff2 gave 106.68, d1cbf2b 100.03, 48bed3a "
-              "99.02, 29fc67b 100.95, 13de4fd 87.39, de26887 94.19, 45d1f20 88.66, a5fb480 "
-              "102.56"),
+              "spad_b_depth=2048), towards 140 MHz, RTL of commit e8fcff2, seed 1, 153 DSPs "
+              "(critical path: the operand FIFO's read pointer matmul.fifo_rd -> a 7.62 ns "
+              "route across the die -> the A skew registers of lane 12); 42d677a (per-chunk "
+              "pointer copies, since reverted) gave 102.65, d1cbf2b 100.03, 48bed3a 99.02, "
+              "29fc67b 100.95, 13de4fd 87.39, de26887 94.19, 45d1f20 88.66, a5fb480 102.56"),
     FmaxPoint(8, 16, 32, 128, 1024, 256, 89.93,
               "bench/fmax.py's measure_accel of AccelConfig(rows=8, cols=16, "
               "axi_data_width=128), towards 150 MHz, RTL of commit 8278460, seed 1 (153 of 156 "

@@ -35,8 +35,8 @@ class AccelConfig:
                      (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 117.9-120.9
                      MHz (seeds 1-3 of one netlist, commit a8b3ab2; 120.2-122.7 at 3e65e81).
                      16x8 with 2048-deep A/B scratchpads (128 PEs, 153 of the 156
-                     DSPs with the kernels) placed at 102.7 MHz (seed 1, 42d677a; 106.7 at
-                     e8fcff2): at 29fc67b's placed clocks it runs the CIFAR VGG
+                     DSPs with the kernels) placed at 106.7 MHz (seed 1, e8fcff2; 100.0 at
+                     d1cbf2b): at 29fc67b's placed clocks it runs the CIFAR VGG
                      1.58 and the CIFAR ResNet 1.36 times faster (0.63 of the device's MAC peak
                      against 0.37), but lenet5 and mlp 8-11% slower (their layers do not fill
                      the larger tiles, the clock is lower), 1.09 times faster in geomean over
