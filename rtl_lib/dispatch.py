@@ -18,8 +18,8 @@ four queues, so the decode sat far from one end or the other. ``output`` (the co
 ``decoded`` (its decode bits), ``engine_decoded(e)`` (engine ``e``'s bits), ``empty``,
 ``full``, ``pop(en)``: the Queue's. Same latency and capacity as the Queue alone.
 
-``Dispatcher(clk, rst, cmdq, start, credit_return, depth, decoders)``
----------------------------------------------------------------------
+``Dispatcher(clk, rst, cmdq, start, credit_return, depth)``
+-----------------------------------------------------------
 ``cmdq``: the :class:`CommandQueue`. :class:`Decode` holds the four opcodes (LOAD, EXEC,
 STORE, VEC) in that order, FENCE, and the LOAD destinations of the store engine's parameter
 memory (P) and of the vector engine's X buffer. A command is bits ``[0, cmd_bits)``: opcode
