@@ -70,8 +70,8 @@ def test_a_per_run_decision_reaches_a_wide_select_through_a_register():
     """A 1-bit decision computed from scalars alone that chooses a wide select is routed to
     each of its bits (a flop's synchronous reset, when one side is 0): the select starts
     SCALAR_FANOUT later in that stage, so here it moves to the next stage behind a register of
-    the decision. A decision from an element, a narrow select, or a select between two
-    constants is charged as before."""
+    the decision. Without ``per_run``, or for a narrow select, it is charged as before; in
+    mul_requantize every such select lands a stage after its decision at the same latency."""
     def lines(w):
         return [f"%z = arith.constant 0 : i{w}", "%c15 = arith.constant 15 : i32",
                 "%g = arith.cmpi ugt, %s, %c15 : i32", f"%y = arith.shli %x, %x : i{w}",
