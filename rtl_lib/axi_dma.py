@@ -35,6 +35,8 @@ Sustained rate with no back-pressure: 1 beat per cycle once the first burst's da
 
 Write engine ``axi_dma_wr`` (port ``m_axi_aw*``, ``m_axi_w*``, ``m_axi_b*``)
 ---------------------------------------------------------------------------
+A command enters through a register slice (``wr_cmd_q``, 2 entries, latency 1: ``cmd_ready``
+is its flop), so the splitter offers its first burst two cycles after the command is taken.
 Data in on ``in_data``, ``in_valid``, ``in_ready`` (out): exactly ``rows * beats`` beats per
 command, in order (``wstrb`` all ones); a beat is taken only after its burst's AW was accepted
 (``in_ready`` while an accepted burst has beats left and the W slice has room, 0 otherwise)
@@ -335,14 +337,33 @@ def _outstanding(clk, rst, inc, dec, limit: int, name: str):
     return cnt.q, cnt.q.as_uint() < limit
 
 
-def _split_commands(p, Split, cmd: Stream):
-    """The engine's burst splitter, fed from its command port ``cmd``: (instance, its
-    burst_ready)."""
+def _split_commands(p, Split, cmd: Stream, slice_name: str | None = None):
+    """The engine's burst splitter, fed from its command port ``cmd`` (through a register
+    slice ``slice_name`` if given: ``cmd_ready`` is then its flop and the splitter's
+    new-command candidates start from its registers, beside it): (instance, its
+    burst_ready, a command waiting in the slice)."""
     burst_ready = Wire(Bits(1), "burst_ready")
-    split = Split(clk=p.clk, rst=p.rst, **cmd.fields("cmd", p), burst_ready=burst_ready,
+    fields = cmd.fields("cmd", p)
+    if slice_name is None:
+        split = Split(clk=p.clk, rst=p.rst, **fields, burst_ready=burst_ready,
+                      instance_name="split")
+        p.cmd_ready = split.cmd_ready
+        return split, burst_ready, Bits(1)(0)
+    names = [n for n in fields if n != "cmd_valid"]
+    taken = Wire(Bits(1), f"{slice_name}_taken")
+    v, d, in_ready = register_slice(p.clk, p.rst, fields["cmd_valid"],
+                                    BitsSignal.concat([fields[n] for n in reversed(names)]),
+                                    taken, slice_name)
+    lo, sliced = 0, {}
+    for n in names:
+        w = fields[n].type.width
+        sliced[n] = d[lo:lo + w]
+        lo += w
+    split = Split(clk=p.clk, rst=p.rst, **sliced, cmd_valid=v, burst_ready=burst_ready,
                   instance_name="split")
-    p.cmd_ready = split.cmd_ready
-    return split, burst_ready
+    taken.assign(split.cmd_ready)
+    p.cmd_ready = in_ready
+    return split, burst_ready, v
 
 
 def _issue_bursts(p, c, split, burst_ready, done, limit: int, name: str, lsb: int):
@@ -378,7 +399,7 @@ def make_dma_read(data_width: int = 64, addr_width: int = 32, max_burst: int = 2
 
     def build(p):
         clk, rst = p.clk, p.rst
-        split, burst_ready = _split_commands(p, Split, cmd)
+        split, burst_ready, _ = _split_commands(p, Split, cmd)
         # R beats enter a register slice (r_q): rready is its flop and out_* are its
         # registers, so the consumer's ready does not reach the R channel and the
         # consumer's logic starts from flops, not from the burst flags' LUT-RAM read
@@ -429,7 +450,13 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
 
     def build(p):
         clk, rst = p.clk, p.rst
-        split, burst_ready = _split_commands(p, Split, cmd)
+        # the command enters through a register slice (wr_cmd_q): the splitter's new-command
+        # candidates (cmd_beats + the address's beat in its page -> the page test ->
+        # fits_page_q) start from its flops, placed beside the splitter, not from the write
+        # arbiter's slice across the die (dma.wr_cmd_beats -> a 3.09 ns route -> two carry
+        # chains -> fits_page_q was the placed 8x8's critical path on seed 1 at a8b3ab2).
+        # One cycle more per write command (perfmodel.timing.WR_CMD_SLICE)
+        split, burst_ready, cmd_waits = _split_commands(p, Split, cmd, "wr_cmd_q")
         b_fire = p.m_axi_bvalid  # bready is always high
         inflight, aw_fire = _issue_bursts(p, "m_axi_aw", split, burst_ready, b_fire,
                                           max_outstanding, "wr_inflight", lsb)
@@ -443,13 +470,13 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         lens = Queue(Bits(9), depth, clk, rst, "lens")
         lens.push(BitsSignal.concat([split.burst_len == Bits(8)(0), split.burst_len]),
                   aw_fire)
-        have = ~lens.empty
         # the W channel leaves through a register slice (``w_q``): ``wready`` (an input from
         # wherever the memory's port is) reaches only its flops, not ``in_ready`` and the
         # source's slice behind it (dma.wr.lens_empty -> a LUT with m_axi_wready beside the
         # port -> the top's wr_in_valid CE, 8.23 ns of routing there and back, was the
         # placed 8x8's critical path on seed 1 at d1cbf2b). A beat reaches W one cycle
         # after it is taken (the perf model's W_SLICE)
+        have = ~lens.empty
         w_room = Wire(Bits(1), "w_q_room")
         w_fire = have & p.in_valid & w_room
         beat = NamedReg(8, clk, rst, 0, name="w_beat")
@@ -477,7 +504,8 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         head_last = lasts.pop(b_fire)
         p.m_axi_bready = Bits(1)(1)
         p.done = b_fire & head_last
-        p.busy = split.active | split.burst_valid | (inflight != Bits(inflight.type.width)(0))
+        p.busy = (cmd_waits | split.active | split.burst_valid |
+                  (inflight != Bits(inflight.type.width)(0)))
         err = NamedReg(1, clk, rst, 0, name="wr_err")
         err.next(err.q | (b_fire & (p.m_axi_bresp != Bits(2)(0))))
         p.err = err.q

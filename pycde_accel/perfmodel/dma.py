@@ -13,8 +13,10 @@ order) and the write side (AW, W beats, B responses), as ``rtl_lib.axi_dma`` run
   ``RD_SLICE`` later (the R register slice), into the router's slice (``ROUTE_RD_SLICE``
   entries, latency 1: :meth:`ReadDma.r_step`), which releases the burst's outstanding slot
   with its last beat. The router takes the beats from that slice (:mod:`.load`).
-* :class:`WriteDma`: one AW per cycle (``MAX_OUTSTANDING`` bursts until their B response), one
-  W beat per cycle as the engines offer them (``WD_SKID`` cycles later: the write arbiter's skid
+* :class:`WriteDma`: a command's bursts may issue ``WR_CMD_SLICE`` cycles after an engine's
+  command was taken (the DMA's command slice), one AW per cycle (``MAX_OUTSTANDING`` bursts
+  until their B response), a burst's W beats from ``AW_TO_W`` cycles after its AW (the
+  burst-length FIFO's head slice), one W beat per cycle as the engines offer them (``WD_SKID`` cycles later: the write arbiter's skid
   buffer in front of its data slice), B ``W_SLICE + write_latency`` after the DMA took a burst's
   last beat (its W register slice, then the memory).
 
@@ -29,7 +31,7 @@ from collections import deque
 
 from ..contract import BURST_BOUNDARY, MAX_BURST, MAX_OUTSTANDING
 from .memory import Budget
-from .timing import INF, RD_SLICE, ROUTE_RD_SLICE, W_SLICE, WD_SKID
+from .timing import AW_TO_W, INF, RD_SLICE, ROUTE_RD_SLICE, W_SLICE, WD_SKID, WR_CMD_SLICE
 
 _NO_LIMIT = None
 
@@ -159,10 +161,16 @@ class WriteDma:
         self.mem = _budget(mem)
         self.want = False         # a W beat was offered this cycle (for the memory's flags)
         self.beats = deque()      # W beats offered by the engines: ready times
-        self.aw = deque()         # bursts waiting for AW: lengths
+        self.aw = deque()         # bursts waiting for AW: (time it may issue, length)
         self.inflight = 0
         self.b = deque()          # B response times
-        self.lens = deque()       # beats left of bursts whose AW was issued, W not complete
+        self.lens = deque()       # bursts whose AW was issued, W not complete: [time its W
+        #                           beats may start, beats left]
+
+    def command(self, t, lengths) -> None:
+        """A write command of bursts ``lengths`` taken from an engine on this edge: its
+        bursts may go out on AW from ``t + WR_CMD_SLICE`` (the DMA's command slice)."""
+        self.aw.extend((t + WR_CMD_SLICE, n) for n in lengths)
 
     def retire(self, t) -> bool:
         """B responses due by ``t`` taken."""
@@ -176,19 +184,19 @@ class WriteDma:
     def step(self, t) -> bool:
         """AW (one per cycle, outstanding limit), W one beat per cycle."""
         moved = False
-        if self.aw and self.inflight < MAX_OUTSTANDING:
+        if self.aw and self.aw[0][0] <= t and self.inflight < MAX_OUTSTANDING:
             self.inflight += 1
-            self.lens.append(self.aw.popleft())
+            self.lens.append([t + AW_TO_W, self.aw.popleft()[1]])
             moved = True
         self.want = want = (bool(self.beats) and self.beats[0] + WD_SKID <= t and
-                            bool(self.lens))
+                            bool(self.lens) and self.lens[0][0] <= t)
         if want and (not self.mem.on or self.mem.w_ok):
             if self.mem.on:
                 self.mem.take_w()
             self.beats.popleft()
-            self.lens[0] -= 1
+            self.lens[0][1] -= 1
             moved = True
-            if self.lens[0] == 0:
+            if self.lens[0][1] == 0:
                 self.lens.popleft()
                 self.b.append(t + W_SLICE + self.wl)
         return moved
@@ -199,5 +207,9 @@ class WriteDma:
     def wakes(self, out: list) -> None:
         if self.beats:
             out.append(self.beats[0] + WD_SKID)
+        if self.aw:
+            out.append(self.aw[0][0])
+        if self.lens:
+            out.append(self.lens[0][0])
         if self.b:
             out.append(self.b[0])

@@ -54,7 +54,7 @@ class StoreEngine:
                 for b in range(C // ab):
                     beats.append(t + (b + 1) * (ab // L) + self.lat)
             if r == 0:
-                self.wdma.aw.extend(bursts(sc[2], C // ab, sc[1], sc[3], ab))
+                self.wdma.command(t, bursts(sc[2], C // ab, sc[1], sc[3], ab))
             if sc[0] == 0:
                 self.take_next += self.bubble
                 self.queued.popleft()

@@ -86,7 +86,7 @@ class VecEngine:
                 self.active = _Active(c.n, t + self.startup, per, drain,
                                       bool(c.flags & VEC_TO_X))
             if not c.flags & (VEC_TO_X | VEC_LUT_SET):
-                self.wdma.aw.extend(bursts(c.dst, c.n, 1, self.ab, self.ab))
+                self.wdma.command(t, bursts(c.dst, c.n, 1, self.ab, self.ab))
             moved = True
         va = self.active
         # an S beat leaves the input slice (X read issued) one per cycle, as the command
