@@ -39,8 +39,9 @@ A command enters through a register slice (``wr_cmd_q``, 2 entries, latency 1: `
 is its flop), so the splitter offers its first burst two cycles after the command is taken.
 Data in on ``in_data``, ``in_valid``, ``in_ready`` (out): exactly ``rows * beats`` beats per
 command, in order (``wstrb`` all ones); a beat is taken only after its burst's AW was accepted
-(``in_ready`` while an accepted burst has beats left and the W slice has room, 0 otherwise)
-and goes out on W through a register slice (``w_q``, 2 entries, latency 1, full rate:
+(``in_ready`` while an accepted burst has beats left and the W slice has room, 0 otherwise;
+the accepted bursts' lengths wait in a FIFO whose head passes a register slice, ``lens_q``,
+so a burst's first beat can be taken two edges after its AW) and goes out on W through a register slice (``w_q``, 2 entries, latency 1, full rate:
 ``wvalid``/``wdata``/``wlast`` are its flops and ``wready`` reaches only them, so W keeps
 the AXI rule whatever the source does), ``wlast`` on a burst's last beat. ``done`` is high for the cycle the B response of the command's last burst is
 taken (i.e. all its data is written).
@@ -476,15 +477,23 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         # port -> the top's wr_in_valid CE, 8.23 ns of routing there and back, was the
         # placed 8x8's critical path on seed 1 at d1cbf2b). A beat reaches W one cycle
         # after it is taken (the perf model's W_SLICE)
-        have = ~lens.empty
+        # The FIFO's head reaches the W side through a register slice (lens_q): the length
+        # and "one beat" bit are flops and the FIFO pops on its flags, so no LUT-RAM read
+        # runs into w_last_next's compare or the FIFO's count (lens_mem -> w_last_next ->
+        # lens_full, four LUTs, was the placed 8x8's critical path on seed 2 at a8b3ab2).
+        # A burst's beats may start two edges after its AW (one more: perfmodel.timing.AW_TO_W)
+        lens_taken = Wire(Bits(1), "lens_q_taken")
+        have, lens_head, lens_in_ready = register_slice(clk, rst, ~lens.empty, lens.output,
+                                                        lens_taken, "lens_q")
+        lens.pop(~lens.empty & lens_in_ready)
         w_room = Wire(Bits(1), "w_q_room")
         w_fire = have & p.in_valid & w_room
         beat = NamedReg(8, clk, rst, 0, name="w_beat")
-        head_len, head_one = lens.output[0:8], lens.output[8]
+        head_len, head_one = lens_head[0:8], lens_head[8]
         first = NamedReg(1, clk, rst, 1, name="w_beat_first")
         lastn = NamedReg(1, clk, rst, 0, name="w_last_next")
         w_last = Mux(first.q, lastn.q, head_one)
-        lens.pop(w_fire & w_last)
+        lens_taken.assign(w_fire & w_last)
         beat.next(Mux(w_fire, beat.q, Mux(w_last, add(beat.q, Bits(8)(1), 8), Bits(8)(0))))
         first.next(Mux(w_fire, first.q, w_last))
         # the beat after this one (index beat + 1) is the last when beat + 1 == len

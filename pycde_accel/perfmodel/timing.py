@@ -89,9 +89,9 @@ W_SLICE = 1
 #: the write DMA's command register slice (rtl_lib.axi_dma, ``wr_cmd_q``, latency 1): a
 #: command's bursts reach the splitter one cycle later
 WR_CMD_SLICE = 1
-#: the write DMA's burst-length FIFO: a burst's first W beat can be taken this many cycles
-#: after its AW
-AW_TO_W = 1
+#: the write DMA's burst-length FIFO and the register slice on its head (``lens_q``): a
+#: burst's first W beat can be taken this many cycles after its AW
+AW_TO_W = 2
 DONE_LATENCY = 2        # everything idle -> done seen by the cycle counter (idle registered)
 START_LATENCY = 1       # start -> first fetch request
 #: the core: a tile's first result row this many cycles after its last beat, beyond rows + cols
