@@ -79,9 +79,7 @@ and the operands enter the array sign-extended to the block's 18 bits (``rtl_lib
 elsewhere the multiply is inferred with the same register stages. The latency below holds for
 every target.
 
-Timing (FPGA Fmax): there is no global stall or enable. The taken beat, its valid and its last
-flag pass one register stage (``a_in_q``, ``b_in_q``, ``fire_q``, ``last_fire_q``; no enable)
-before the skews, so the sender's output mux ends at a register. The only signals that reach every PE
+Timing (FPGA Fmax): there is no global stall or enable. The only signals that reach every PE
 are the clock and the synchronous reset (which clears the valid/drain flags and the
 accumulators; it is not on any data path). Every other path is PE-to-neighbour, register to
 register. Inside a PE the multiplier has registers on both sides (on ECP5 those inside the
@@ -97,21 +95,20 @@ the skew and the PEs, drain counters, FIFO, credits); ``a_ready``/``b_ready`` ar
 Latency (cycles = rising edges; no back-pressure: all valids and ``c_ready`` high)
 ----------------------------------------------------------------------------------
 Let the last beat of a tile be taken on edge s. Then its C row r is on ``c_data`` with
-``c_valid`` high for the edge s + rows + cols + 5 + r (r = 0 .. rows-1), i.e.
+``c_valid`` high for the edge s + rows + cols + 4 + r (r = 0 .. rows-1), i.e.
 
-* first-result latency: ``rows + cols + 5`` edges after the tile's last input beat
-  (``K + rows + cols + 4`` after its first input beat); the 5 is ``IN_LATENCY`` (1, the input
-  stage in front of the skews) and ``pe.PE_LATENCY`` (4: the PE's registers, the multiplier's
-  input and output registers, ``p_r``), the same on every target;
+* first-result latency: ``rows + cols + 4`` edges after the tile's last input beat
+  (``K + rows + cols + 3`` after its first input beat); the 4 is ``pe.PE_LATENCY`` (the PE's
+  registers, the multiplier's input and output registers, ``p_r``), the same on every target;
 * per-tile occupancy of the input: ``max(K, rows)`` cycles (the last beat of tile t+1 is taken
   ``max(K_{t+1}, rows)`` edges after that of tile t, when the inputs are offered back to back);
 * a run of tiles K_0, ..., K_{T-1} offered back to back spans, counted in cycles from the one in
   which the first input beat is taken to the one in which the last C beat is taken, inclusive::
 
-      cycles = K_0 + sum_{t>=1} max(K_t, rows) + 2*rows + cols + 4
+      cycles = K_0 + sum_{t>=1} max(K_t, rows) + 2*rows + cols + 3
 
   (``run_cycles`` below). The ideal for T tiles is sum K_t (one MAC per PE per cycle), so the
-  fill/drain overhead is ``2*rows + cols + 4`` cycles per run, not per tile.
+  fill/drain overhead is ``2*rows + cols + 3`` cycles per run, not per tile.
 
 Resources: rows*cols PEs (1 multiplier, 4*data_width + 2*acc_width + 9 fabric flip-flops each
 on ECP5, whose DSP holds the operand and product registers; 2*data_width more elsewhere), skew
@@ -138,14 +135,9 @@ from .stream import Stream, module
 
 # ---- the latency contract (the tests check the simulated counts against these) -------------
 
-#: edges of the core's input register stage (``a_in_q``/``b_in_q``/``fire_q``): the taken
-#: beat and its valid and last flags are registered, with no enable, before the skews
-IN_LATENCY = 1
-
-
 def first_result_latency(rows: int, cols: int) -> int:
     """Edges from a tile's last input beat to its first C beat."""
-    return rows + cols + IN_LATENCY + PE_LATENCY
+    return rows + cols + PE_LATENCY
 
 
 def tile_occupancy(rows: int, k: int) -> int:
@@ -157,8 +149,7 @@ def run_cycles(rows: int, cols: int, ks: list[int]) -> int:
     """Cycles from the first input beat to the last C beat (inclusive) for tiles ``ks``."""
     if not ks:
         return 0
-    return (ks[0] + sum(max(k, rows) for k in ks[1:]) + 2 * rows + cols + IN_LATENCY +
-            PE_LATENCY - 1)
+    return ks[0] + sum(max(k, rows) for k in ks[1:]) + 2 * rows + cols + PE_LATENCY - 1
 
 
 def out_fifo_depth(rows: int, cols: int) -> int:
@@ -240,19 +231,6 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         last_fire = fire & ports.a_last
         ports.a_ready = ports.b_valid & ok
         ports.b_ready = ports.a_valid & ok
-        # -- the input stage: the beat, its valid (fire) and its last flag are registered
-        # before the skews, with no enable (the array is free running: a beat not taken is a
-        # bubble by its valid), so the operand FIFO's head mux ends at a register beside it
-        # and the skews start from flops (the FIFO's read pointer -> a 7.62 ns route -> a LUT
-        # in front of lane 12's A skew register was the placed 16x8's critical path at e8fcff2)
-        a_data_q = ports.a_data.reg(clk, name="a_in_q")
-        a_last_q = ports.a_last.reg(clk, name="a_in_last_q")
-        b_data_q = ports.b_data.reg(clk, name="b_in_q")
-        fire_q = fire.reg(clk, rst, rst_value=0, name="fire_q")
-        last_fire_q = last_fire.reg(clk, rst, rst_value=0, name="last_fire_q")
-        if dwm:
-            a_dw_q = ports.a_dw.reg(clk, name="a_in_dw_q")
-            a_words_q = ports.a_words.reg(clk, name="a_in_words_q")
         err = NamedReg(1, clk, rst, 0, name="err_r")
         err.next(err.q | (fire & (ports.a_last ^ ports.b_last)))
         ports.err = err.q
@@ -266,23 +244,23 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         lanes_a = []
         for p in range(rows):
             i = rows - 1 - p  # the array is mirrored: PE row p holds A row rows-1-p
-            a_i = a_data_q[i * dw:(i + 1) * dw]
+            a_i = ports.a_data[i * dw:(i + 1) * dw]
             if dwm:  # byte 0 is column 0's operand in both modes; bytes 1.. only depthwise
-                word = a_words_q[i * cols * dw:(i + 1) * cols * dw]
-                a_i = BitsSignal.concat([word[dw:], Mux(a_dw_q, a_i, word[0:dw])])
-                lanes_a.append(BitsSignal.concat([a_dw_q, a_last_q, a_i]))
+                word = ports.a_words[i * cols * dw:(i + 1) * cols * dw]
+                a_i = BitsSignal.concat([word[dw:], Mux(ports.a_dw, a_i, word[0:dw])])
+                lanes_a.append(BitsSignal.concat([ports.a_dw, ports.a_last, a_i]))
             else:
-                lanes_a.append(BitsSignal.concat([a_last_q, a_i]))
+                lanes_a.append(BitsSignal.concat([ports.a_last, a_i]))
         skew_a = SkewA(clk=clk, d_in=BitsSignal.concat(list(reversed(lanes_a))),
                        instance_name="skew_a").d_out
-        fires = BitsSignal.concat([fire_q] * rows) if rows > 1 else fire_q
+        fires = BitsSignal.concat([fire] * rows) if rows > 1 else fire
         skew_v = SkewV(clk=clk, rst=rst, d_in=fires, instance_name="skew_v").d_out
-        skew_b = SkewB(clk=clk, d_in=b_data_q, instance_name="skew_b").d_out
+        skew_b = SkewB(clk=clk, d_in=ports.b_data, instance_name="skew_b").d_out
 
-        # -- drain control: the tile's last beat (from the input stage), delayed --------------
+        # -- drain control: the tile's last beat, delayed ---------------------------------
         n_delay = rows + cols + extra
         d = []
-        sig = last_fire_q
+        sig = last_fire
         for n in range(n_delay):
             sig = sig.reg(clk, rst, name=f"last_d{n}")
             d.append(sig)
