@@ -184,7 +184,9 @@ FMAX_POINTS: tuple[FmaxPoint, ...] = (
               "1-3 (as bench/fmax.py's measure_accel), RTL of commit a8b3ab2 (s3_room from "
               "flops, the engines' decodes stored in the command FIFO, the schedule's per-run "
               "fanout): 117.91 / 118.67 / 120.89 on seeds 1-3 (seed 1: the write DMA "
-              "splitter's new-command candidates); 3e65e81 gave 120.19 / 122.74 / 121.14, "
+              "splitter's new-command candidates); d3b65bf (the write DMA's command and "
+              "length slices) gave 119.76 / 120.44 on seeds 2-3, and on seed 1 router1 "
+              "stalled and router2 gave 77.42 (not fitted: docs/timing.md); 3e65e81 gave 120.19 / 122.74 / 121.14, "
               "c423a1a 110.66 / 115.63 / 122.59, 82013b3 117.11 / 112.82 / 120.32"),
     FmaxPoint(16, 8, 32, 64, 2048, 256, 106.68,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
