@@ -186,7 +186,8 @@ FMAX_POINTS: tuple[FmaxPoint, ...] = (
               "fanout): 117.91 / 118.67 / 120.89 on seeds 1-3 (seed 1: the write DMA "
               "splitter's new-command candidates); d3b65bf (the write DMA's command and "
               "length slices) gave 119.76 / 120.44 on seeds 2-3, and on seed 1 router1 "
-              "stalled and router2 gave 77.42 (not fitted: docs/timing.md); 3e65e81 gave 120.19 / 122.74 / 121.14, "
+              "stalled and router2 gave 77.42 (not fitted: docs/timing.md); 3e65e81 gave "
+              "120.19 / 122.74 / 121.14, "
               "c423a1a 110.66 / 115.63 / 122.59, 82013b3 117.11 / 112.82 / 120.32"),
     FmaxPoint(16, 8, 32, 64, 2048, 256, 106.68,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "

@@ -41,7 +41,8 @@ Data in on ``in_data``, ``in_valid``, ``in_ready`` (out): exactly ``rows * beats
 command, in order (``wstrb`` all ones); a beat is taken only after its burst's AW was accepted
 (``in_ready`` while an accepted burst has beats left and the W slice has room, 0 otherwise;
 the accepted bursts' lengths wait in a FIFO whose head passes a register slice, ``lens_q``,
-so a burst's first beat can be taken two edges after its AW) and goes out on W through a register slice (``w_q``, 2 entries, latency 1, full rate:
+so a burst's first beat can be taken two edges after its AW) and goes out on W through a
+register slice (``w_q``, 2 entries, latency 1, full rate:
 ``wvalid``/``wdata``/``wlast`` are its flops and ``wready`` reaches only them, so W keeps
 the AXI rule whatever the source does), ``wlast`` on a burst's last beat. ``done`` is high for the cycle the B response of the command's last burst is
 taken (i.e. all its data is written).
@@ -471,13 +472,7 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         lens = Queue(Bits(9), depth, clk, rst, "lens")
         lens.push(BitsSignal.concat([split.burst_len == Bits(8)(0), split.burst_len]),
                   aw_fire)
-        # the W channel leaves through a register slice (``w_q``): ``wready`` (an input from
-        # wherever the memory's port is) reaches only its flops, not ``in_ready`` and the
-        # source's slice behind it (dma.wr.lens_empty -> a LUT with m_axi_wready beside the
-        # port -> the top's wr_in_valid CE, 8.23 ns of routing there and back, was the
-        # placed 8x8's critical path on seed 1 at d1cbf2b). A beat reaches W one cycle
-        # after it is taken (the perf model's W_SLICE)
-        # The FIFO's head reaches the W side through a register slice (lens_q): the length
+        # the FIFO's head reaches the W side through a register slice (lens_q): the length
         # and "one beat" bit are flops and the FIFO pops on its flags, so no LUT-RAM read
         # runs into w_last_next's compare or the FIFO's count (lens_mem -> w_last_next ->
         # lens_full, four LUTs, was the placed 8x8's critical path on seed 2 at a8b3ab2).
@@ -486,6 +481,12 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         have, lens_head, lens_in_ready = register_slice(clk, rst, ~lens.empty, lens.output,
                                                         lens_taken, "lens_q")
         lens.pop(~lens.empty & lens_in_ready)
+        # the W channel leaves through a register slice (``w_q``): ``wready`` (an input from
+        # wherever the memory's port is) reaches only its flops, not ``in_ready`` and the
+        # source's slice behind it (dma.wr.lens_empty -> a LUT with m_axi_wready beside the
+        # port -> the top's wr_in_valid CE, 8.23 ns of routing there and back, was the
+        # placed 8x8's critical path on seed 1 at d1cbf2b). A beat reaches W one cycle
+        # after it is taken (the perf model's W_SLICE)
         w_room = Wire(Bits(1), "w_q_room")
         w_fire = have & p.in_valid & w_room
         beat = NamedReg(8, clk, rst, 0, name="w_beat")

@@ -16,9 +16,10 @@ order) and the write side (AW, W beats, B responses), as ``rtl_lib.axi_dma`` run
 * :class:`WriteDma`: a command's bursts may issue ``WR_CMD_SLICE`` cycles after an engine's
   command was taken (the DMA's command slice), one AW per cycle (``MAX_OUTSTANDING`` bursts
   until their B response), a burst's W beats from ``AW_TO_W`` cycles after its AW (the
-  burst-length FIFO's head slice), one W beat per cycle as the engines offer them (``WD_SKID`` cycles later: the write arbiter's skid
-  buffer in front of its data slice), B ``W_SLICE + write_latency`` after the DMA took a burst's
-  last beat (its W register slice, then the memory).
+  burst-length FIFO's head slice), one W beat per cycle as the engines offer them
+  (``WD_SKID`` cycles later: the write arbiter's skid buffer in front of its data slice), B
+  ``W_SLICE + write_latency`` after the DMA took a burst's last beat (its W register slice,
+  then the memory).
 
 Both draw their R and W beats on one :class:`~.memory.Budget` (the board's bytes per cycle;
 an R beat before a W beat of the same cycle, as ``sim/axi_mem.sv``); without one, or with the
