@@ -27,7 +27,9 @@ For each model, in one run:
   fails), at the placed Fmax of the config: ``--fmax MHZ`` if given, else Yosys + nextpnr of the
   config (``fpga.project.synth_model``; an identical earlier placement is reused from the
   synthesis cache, else it is placed once, about 8+ minutes on a busy machine). Where the Fmax
-  came from is printed.
+  came from is printed. The simulation's board memory is charged at that Fmax (the config's
+  ``clock_mhz`` is set to it), so a wider ``--axi`` cannot buy bytes per cycle the board does
+  not give at that clock.
 
 Speedup = CPU time / accelerator time. ``device_peak_fraction`` = the VGG-style CNN's achieved
 MAC/s (the model's MACs, channel padding not counted) over the device's peak: its DSP count x the
@@ -35,7 +37,8 @@ placed Fmax (so: model MACs / (cycles x DSP count)). Targets (issue 16):
 ``device_peak_fraction >= 0.5`` and ``geomean_speedup_vs_cpu_1t >= 1.0``; the script prints each
 target, met or missed and by how much. Ends with one JSON line: ``min_speedup_vs_cpu_1t``,
 ``geomean_speedup_vs_cpu_1t``, ``device_peak_fraction``, ``fmax_mhz``, ``fmax_source``,
-``targets_missed``, ``cpu_model``, ``cpu_ref_gflops_1t`` (and ``cpu_ref_gflops_1t_runs``, start
+``targets_missed``, ``memory`` (the board memory and the bytes per cycle charged at the
+Fmax), ``cpu_model``, ``cpu_ref_gflops_1t`` (and ``cpu_ref_gflops_1t_runs``, start
 and end) and ``models`` (per model: cpu_1t_us, cpu_1t_spread_pct, cpu_all_us, cycles, accel_us,
 speedup_vs_cpu_1t, speedup_vs_cpu_all, model_macs, accel_gmacs, bit_exact,
 max_model_error_pct: the perf model's worst per-layer error against these Verilator cycles;
@@ -236,6 +239,18 @@ def placed_fmax(cfg, work: Path, given: float | None) -> tuple[float, str]:
                           f"{rep.dsp} DSP, {rep.lut} LUT4)")
 
 
+def memory_at(at) -> dict:
+    """The board memory config ``at`` is charged (at its ``clock_mhz``): the bytes per cycle
+    the board gives and what the simulator lets through (no more than the AXI bus)."""
+    from pycde_accel.perfmodel import memory
+
+    board, bpc = memory.board_memory(at), memory.bytes_per_cycle(at)
+    return {"model": at.memory, "clock_mhz": at.clock_mhz,
+            "board": None if board is None else board.to_dict(),
+            "board_bytes_per_cycle": None if bpc is None else round(float(bpc), 4),
+            "charged_bytes_per_cycle": round(float(memory.charged_bytes_per_cycle(at)), 4)}
+
+
 def network_signature(graph) -> tuple:
     """What the accelerator and the CPU compute, weights aside: each node's kind, output shape,
     inputs and the attributes that change its work (kernel, stride, padding, groups, ReLU)."""
@@ -353,6 +368,15 @@ def main(argv=None) -> int:
         fmax, source = placed_fmax(cfg, work, args.fmax)
         print(f"accelerator {cfg.array}, {cfg.axi_data_width}-bit AXI, on {device.name} "
               f"({device.part}, {device.dsp} DSP) at {fmax:.2f} MHz: {source}", flush=True)
+        # the board memory is charged at the clock the latency is counted at (bytes per
+        # cycle = the board's bytes/s / fmax), not at the config's nominal clock_mhz
+        cfg_at = cfg.replace(clock_mhz=round(fmax, 3))
+        mem = memory_at(cfg_at)
+        b = mem["board"]
+        print(f"memory: {b['kind'] + ', ' + str(b['peak_gb_s']) + ' GB/s' if b else 'none named'}; "
+              f"at {fmax:.2f} MHz {mem['board_bytes_per_cycle']} bytes/cycle, charged "
+              f"{mem['charged_bytes_per_cycle']} (the AXI bus moves at most "
+              f"{2 * cfg.axi_data_width // 8}: a beat each way)", flush=True)
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         print(f"CPU: float PyTorch {torch.__version__}, median of {args.reps} after {args.warmup} "
               f"warm-up, 1 thread and {all_threads()} threads"
@@ -363,7 +387,7 @@ def main(argv=None) -> int:
               flush=True)
         results, seen, same = {}, {}, {}
         for name in names:
-            m = measure(name, cfg, fmax, work, args.reps, args.warmup, seen)
+            m = measure(name, cfg_at, fmax, work, args.reps, args.warmup, seen)
             if isinstance(m, str):
                 same[name] = m
                 print(f"  {name:24} the same network as {m} (layers, shapes, kernels, "
@@ -437,6 +461,7 @@ def main(argv=None) -> int:
                       "array": cfg.array, "axi_data_width": cfg.axi_data_width,
                       "spad_a_depth": cfg.spad_a_depth,
                       "spad_b_depth": cfg.spad_b_depth, "target": device.name, "device_dsp": device.dsp,
+                      "memory": mem,
                       "reps": args.reps, "cpu_all_threads": all_threads(),
                       "load_average_1min": None if load is None else round(load, 2),
                       "cpu_model": cpu, "cpu_ref_gflops_1t": round(max(ref0, ref1), 2),

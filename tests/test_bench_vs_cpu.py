@@ -42,6 +42,10 @@ def test_vs_cpu_on_mlp(tmp_path_factory):
         m["speedup_vs_cpu_1t"], 4)
     assert fig["device_peak_fraction"] is None
     assert fig["fmax_mhz"] == 80 and "--fmax 80" in fig["fmax_source"]
+    # the board memory charged at the given clock: 1.6 GB/s at 80 MHz is 20 bytes/cycle, of
+    # which the 64-bit bus moves 16 (a beat each way)
+    assert fig["memory"]["clock_mhz"] == 80 and fig["memory"]["board_bytes_per_cycle"] == 20.0
+    assert fig["memory"]["charged_bytes_per_cycle"] == 16.0
     # the bound: every one of the 85F's 156 DSPs busy every cycle at 150 MHz
     assert m["cpu_1t_gmacs"] == round(109184 / m["cpu_1t_us"] / 1e3, 4)
     assert abs(m["speedup_bound_vs_cpu_1t"] - 156 * 0.15 / m["cpu_1t_gmacs"]) < 1e-3 * \
