@@ -99,7 +99,7 @@ from .fetch import Fetcher
 from .load_engine import LoadEngine, load_entry
 from .read_router import ReadRouter, route_decode, route_decode_width
 from .scratchpad import make_width_adapter
-from .stream import module
+from .stream import module, pack, unpack
 from .write_arbiter import WriteArbiter
 
 def check_config(config: AccelConfig) -> None:
@@ -228,15 +228,12 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
         q_ready = ~q_v.q & dma.rd_cmd_ready
         q_d = NamedReg(sum(le_rd[n].type.width for n in fields), clk, None, None, ce=q_ready,
                        name="rd_cmd_q_d")
-        q_d.next(BitsSignal.concat([le_rd[n] for n in reversed(fields)]))
+        q_d.next(pack({n: le_rd[n] for n in fields}))
         # empty: takes a valid command while the splitter is idle; full: held until taken
         q_v.next(Mux(q_v.q, le_rd["cmd_valid"] & dma.rd_cmd_ready, ~dma.rd_cmd_ready))
         rd["cmd_valid"].assign(q_v.q)
-        lo = 0
-        for n in fields:
-            w = le_rd[n].type.width
-            rd[n].assign(q_d.q[lo:lo + w])
-            lo += w
+        for n, sig in unpack(q_d.q, {n: le_rd[n].type.width for n in fields}).items():
+            rd[n].assign(sig)
         load = LoadEngine(clk, rst, loadq, fetch, le_rd, q_ready, AW, CMD_BEATS,
                           ROUTE_FIFO_DEPTH, DST_CMD, route_dec)
         route = load.route

@@ -67,7 +67,7 @@ from ..errors import ConfigError
 from ..queue import Queue
 from .bits import add, log2, shl, sub
 from .common import NamedReg, register_slice
-from .stream import Stream, module
+from .stream import Stream, module, pack, unpack
 
 COUNTER_WIDTH = 32
 
@@ -354,13 +354,8 @@ def _split_commands(p, Split, cmd: Stream, slice_name: str | None = None):
     names = [n for n in fields if n != "cmd_valid"]
     taken = Wire(Bits(1), f"{slice_name}_taken")
     v, d, in_ready = register_slice(p.clk, p.rst, fields["cmd_valid"],
-                                    BitsSignal.concat([fields[n] for n in reversed(names)]),
-                                    taken, slice_name)
-    lo, sliced = 0, {}
-    for n in names:
-        w = fields[n].type.width
-        sliced[n] = d[lo:lo + w]
-        lo += w
+                                    pack({n: fields[n] for n in names}), taken, slice_name)
+    sliced = unpack(d, {n: fields[n].type.width for n in names})
     split = Split(clk=p.clk, rst=p.rst, **sliced, cmd_valid=v, burst_ready=burst_ready,
                   instance_name="split")
     taken.assign(split.cmd_ready)

@@ -18,6 +18,9 @@ Ports of a stream called ``prefix`` are ``{prefix}_{field}`` (AXI's are ``{prefi
 * ``s.fields(prefix, src, src_prefix)``: ``{prefix_field: src.src_prefix_field}`` for the
   payload and ``valid``, as keyword arguments of an instance whose sink is ``prefix``.
 
+``pack(fields)`` / ``unpack(word, widths)``: a stream's payload as one word (the first field
+at the least significant bits) and back, for a register slice or a FIFO entry that carries it.
+
 ``module(name, ports, build)``: the module class with ``ports`` (a dict, in port order, e.g.
 ``{"clk": Clock(), "rst": Reset(), **s.sink("a")}``) and the generator ``build(ports)``, its SV
 module and file named ``name`` (``common.name_module``).
@@ -26,6 +29,7 @@ module and file named ``name`` (``common.name_module``).
 from __future__ import annotations
 
 from pycde import Input, Module, Output, generator
+from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from .common import name_module
@@ -69,6 +73,23 @@ class Stream:
         """Drive ``dst``'s payload and ``valid`` outputs from ``src``'s stream."""
         for port, sig in self.fields(dst_prefix, src, src_prefix).items():
             setattr(dst, port, sig)
+
+
+def pack(fields: dict) -> BitsSignal:
+    """One word of ``fields`` (name -> signal, in order), the first at the least significant
+    bits: the payload of a register slice or a FIFO entry. :func:`unpack` takes it apart."""
+    return BitsSignal.concat(list(reversed(list(fields.values()))))
+
+
+def unpack(word, widths: dict[str, int]) -> dict:
+    """The fields of a word :func:`pack` made (``widths``: name -> width, in pack's order)."""
+    out, lo = {}, 0
+    for name, width in widths.items():
+        out[name] = word[lo:lo + width]
+        lo += width
+    if lo != word.type.width:
+        raise ValueError(f"unpack: the fields take {lo} bits of a {word.type.width}-bit word")
+    return out
 
 
 def module(name: str, ports: dict, build) -> type[Module]:

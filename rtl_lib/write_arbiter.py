@@ -48,6 +48,7 @@ from ..queue import Queue
 from .bits import inc
 from .common import NamedReg, register_slice
 from .skid_buffer import make_skid_buffer
+from .stream import pack, unpack
 
 #: write commands whose data is still to come
 OWNER_FIFO_DEPTH = 4
@@ -73,19 +74,16 @@ class WriteArbiter:
         pick_b = ~a_wants
         any_wc = a_wants | b.wc_valid
         # the picked command goes to the DMA through a register slice (cmd_q)
-        fields = ("addr", "beats", "rows", "stride")
-        cmd = BitsSignal.concat([Mux(pick_b, getattr(a, f"wc_{f}"), getattr(b, f"wc_{f}"))
-                                 for f in fields])
+        fields = ("addr", "beats", "rows", "stride")       # addr in the top bits
+        picked = {f: Mux(pick_b, getattr(a, f"wc_{f}"), getattr(b, f"wc_{f}")) for f in fields}
+        cmd = pack({f: picked[f] for f in reversed(fields)})
         cmd_ready = Wire(Bits(1), "arb_cmd_slice_ready")
         c_valid, c_data, c_in_ready = register_slice(clk, rst, any_wc & ~own.full, cmd,
                                                      cmd_ready, "arb_cmd_q")
         cmd_ready.assign(wr_cmd_ready)
         wr["cmd_valid"].assign(c_valid)
-        lo = c_data.type.width
-        for f in fields:
-            w = getattr(a, f"wc_{f}").type.width
-            wr[f"cmd_{f}"].assign(c_data[lo - w:lo])
-            lo -= w
+        for f, sig in unpack(c_data, {f: picked[f].type.width for f in reversed(fields)}).items():
+            wr[f"cmd_{f}"].assign(sig)
         wc_fire = any_wc & ~own.full & c_in_ready
         a_wc_ready.assign(~own.full & c_in_ready)
         b_wc_ready.assign(~own.full & c_in_ready & ~a_wants)
