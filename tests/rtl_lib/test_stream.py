@@ -68,3 +68,39 @@ def test_widths():
     assert [log2(n) for n in (1, 2, 3, 4, 5, 256)] == [0, 1, 2, 2, 3, 8]
     assert [index_width(n) for n in (1, 2, 3, 256)] == [1, 1, 2, 8]
     assert [count_width(n) for n in (0, 1, 2, 8, 255)] == [1, 1, 2, 4, 8]
+
+
+def test_pack_puts_the_first_field_lowest_and_unpack_takes_it_apart(tmp_path):
+    import re
+
+    from pycde import generator
+    from pycde import Module
+
+    from pycde_accel.rtl_lib.emit import emit_module
+    from pycde_accel.rtl_lib.stream import pack, unpack
+
+    caught = []
+
+    class PackProbe(Module):
+        module_name = "pack_probe"
+        a, b, c = Input(Bits(3)), Input(Bits(5)), Input(Bits(8))
+        w_in = Input(Bits(16))
+        w = Output(Bits(16))
+        a2, b2, c2 = Output(Bits(3)), Output(Bits(5)), Output(Bits(8))
+
+        @generator
+        def build(p):
+            p.w = pack({"a": p.a, "b": p.b, "c": p.c})
+            f = unpack(p.w_in, {"a": 3, "b": 5, "c": 8})
+            p.a2, p.b2, p.c2 = f["a"], f["b"], f["c"]
+            try:
+                unpack(p.w_in, {"a": 3, "b": 5})
+            except ValueError as e:
+                caught.append(str(e))
+
+    out = emit_module(PackProbe, tmp_path / "sv")
+    text = re.sub(r"\s+", " ", "".join(f.read_text() for f in out.files))
+    assert "{c, b, a}" in text
+    for name, hi, lo in (("a2", 2, 0), ("b2", 7, 3), ("c2", 15, 8)):
+        assert re.search(rf"\b{name}\b[^;]*w_in\[{hi}:{lo}\]", text), (name, text)
+    assert caught == ["unpack: the fields take 8 bits of a 16-bit word"]
