@@ -711,9 +711,14 @@ def fmax_model_line() -> str:
             f"{res}")
 
 
+#: the configs named on one line of the refused list (the rest are counted)
+REFUSED_KEYS = 3
+
+
 def table_lines(res: DseResult, top: int = 10) -> list[str]:
     """The CLI's report: the best ``top`` by predicted latency, then the Pareto front, then
-    why each refused candidate is refused."""
+    why the refused candidates are refused (up to ``top`` distinct sets of reasons, each with
+    the configs it refused)."""
     ranked = res.ranked
     counts = res.to_dict()["counts"]
     dev = res.device
@@ -754,10 +759,21 @@ def table_lines(res: DseResult, top: int = 10) -> list[str]:
                          f"{c.placed_latency_us():.1f} us")
     refused = [c for c in res.candidates if not c.ok]
     if refused:
+        # candidates refused for the same reasons (an array too large at every AXI width and
+        # scratchpad depth) are listed once, so ``top`` groups show that many distinct causes
+        groups: dict[tuple, list[Candidate]] = {}
+        for c in refused:
+            groups.setdefault((c.status, tuple(c.reasons)), []).append(c)
         lines.append(f"refused ({len(refused)}), every reason:")
-        for c in refused[:top]:
-            lines.append(f"  {c.key} ({c.status}):")
-            lines += [f"    - {r}" for r in c.reasons]
-        if len(refused) > top:
-            lines.append(f"  ... and {len(refused) - top} more in dse.json")
+        for (status, reasons), cs in list(groups.items())[:top]:
+            keys = ", ".join(c.key for c in cs[:REFUSED_KEYS])
+            if len(cs) > REFUSED_KEYS:
+                keys += f" and {len(cs) - REFUSED_KEYS} more"
+            lines.append(f"  {keys} ({status}" + (f", {len(cs)} configs" if len(cs) > 1 else "")
+                         + "):")
+            lines += [f"    - {r}" for r in reasons]
+        if len(groups) > top:
+            rest, sets = sum(len(cs) for cs in list(groups.values())[top:]), len(groups) - top
+            lines.append(f"  ... and {rest} more ({sets} other set{'s' * (sets > 1)} of "
+                         f"reasons) in dse.json")
     return lines

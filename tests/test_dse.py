@@ -161,6 +161,24 @@ def test_refused_candidate_lists_every_reason():
         assert f"    - {r}" in lines
 
 
+def test_refused_for_the_same_reasons_are_listed_once():
+    """Configs refused for one set of reasons (an array too large at every scratchpad depth)
+    share one entry that names them and counts the rest; ``top`` counts distinct sets."""
+    big = [dse.Candidate(config=AccelConfig(rows=8, cols=32, spad_a_depth=d, spad_b_depth=d),
+                         resources={}, status="no-fit", reasons=["needs 269 DSP multipliers"])
+           for d in (256, 512, 1024, 2048)]
+    odd = dse.Candidate(config=AccelConfig(max_k=16, acc_width=20), resources={},
+                        status="refused", reasons=["K=400 exceeds config max_k=16", "spad_c"])
+    lines = dse.table_lines(dse.DseResult("mlp", "ecp5-85f", {}, [*big, odd]))
+    i = lines.index("refused (5), every reason:")
+    assert lines[i + 1] == (f"  {big[0].key}, {big[1].key}, {big[2].key} and 1 more "
+                            f"(no-fit, 4 configs):")
+    assert lines[i + 2:] == ["    - needs 269 DSP multipliers", f"  {odd.key} (refused):",
+                             "    - K=400 exceeds config max_k=16", "    - spad_c"]
+    short = dse.table_lines(dse.DseResult("mlp", "ecp5-85f", {}, [*big, odd]), top=1)
+    assert short[-1] == "  ... and 1 more (1 other set of reasons) in dse.json"
+
+
 def test_pareto_front_is_exactly_the_non_dominated(swept):
     _, cands = swept
     ok = [c for c in cands if c.ok]
