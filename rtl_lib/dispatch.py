@@ -26,10 +26,16 @@ memory (P) and of the vector engine's X buffer. A command is bits ``[0, cmd_bits
 ``[0, 8)``, flags ``[8, 16)``, a LOAD's destination ``[16, 24)``, then 32-bit words
 (:func:`cmd_word`, :func:`cmd_field`).
 
-* The FIFO's head goes through a register slice (``common.register_slice`` named
-  ``dispatch_head``) with its decode bits: dispatch starts from flops, and the slice's input
-  is the FIFO's read with no logic after it. 1 cycle from the FIFO to dispatch, one command
-  per cycle.
+* The FIFO's head goes through a slice: dispatch starts from flops, and the slice's input is
+  the FIFO's read with no logic after it. 1 cycle from the FIFO to dispatch, one command per
+  cycle. It is two slices of one handshake, in lockstep: the decode bits in a register slice
+  (``common.register_slice`` named ``dispatch_head``: a few flops whose enable is the
+  decision), the command in a 2-slot FIFO (``common.fifo_slice`` named ``dispatch_cmd``, a
+  read pointer copy per ``DISPATCH_CHUNK`` bits), whose slots load from the command FIFO's
+  side, so the decision reaches no enable of the command's flops. The decision -> the
+  enable of the whole slice's data (``dispatch_head_d``) was the placed 8x8's critical path
+  on seed 1 at a190752 (9.72 ns) and again with nextpnr's placer timing weight at 40 on
+  d3b65bf's netlist (seed 2, 8.43 ns: a 2.87 ns route of the enable net).
 * ``queues`` (``loadq``, ``execq``, ``storeq``, ``vecq``): one :class:`EngineQueue` per engine,
   a ``queue.Queue`` of ``depth`` commands and behind it a register slice (``{engine}_head``), so
   an engine takes its command from flops and its take (``pop``) reaches only the slice: the
@@ -75,7 +81,11 @@ from pycde.types import Bits
 
 from ..queue import Queue
 from .bits import inc
-from .common import NamedReg, register_slice
+from .common import NamedReg, fifo_slice, register_slice
+from .keep_ff import replicated
+
+#: command bits whose output mux in the dispatch slice has a read pointer copy of its own
+DISPATCH_CHUNK = 64
 
 
 class EngineQueue:
@@ -205,9 +215,18 @@ class Dispatcher:
     def __init__(self, clk, rst, cmdq: CommandQueue, start, credit_return, depth: int):
         cmd_bits = cmdq.cmd_bits
         dispatch_w = Wire(Bits(1), "dispatch")
-        head_valid, dec, slice_ready = register_slice(clk, rst, ~cmdq.empty, cmdq.raw,
-                                                      dispatch_w, "dispatch_head")
-        self.head = head = dec[0:cmd_bits]
+        # the head in two slices of one handshake, in lockstep: the decode bits in a register
+        # slice (a few flops beside the decision, whose enable is the decision), the command
+        # in a 2-slot FIFO (fifo_slice), whose slots load from the command FIFO's side and
+        # whose output mux has a read pointer copy per DISPATCH_CHUNK bits, so the decision
+        # reaches pointer and fill flops only, not the enables of the command's flops
+        head_valid, dec_bits, slice_ready = register_slice(clk, rst, ~cmdq.empty,
+                                                           cmdq.raw[cmd_bits:], dispatch_w,
+                                                           "dispatch_head")
+        _, head, _ = fifo_slice(clk, rst, ~cmdq.empty, cmdq.output, dispatch_w, "dispatch_cmd",
+                                chunk=DISPATCH_CHUNK, replicate=replicated)
+        dec = BitsSignal.concat([dec_bits, head])
+        self.head = head
         is_op = [dec[cmd_bits + k] for k in range(4)]
         bad, ld_p, ld_x = dec[cmd_bits + 4], dec[cmd_bits + 5], dec[cmd_bits + 6]
         fence = dec[cmd_bits + 7]
