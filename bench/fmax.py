@@ -1,6 +1,7 @@
 """Fmax and resources on ECP5-85F: the 8x8 int8 array, the default accelerator, the largest one.
 
-    python bench/fmax.py [--work DIR] [--seeds N] [--seed S] [--skip-array] [--skip-large]
+    python bench/fmax.py [--work DIR] [--seeds N] [--seed S] [--jobs J] [--skip-array]
+                         [--skip-large]
 
 Synthesizes each design once with Yosys (synth_ecp5) and places it with nextpnr-ecp5 out of
 context for ``--seeds`` seeds (default 3: S, S+1, ...; ``--seed`` S defaults to 1), towards the
@@ -21,7 +22,9 @@ not be measured, with the reason printed above it).
 
 One placement of the default accelerator takes about 20 minutes on an idle core (Yosys about 3
 more, once per design), the large one about 1.5 times that, the array about 4: about two
-hours for three seeds (placements already in the synthesis cache are reused). A seed whose
+hours for three seeds one at a time (placements already in the synthesis cache are reused).
+``--jobs`` J (default: the cores) places up to J seeds of a design at a time, from Yosys's one
+netlist; each nextpnr run takes one core and up to 2 GB. A seed whose
 nextpnr run stalls is routed again with router2 (``fpga.nextpnr``); one that stalls there too
 is printed as not measured (null in ``*_by_seed``) and left out of the minimum. The work
 folders (logs, netlists, report.json/md, one per design and seed) are kept under --work
@@ -32,10 +35,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pycde_accel.config import AccelConfig
@@ -84,25 +89,43 @@ def locality(cp) -> str:
             f"{', '.join(pes) or 'no PE'}" + (f"; cells outside the PEs: {shown}" if outside else ""))
 
 
-def place_seeds(files, top, work: Path, seeds: list[int], freq: float, tag: str):
+def place_seeds(files, top, work: Path, seeds: list[int], freq: float, tag: str,
+                jobs: int = 1):
     """Yosys once, nextpnr once per seed (the first seed's run in ``work``, the others in
-    ``work-seedN`` from the same netlist): ``(report of the first seed, {seed: Fmax},
-    critical path of the slowest seed)``."""
-    rep = synthesize(files, top, TARGET, work, seed=seeds[0], freq_mhz=freq,
-                     progress=lambda m: log(f"{tag}: {m}"))
-    by_seed = {seeds[0]: rep.fmax_mhz}
-    worst = rep.critical_path
+    ``work-seedN`` from the same netlist; with ``jobs`` > 1, up to ``jobs`` seeds at a time,
+    the others starting as soon as Yosys's netlist is there): ``(report of the first seed,
+    {seed: Fmax}, critical path of the slowest seed)``."""
     device = DEVICES[TARGET]
-    for sd in seeds[1:]:
+    rest = seeds[1:]
+
+    def place(sd: int, netlist: Path):
         w = work.parent / f"{work.name}-seed{sd}"
         w.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(work / nextpnr.NETLIST, w / nextpnr.NETLIST)
+        shutil.copyfile(netlist, w / nextpnr.NETLIST)
         log(f"{tag}: nextpnr-ecp5: place and route, seed {sd}, towards {freq:g} MHz")
         try:
-            pnr = nextpnr.run_nextpnr(device, w, sd, freq,
-                                      lambda m: log(f"{tag}: seed {sd}: {m}"))
+            return nextpnr.run_nextpnr(device, w, sd, freq,
+                                       lambda m: log(f"{tag}: seed {sd}: {m}"))
         except ToolStalled as e:
             log(f"{tag}: seed {sd}: not measured: {e}")
+            return None
+
+    workers = min(jobs, len(seeds)) - 1          # the first seed runs in this thread
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        started = {}
+
+        def start(netlist: Path) -> None:
+            if workers > 0:
+                started.update({sd: pool.submit(place, sd, netlist) for sd in rest})
+
+        rep = synthesize(files, top, TARGET, work, seed=seeds[0], freq_mhz=freq,
+                         progress=lambda m: log(f"{tag}: {m}"), on_netlist=start)
+        results = {sd: started[sd].result() if sd in started else place(sd, work / nextpnr.NETLIST)
+                   for sd in rest}
+    by_seed = {seeds[0]: rep.fmax_mhz}
+    worst = rep.critical_path
+    for sd, pnr in results.items():
+        if pnr is None:
             by_seed[sd] = None
             continue
         fmax = min((c["achieved_mhz"] for c in pnr.clocks.values()), default=None)
@@ -120,7 +143,7 @@ def min_fmax(by_seed: dict):
     return min(vals) if vals else None
 
 
-def measure_array(work: Path, seeds: list[int]) -> dict:
+def measure_array(work: Path, seeds: list[int], jobs: int = 1) -> dict:
     try:
         from pycde_accel.rtl_lib.emit import emit_core
     except ImportError as e:
@@ -130,7 +153,7 @@ def measure_array(work: Path, seeds: list[int]) -> dict:
     log(f"array: emitting the {cfg.array} int{cfg.data_width} systolic core")
     emitted = emit_core(cfg, work / "array_sv")
     rep, by_seed, cp = place_seeds(emitted.files, emitted.top, work / "array", seeds, ARRAY_MHZ,
-                                   "array")
+                                   "array", jobs)
     pes = ROWS * COLS
     out = {"fmax": min_fmax(by_seed), "by_seed": by_seed, "dsp_per_pe": rep.dsp / pes,
            "lut": rep.lut, "ff": rep.ff}
@@ -154,13 +177,14 @@ def measure_array(work: Path, seeds: list[int]) -> dict:
 
 
 def measure_accel(cfg: AccelConfig, work: Path, seeds: list[int], freq: float,
-                  tag: str) -> dict:
+                  tag: str, jobs: int = 1) -> dict:
     from pycde_accel.assemble import KERNEL_ROUTE, emit_accelerator
 
     log(f"{tag}: emitting the whole {cfg.array} accelerator ({cfg.axi_data_width}-bit AXI; "
         f"post-op kernels lowered by the {KERNEL_ROUTE} route)")
     emitted = emit_accelerator(cfg, work / f"{tag}_sv", kernel_dir=work / f"{tag}_kernels")
-    rep, by_seed, cp = place_seeds(emitted.files, emitted.top, work / tag, seeds, freq, tag)
+    rep, by_seed, cp = place_seeds(emitted.files, emitted.top, work / tag, seeds, freq, tag,
+                                   jobs)
     log(f"{tag}: {emitted.top} on {rep.target}: LUT4 {rep.lut}, FF {rep.ff}, carry "
         f"{rep.carry} (CCU2C), DSP {rep.dsp} MULT18X18D, BRAM {rep.bram} DP16KD, "
         f"Fmax by seed {by_seed}")
@@ -209,12 +233,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=3,
                     help="nextpnr seeds per design; the figure is their minimum (default 3)")
     ap.add_argument("--seed", type=int, default=1, help="the first seed (default 1)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="seeds placed at a time (default: the cores, %(default)s here; each "
+                         "nextpnr run takes one core and up to 2 GB)")
     ap.add_argument("--skip-array", action="store_true", help="do not place the array alone")
     ap.add_argument("--skip-large", action="store_true",
                     help="do not place the largest accelerator")
     args = ap.parse_args(argv)
-    if args.seeds < 1:
-        print("error: --seeds must be at least 1", file=sys.stderr)
+    if args.seeds < 1 or args.jobs < 1:
+        print("error: --seeds and --jobs must be at least 1", file=sys.stderr)
         return 2
     seeds = list(range(args.seed, args.seed + args.seeds))
     tmp = None
@@ -227,8 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     base = AccelConfig(rows=ROWS, cols=COLS)
     large_shape = None
     try:
-        arr = {} if args.skip_array else measure_array(work, seeds)
-        acc = measure_accel(base, work, seeds, ACCEL_MHZ, "accel")
+        arr = {} if args.skip_array else measure_array(work, seeds, args.jobs)
+        acc = measure_accel(base, work, seeds, ACCEL_MHZ, "accel", args.jobs)
         lrg = {}
         if not args.skip_large:
             device_dsp = DEVICES[TARGET].dsp
@@ -240,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{large_shape[0]}x{large_shape[1]}")
             lcfg = AccelConfig(rows=large_shape[0], cols=large_shape[1],
                                spad_a_depth=LARGE_SPAD, spad_b_depth=LARGE_SPAD)
-            lrg = measure_accel(lcfg, work, seeds, LARGE_MHZ, "large")
+            lrg = measure_accel(lcfg, work, seeds, LARGE_MHZ, "large", args.jobs)
             if lrg.get("dsp") is not None and lrg["dsp"] > device_dsp:
                 log(f"large: MISSES the device: {lrg['dsp']} MULT18X18D > {device_dsp}")
     except UserError as e:

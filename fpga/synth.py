@@ -93,11 +93,14 @@ def check_synthesized(counts: dict[str, int], top: str, device: Device, work: Pa
 def synthesize(sv_files: Sequence[os.PathLike | str], top: str, target: str | Device,
                work_dir: os.PathLike | str, *, config: AccelConfig | None = None,
                seed: int = DEFAULT_SEED, freq_mhz: float | None = None, place: bool = True,
-               progress: Progress = _quiet) -> SynthReport:
+               progress: Progress = _quiet,
+               on_netlist: Callable[[Path], None] | None = None) -> SynthReport:
     """Synthesize (and place and route) ``top`` from ``sv_files`` for ``target`` in ``work_dir``.
 
     ``freq_mhz`` is the clock nextpnr places towards (default: ``config.clock_mhz``, else
     100 MHz); the achieved Fmax is reported whatever it is. ``place=False`` stops after Yosys.
+    ``on_netlist(path)`` is called with Yosys's netlist once it is there (synthesized or
+    restored from the cache), before nextpnr: a caller can place other seeds of it meanwhile.
     Writes ``work_dir/report.json`` and ``report.md``; returns the report.
     """
     device = open_flow_device(target)
@@ -132,6 +135,8 @@ def synthesize(sv_files: Sequence[os.PathLike | str], top: str, target: str | De
         res = yosys.classify(stats.cells, device.family)
         main = {k: res.pop(k) for k in ("lut", "ff", "dsp", "bram", "carry")}
         check_synthesized(main, top, device, work)
+        if on_netlist is not None:
+            on_netlist(work / yosys.NETLIST)
         tools = {"yosys": tool_version("yosys")}
 
         pnr, note = None, ""
