@@ -179,11 +179,14 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 117.91,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 114.26,
               "the whole default accelerator, Yosys once and nextpnr towards 150 MHz on seeds "
-              "1-3 (as bench/fmax.py's measure_accel), RTL of commit a8b3ab2 (s3_room from "
+              "1-3 (as bench/fmax.py's measure_accel), RTL of commit ade49bc (the dispatch "
+              "slice's command in a fifo_slice): 114.26 / 122.76 / 118.53 on seeds 1-3 (seed "
+              "1: the write DMA's in_ready into the write arbiter's data slice, fixed by "
+              "1358fb9); a8b3ab2 (s3_room from "
               "flops, the engines' decodes stored in the command FIFO, the schedule's per-run "
-              "fanout): 117.91 / 118.67 / 120.89 on seeds 1-3 (seed 1: the write DMA "
+              "fanout) gave 117.91 / 118.67 / 120.89 (seed 1: the write DMA "
               "splitter's new-command candidates); d3b65bf (the write DMA's command and "
               "length slices) gave 119.76 / 120.44 on seeds 2-3, and on seed 1 router1 "
               "stalled and router2 gave 77.42 (not fitted: docs/timing.md); 3e65e81 gave "
