@@ -26,8 +26,7 @@ class NamedReg:
         self._d.assign(value)
 
 
-def register_slice(clk, rst, valid, data, ready, name: str, next_valid: bool = False,
-                   next_ready: bool = False):
+def register_slice(clk, rst, valid, data, ready, name: str, next_valid: bool = False):
     """A full-rate valid/ready register slice (2-entry skid buffer) between a sender
     (``valid``, ``data``) and a receiver (``ready``): returns ``(out_valid, out_data,
     in_ready)``. ``out_valid``/``out_data`` and ``in_ready`` are registers, so neither the
@@ -37,9 +36,7 @@ def register_slice(clk, rst, valid, data, ready, name: str, next_valid: bool = F
 
     ``next_valid=True`` also returns ``out_valid``'s next value (a 4-tuple): a receiver that
     joins several slices can register the AND of their valids, so that its own decisions start
-    at one flop instead of an AND tree of the slices' flops. ``next_ready=True`` also returns
-    ``in_ready``'s next value (after it, or after ``out_valid``'s next): a sender that ANDs
-    the ready with its own flops can register the AND, so that its ready is one flop."""
+    at one flop instead of an AND tree of the slices' flops."""
     from pycde.constructs import Mux
 
     w = data.type.width
@@ -53,13 +50,10 @@ def register_slice(clk, rst, valid, data, ready, name: str, next_valid: bool = F
     main_d.next(Mux(skid_v.q, data, skid_d.q))
     main_v_next = Mux(load, main_v.q, skid_v.q | valid)
     main_v.next(main_v_next)
-    skid_v_next = Mux(load, skid_v.q | (valid & in_ready), Bits(1)(0))
-    skid_v.next(skid_v_next)
+    skid_v.next(Mux(load, skid_v.q | (valid & in_ready), Bits(1)(0)))
     out = (main_v.q, main_d.q, in_ready)
     if next_valid:
         out += (main_v_next,)
-    if next_ready:
-        out += (~skid_v_next,)
     return out
 
 

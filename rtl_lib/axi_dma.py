@@ -473,8 +473,8 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         # lens_full, four LUTs, was the placed 8x8's critical path on seed 2 at a8b3ab2).
         # A burst's beats may start two edges after its AW (one more: perfmodel.timing.AW_TO_W)
         lens_taken = Wire(Bits(1), "lens_q_taken")
-        have, lens_head, lens_in_ready, have_next = register_slice(
-            clk, rst, ~lens.empty, lens.output, lens_taken, "lens_q", next_valid=True)
+        have, lens_head, lens_in_ready = register_slice(clk, rst, ~lens.empty, lens.output,
+                                                        lens_taken, "lens_q")
         lens.pop(~lens.empty & lens_in_ready)
         # the W channel leaves through a register slice (``w_q``): ``wready`` (an input from
         # wherever the memory's port is) reaches only its flops, not ``in_ready`` and the
@@ -494,22 +494,15 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         first.next(Mux(w_fire, first.q, w_last))
         # the beat after this one (index beat + 1) is the last when beat + 1 == len
         lastn.next(Mux(w_fire, lastn.q, add(beat.q, Bits(8)(1), 8) == head_len))
-        wv, wd, w_in_ready, w_room_next = register_slice(
-            clk, rst, have & p.in_valid, BitsSignal.concat([w_last, p.in_data]),
-            p.m_axi_wready, "w_q", next_ready=True)
+        wv, wd, w_in_ready = register_slice(clk, rst, have & p.in_valid,
+                                            BitsSignal.concat([w_last, p.in_data]),
+                                            p.m_axi_wready, "w_q")
         w_room.assign(w_in_ready)
         p.m_axi_wdata = wd[0:DW]
         p.m_axi_wstrb = Bits(nb)((1 << nb) - 1)
         p.m_axi_wlast = wd[DW]
         p.m_axi_wvalid = wv
-        # in_ready is one flop (in_ready_q = have & w_in_ready, set from their next values),
-        # so synthesis cannot fold the AND into a LUT of the source's: dma.wr.lens_q_v -> a
-        # 5.12 ns route to such a LUT beside the top's logic -> a 2.50 ns route back ->
-        # arb_data_q_skid_v was the placed 8x8's critical path on seed 1 at ade49bc (and on
-        # seed 2 at d3b65bf)
-        in_ready_q = NamedReg(1, clk, rst, 0, name="in_ready_q")
-        in_ready_q.next(have_next & w_room_next)
-        p.in_ready = in_ready_q.q
+        p.in_ready = have & w_in_ready
         # B side: which burst ends a command
         lasts = Queue(Bits(1), depth, clk, rst, "lasts")
         lasts.push(split.burst_last, aw_fire)
