@@ -239,18 +239,6 @@ def placed_fmax(cfg, work: Path, given: float | None) -> tuple[float, str]:
                           f"{rep.dsp} DSP, {rep.lut} LUT4)")
 
 
-def memory_at(at) -> dict:
-    """The board memory config ``at`` is charged (at its ``clock_mhz``): the bytes per cycle
-    the board gives and what the simulator lets through (no more than the AXI bus)."""
-    from pycde_accel.perfmodel import memory
-
-    board, bpc = memory.board_memory(at), memory.bytes_per_cycle(at)
-    return {"model": at.memory, "clock_mhz": at.clock_mhz,
-            "board": None if board is None else board.to_dict(),
-            "board_bytes_per_cycle": None if bpc is None else round(float(bpc), 4),
-            "charged_bytes_per_cycle": round(float(memory.charged_bytes_per_cycle(at)), 4)}
-
-
 def network_signature(graph) -> tuple:
     """What the accelerator and the CPU compute, weights aside: each node's kind, output shape,
     inputs and the attributes that change its work (kernel, stride, padding, groups, ReLU)."""
@@ -326,6 +314,7 @@ def main(argv=None) -> int:
     from pycde_accel.config import AccelConfig, parse_array
     from pycde_accel.errors import UserError
     from pycde_accel.fpga.devices import get_device
+    from pycde_accel.report import memory_section
 
     if args.reps < 1 or args.warmup < 0 or (args.fmax is not None and not args.fmax > 0):
         print("error: --reps must be >= 1, --warmup >= 0, --fmax > 0", file=sys.stderr)
@@ -371,7 +360,7 @@ def main(argv=None) -> int:
         # the board memory is charged at the clock the latency is counted at (bytes per
         # cycle = the board's bytes/s / fmax), not at the config's nominal clock_mhz
         cfg_at = cfg.replace(clock_mhz=round(fmax, 3))
-        mem = memory_at(cfg_at)
+        mem = memory_section(cfg_at)
         b = mem["board"]
         print(f"memory: {b['kind'] + ', ' + str(b['peak_gb_s']) + ' GB/s' if b else 'none named'}; "
               f"at {fmax:.2f} MHz {mem['board_bytes_per_cycle']} bytes/cycle, charged "

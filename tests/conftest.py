@@ -184,3 +184,15 @@ def build_accel(tmp_path_factory):
                 cfg, work, cache_root=pytest_cache_root(tmp_path_factory), rowred=rowred)
         return builds[cfg, rowred]
     return build
+
+
+@pytest.fixture(scope="session")
+def bench_fmax():
+    """``bench/fmax.py`` loaded as a module (bench/ is scripts, not a package)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "fmax.py"
+    spec = importlib.util.spec_from_file_location("bench_fmax", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -3,7 +3,6 @@ hold next to the kernels', and the refused --seeds."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -13,15 +12,8 @@ from pycde_accel.contract import MAX_ARRAY_DIM
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_fmax", ROOT / "bench" / "fmax.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_largest_array_fills_the_multipliers():
-    fmax = _bench()
+def test_largest_array_fills_the_multipliers(bench_fmax):
+    fmax = bench_fmax
     # the 85F's 156 MULT18X18D, 13 taken by the kernels, 8-byte beats: 17 rows of 8 columns
     assert fmax.largest_array(13, 156, 8) == (17, 8)
     for kernel, device, beat in [(13, 156, 8), (0, 156, 8), (5, 28, 4), (13, 256, 16)]:

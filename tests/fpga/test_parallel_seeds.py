@@ -3,22 +3,11 @@ the first seed is placed, and give what one at a time gives."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_fmax", ROOT / "bench" / "fmax.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_seeds_placed_side_by_side(tiny_sv, ecp5_run, tmp_path, monkeypatch, capsys):
+def test_seeds_placed_side_by_side(bench_fmax, tiny_sv, ecp5_run, tmp_path, monkeypatch,
+                                   capsys):
     monkeypatch.setenv("PYCDE_ACCEL_SYNTH_CACHE", "off")
-    fmax = _bench()
+    fmax = bench_fmax
     rep, by_seed, cp = fmax.place_seeds(tiny_sv, "TinyMac", tmp_path / "tiny", [1, 2], 100.0,
                                         "tiny", jobs=2)
     assert list(by_seed) == [1, 2] and all(v and v > 0 for v in by_seed.values())
