@@ -155,13 +155,16 @@ class ReadDma:
 
 
 class WriteDma:
-    __slots__ = ("wl", "beats", "aw", "inflight", "b", "lens", "mem", "want")
+    __slots__ = ("wl", "beats", "aw", "inflight", "b", "lens", "mem", "want", "offered",
+                 "taken")
 
     def __init__(self, write_latency: int, mem: Budget | None = None):
         self.wl = write_latency
         self.mem = _budget(mem)
         self.want = False         # a W beat was offered this cycle (for the memory's flags)
         self.beats = deque()      # W beats offered by the engines: ready times
+        self.offered = 0          # beats offered so far (a beat's number: its position)
+        self.taken = 0            # beats taken on W so far (beats numbered < taken are gone)
         self.aw = deque()         # bursts waiting for AW: (time it may issue, length)
         self.inflight = 0
         self.b = deque()          # B response times
@@ -172,6 +175,12 @@ class WriteDma:
         """A write command of bursts ``lengths`` taken from an engine on this edge: its
         bursts may go out on AW from ``t + WR_CMD_SLICE`` (the DMA's command slice)."""
         self.aw.extend((t + WR_CMD_SLICE, n) for n in lengths)
+
+    def offer(self, t) -> None:
+        """An engine's W beat that reaches the write arbiter's skid buffer at ``t``; its
+        number is :attr:`offered` before the call."""
+        self.beats.append(t)
+        self.offered += 1
 
     def retire(self, t) -> bool:
         """B responses due by ``t`` taken."""
@@ -195,6 +204,7 @@ class WriteDma:
             if self.mem.on:
                 self.mem.take_w()
             self.beats.popleft()
+            self.taken += 1
             self.lens[0][1] -= 1
             moved = True
             if self.lens[0][1] == 0:

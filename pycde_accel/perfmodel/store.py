@@ -50,9 +50,9 @@ class StoreEngine:
             moved = True
             if r < sc[1]:
                 # the row's C/AB beats leave the kernels one every AB/L cycles
-                beats = self.wdma.beats
+                offer = self.wdma.offer
                 for b in range(C // ab):
-                    beats.append(t + (b + 1) * (ab // L) + self.lat)
+                    offer(t + (b + 1) * (ab // L) + self.lat)
             if r == 0:
                 self.wdma.command(t, bursts(sc[2], C // ab, sc[1], sc[3], ab))
             if sc[0] == 0:

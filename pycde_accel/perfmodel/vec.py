@@ -3,7 +3,8 @@ slice (ahead of their command if need be), leave it one per cycle as the command
 the ``VEC_PAIR_FIFO_DEPTH`` pair FIFO has room; each beat takes one cycle (MAX: AB lane
 kernels) or AB + the route's bubble (ADD, MUL), 3 cycles after its S beat left the slice at the
 earliest; the result beats
-go to the write DMA (one burst command per VEC) or back into X (TO_X) after the kernel's drain.
+go to the write DMA (one burst command per VEC) or back into X (TO_X) after the kernel's drain;
+a DRAM-bound beat starts only while fewer than ``VEC_WD_CREDITS`` of its beats wait for W.
 LUT_SET / LUT (the function table, engine logic, no kernel) take one S beat per cycle, up to
 ``LUT_CREDITS`` beats in flight, a LUT result beat ``LUT_LATENCY`` cycles after its S beat
 left the slice; LUT_SET writes no result. ROWRED (the row-reduction unit) is paced like LUT,
@@ -17,7 +18,7 @@ from collections import deque
 from ..contract import (VEC_LUT, VEC_LUT_SET, VEC_MAX, VEC_MUL, VEC_PAIR_FIFO_DEPTH, VEC_ROWRED,
                         VEC_TO_X)
 from .dma import bursts
-from .timing import SLICE, VEC_S_TO_START, VEC_WD_SLICE
+from .timing import INF, SLICE, VEC_S_TO_START, VEC_WD_SLICE
 
 #: rtl_lib.vector_engine's LUT path: result beats in flight (its FIFO depth) and the cycles
 #: from an S beat leaving the input slice to its result beat on the write port (fitted
@@ -28,6 +29,14 @@ LUT_LATENCY = 4
 #: rtl_lib.row_reduce: its input FIFO (credits); its drain (the row_lanes and requantize
 #: pipelines, the accumulator, the broadcast) is the timing's ``rowred_drain``
 ROWRED_CREDITS = 8
+#: DRAM-bound result beats on their way from the kernels to the AXI W channel (the output
+#: register, ``wd_out``, the write arbiter's skid buffer and ``arb_data_q``, the DMA's W
+#: slice): under write back-pressure (the board memory's throttle) a beat starts only while
+#: fewer than this many have not been taken on W, so the engine, its S slice, the router and
+#: the R channel slow with the W beats, as in the RTL. Fitted against Verilator runs of a
+#: conv + max-pool at 100..140 MHz (the max-pool layer: 5758 RTL cycles at 105..130 MHz,
+#: 5774 predicted; it was 5223 without the back-pressure); the structure holds about 8.
+VEC_WD_CREDITS = 8
 
 
 class _Active:
@@ -41,7 +50,7 @@ class _Active:
 
 class VecEngine:
     __slots__ = ("cmds", "ab", "startup", "add_bubble", "add_drain", "max_drain", "q", "wdma",
-                 "active", "busy_until", "s_pre", "mul_extra", "rowred_drain")
+                 "active", "busy_until", "s_pre", "mul_extra", "rowred_drain", "wd_seq")
 
     def __init__(self, cmds, ab: int, timing: dict, queue: deque, wdma):
         self.cmds, self.ab = cmds, ab
@@ -52,6 +61,8 @@ class VecEngine:
         self.active = None
         self.busy_until = -1
         self.s_pre = deque()      # S beats in the input slice: times taken
+        self.wd_seq = deque()     # the write DMA's numbers of this engine's DRAM-bound beats
+        #                           not yet taken on W
 
     # ---- the router's side
     def s_room(self) -> bool:
@@ -99,6 +110,12 @@ class VecEngine:
             moved = True
         if va is not None and va.s_times:
             start = max(va.s_times[0] + VEC_S_TO_START, va.next)
+            if start <= t and not va.to_x:
+                seq, taken = self.wd_seq, self.wdma.taken
+                while seq and seq[0] < taken:
+                    seq.popleft()
+                if len(seq) >= VEC_WD_CREDITS:
+                    start = INF
             if start <= t:
                 va.s_times.popleft()
                 fin = start + va.per
@@ -107,7 +124,8 @@ class VecEngine:
                 moved = True
                 out = fin + va.drain + (0 if va.to_x else VEC_WD_SLICE)
                 if not va.to_x:
-                    self.wdma.beats.append(out)
+                    self.wd_seq.append(self.wdma.offered)
+                    self.wdma.offer(out)
                 if va.done == va.n:
                     self.busy_until = out
                     self.active = None
