@@ -39,12 +39,14 @@ A command enters through a register slice (``wr_cmd_q``, 2 entries, latency 1: `
 is its flop), so the splitter offers its first burst two cycles after the command is taken.
 Data in on ``in_data``, ``in_valid``, ``in_ready`` (out): exactly ``rows * beats`` beats per
 command, in order (``wstrb`` all ones); a beat is taken only after its burst's AW was accepted
-(``in_ready`` while an accepted burst has beats left and the W slice has room, 0 otherwise;
+(``in_ready``, a flop: an accepted burst has beats left and the W FIFO has room, 0 otherwise;
 the accepted bursts' lengths wait in a FIFO whose head passes a register slice, ``lens_q``,
 so a burst's first beat can be taken two edges after its AW) and goes out on W through a
-register slice (``w_q``, 2 entries, latency 1, full rate:
-``wvalid``/``wdata``/``wlast`` are its flops and ``wready`` reaches only them, so W keeps
-the AXI rule whatever the source does), ``wlast`` on a burst's last beat. ``done`` is high for the cycle the B response of the command's last burst is
+3-slot FIFO (``w_q``, latency 1, full rate while ``wready`` is high; ``wvalid`` is a flop and
+``wdata``/``wlast`` one mux after flops; ``wready`` reaches only its read pointer and fill,
+never ``in_ready``, so W keeps the AXI rule whatever the source does; ``in_ready`` counts the
+FIFO's fill without the cycle's W beat, so after a stall it rises one cycle after the beat that
+made room left), ``wlast`` on a burst's last beat. ``done`` is high for the cycle the B response of the command's last burst is
 taken (i.e. all its data is written).
 
 Both engines: ``busy`` (out: a command is being split or has bursts in flight), ``err`` (out,
@@ -430,6 +432,44 @@ def make_dma_read(data_width: int = 64, addr_width: int = 32, max_burst: int = 2
     return module(f"axi_dma_rd_d{DW}_a{AW}_b{max_burst}_o{max_outstanding}", io, build)
 
 
+def _w_fifo(clk, rst, push, data, ready, name: str):
+    """The write engine's W FIFO: 3 slots loaded on ``push`` (the sender's side: each slot's
+    enable is the push and a one-hot write pointer), ``out_valid`` a flop and ``out_data`` the
+    slot under a one-hot read pointer (one mux after the flops), latency 1; ``ready`` (the W
+    channel's, from the memory's port) reaches only the read pointer and the fill count.
+    Returns ``(out_valid, out_data, room)``: ``room`` = after this edge it holds at most 2
+    beats counting the push and not the pop, the next value of a registered ``in_ready``
+    that never over-fills it and runs at one beat per cycle while ``ready`` is high.
+    Registers ``{name}_slot0..2``, ``{name}_wr``/``{name}_rd``, ``{name}_n`` (fill) and
+    ``{name}_v`` (not empty)."""
+    w = data.type.width
+    wr = NamedReg(3, clk, rst, 0b001, name=f"{name}_wr")
+    rd = NamedReg(3, clk, rst, 0b001, name=f"{name}_rd")
+    n = NamedReg(2, clk, rst, 0, name=f"{name}_n")
+    v = NamedReg(1, clk, rst, 0, name=f"{name}_v")
+    pop = v.q & ready
+    slots = []
+    for i in range(3):
+        sl = NamedReg(w, clk, None, None, ce=push & wr.q[i], name=f"{name}_slot{i}")
+        sl.next(data)
+        slots.append(sl.q)
+
+    def rotate(oh):
+        return BitsSignal.concat([oh[1], oh[0], oh[2]])     # bit i -> bit i + 1 (mod 3)
+
+    wr.next(Mux(push, wr.q, rotate(wr.q)))
+    rd.next(Mux(pop, rd.q, rotate(rd.q)))
+    one = Bits(2)(1)
+    n_push = add(n.q, one, 2)
+    n_pop = sub(n.q, one, 2)
+    n_next = Mux(push, Mux(pop, n.q, n_pop), Mux(pop, n_push, n.q))
+    n.next(n_next)
+    v.next(n_next != Bits(2)(0))
+    room = Mux(push, n.q != Bits(2)(3), ~n.q[1])     # n + push <= 2
+    out = Mux(rd.q[1], Mux(rd.q[0], slots[2], slots[0]), slots[1])
+    return v.q, out, room
+
+
 def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 256,
                    max_outstanding: int = 4, beat_width: int = 16,
                    row_width: int = 16) -> type[Module]:
@@ -473,17 +513,19 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         # lens_full, four LUTs, was the placed 8x8's critical path on seed 2 at a8b3ab2).
         # A burst's beats may start two edges after its AW (one more: perfmodel.timing.AW_TO_W)
         lens_taken = Wire(Bits(1), "lens_q_taken")
-        have, lens_head, lens_in_ready = register_slice(clk, rst, ~lens.empty, lens.output,
-                                                        lens_taken, "lens_q")
+        have, lens_head, lens_in_ready, have_next = register_slice(
+            clk, rst, ~lens.empty, lens.output, lens_taken, "lens_q", next_valid=True)
         lens.pop(~lens.empty & lens_in_ready)
-        # the W channel leaves through a register slice (``w_q``): ``wready`` (an input from
-        # wherever the memory's port is) reaches only its flops, not ``in_ready`` and the
-        # source's slice behind it (dma.wr.lens_empty -> a LUT with m_axi_wready beside the
-        # port -> the top's wr_in_valid CE, 8.23 ns of routing there and back, was the
-        # placed 8x8's critical path on seed 1 at d1cbf2b). A beat reaches W one cycle
-        # after it is taken (the perf model's W_SLICE)
-        w_room = Wire(Bits(1), "w_q_room")
-        w_fire = have & p.in_valid & w_room
+        # ``in_ready`` is one flop (``in_ready_q``): it drives the write arbiter's data slice
+        # across the die, and as the AND of ``lens_q_v`` and the W slice's room it was a LUT
+        # the placer put between the two (lens_q_v -> a 5.12 ns route -> the AND -> 2.50 ns
+        # back to arb_data_q_skid_v was the placed 8x8's critical path on seed 1 at ade49bc).
+        # Its next value is lens_q's next valid and the W FIFO's room counted without this
+        # cycle's pop, so ``m_axi_wready`` does not reach it (a registered ready that did
+        # cost seed 2 14 MHz at 1358fb9): the W FIFO (``w_q``, 3 slots) takes a beat while
+        # it holds at most 2 beats after the edge, not counting a beat leaving on W then.
+        in_ready_q = NamedReg(1, clk, rst, 0, name="in_ready_q")
+        w_fire = p.in_valid & in_ready_q.q
         beat = NamedReg(8, clk, rst, 0, name="w_beat")
         head_len, head_one = lens_head[0:8], lens_head[8]
         first = NamedReg(1, clk, rst, 1, name="w_beat_first")
@@ -494,15 +536,14 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         first.next(Mux(w_fire, first.q, w_last))
         # the beat after this one (index beat + 1) is the last when beat + 1 == len
         lastn.next(Mux(w_fire, lastn.q, add(beat.q, Bits(8)(1), 8) == head_len))
-        wv, wd, w_in_ready = register_slice(clk, rst, have & p.in_valid,
-                                            BitsSignal.concat([w_last, p.in_data]),
-                                            p.m_axi_wready, "w_q")
-        w_room.assign(w_in_ready)
+        wv, wd, held_after = _w_fifo(clk, rst, w_fire, BitsSignal.concat([w_last, p.in_data]),
+                                     p.m_axi_wready, "w_q")
+        in_ready_q.next(have_next & held_after)
         p.m_axi_wdata = wd[0:DW]
         p.m_axi_wstrb = Bits(nb)((1 << nb) - 1)
         p.m_axi_wlast = wd[DW]
         p.m_axi_wvalid = wv
-        p.in_ready = have & w_in_ready
+        p.in_ready = in_ready_q.q
         # B side: which burst ends a command
         lasts = Queue(Bits(1), depth, clk, rst, "lasts")
         lasts.push(split.burst_last, aw_fire)
