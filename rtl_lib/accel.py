@@ -96,6 +96,7 @@ from .common import NamedReg, dual_port_mem
 from .counters import StatusCounters
 from .dispatch import CommandQueue, Decode, Dispatcher, EngineDecode, cmd_field, cmd_word
 from .fetch import Fetcher
+from .keep_ff import replicated
 from .load_engine import LoadEngine, load_entry
 from .read_router import ReadRouter, route_decode, route_decode_width
 from .scratchpad import make_width_adapter
@@ -230,8 +231,13 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                        name="rd_cmd_q_d")
         q_d.next(pack({n: le_rd[n] for n in fields}))
         # empty: takes a valid command while the splitter is idle; full: held until taken
-        q_v.next(Mux(q_v.q, le_rd["cmd_valid"] & dma.rd_cmd_ready, ~dma.rd_cmd_ready))
-        rd["cmd_valid"].assign(q_v.q)
+        q_v_next = Mux(q_v.q, le_rd["cmd_valid"] & dma.rd_cmd_ready, ~dma.rd_cmd_ready)
+        q_v.next(q_v_next)
+        # the splitter sees a kept copy of the valid flop (rtl_lib.keep_ff), free to sit
+        # beside it: the top's rd_cmd_q_v (62,5) -> a 2.52 ns route -> the splitter's
+        # cmd_fire -> next_row_q's enable (25,6) was the placed 8x8's critical path on seed
+        # 3 at ade49bc; rd_cmd_q_v itself stays with fetch and the load engine's ready
+        rd["cmd_valid"].assign(replicated(clk, rst, q_v_next, 1, "rd_cmd_q_v_dma")[0])
         for n, sig in unpack(q_d.q, {n: le_rd[n].type.width for n in fields}).items():
             rd[n].assign(sig)
         load = LoadEngine(clk, rst, loadq, fetch, le_rd, q_ready, AW, CMD_BEATS,
