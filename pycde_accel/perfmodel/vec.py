@@ -4,7 +4,8 @@ the ``VEC_PAIR_FIFO_DEPTH`` pair FIFO has room; each beat takes one cycle (MAX: 
 kernels) or AB + the route's bubble (ADD, MUL), 3 cycles after its S beat left the slice at the
 earliest; the result beats
 go to the write DMA (one burst command per VEC) or back into X (TO_X) after the kernel's drain;
-a DRAM-bound beat starts only while fewer than ``VEC_WD_CREDITS`` of its beats wait for W.
+a DRAM-bound beat (not ROWRED's) starts only while fewer than ``VEC_WD_CREDITS`` of its beats
+wait for W.
 LUT_SET / LUT (the function table, engine logic, no kernel) take one S beat per cycle, up to
 ``LUT_CREDITS`` beats in flight, a LUT result beat ``LUT_LATENCY`` cycles after its S beat
 left the slice; LUT_SET writes no result. ROWRED (the row-reduction unit) is paced like LUT,
@@ -40,10 +41,12 @@ VEC_WD_CREDITS = 8
 
 
 class _Active:
-    __slots__ = ("n", "s_taken", "done", "s_times", "next", "per", "drain", "to_x", "lut")
+    __slots__ = ("n", "s_taken", "done", "s_times", "next", "per", "drain", "to_x", "lut",
+                 "paced")
 
     def __init__(self, n, start, per, drain, to_x):
         self.lut = False
+        self.paced = not to_x     # a beat starts only with a W credit (VEC_WD_CREDITS)
         self.n, self.s_taken, self.done, self.s_times = n, 0, 0, deque()
         self.next, self.per, self.drain, self.to_x = start, per, drain, to_x
 
@@ -86,6 +89,9 @@ class VecEngine:
             if c.flags & VEC_ROWRED:    # one beat per cycle, a fixed drain
                 self.active = _Active(c.n, t + 1, 1, self.rowred_drain, False)
                 self.active.lut = True
+                # the row unit reduces the whole row before its results leave: its drain is
+                # not the output chain, so its beats take no W credit
+                self.active.paced = False
             elif lut:     # one beat per cycle, no kernel
                 self.active = _Active(c.n, t + 1, 1, LUT_LATENCY - VEC_S_TO_START - 1,
                                       bool(c.flags & (VEC_TO_X | VEC_LUT_SET)))
@@ -110,7 +116,7 @@ class VecEngine:
             moved = True
         if va is not None and va.s_times:
             start = max(va.s_times[0] + VEC_S_TO_START, va.next)
-            if start <= t and not va.to_x:
+            if start <= t and va.paced:
                 seq, taken = self.wd_seq, self.wdma.taken
                 while seq and seq[0] < taken:
                     seq.popleft()
