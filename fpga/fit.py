@@ -179,12 +179,15 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 114.26,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 111.22,
               "the whole default accelerator, Yosys once and nextpnr towards 150 MHz on seeds "
-              "1-3 (as bench/fmax.py's measure_accel), RTL of commit ade49bc (the dispatch "
-              "slice's command in a fifo_slice): 114.26 / 122.76 / 118.53 on seeds 1-3 (seed "
-              "1: the write DMA's in_ready into the write arbiter's data slice; 1358fb9's "
-              "registered in_ready, reverted, gave 108.78 on seed 2); a8b3ab2 (s3_room from "
+              "1-3 (as bench/fmax.py's measure_accel), RTL of commit af39b54 (the write DMA's "
+              "in_ready a flop, the read splitter's copy of rd_cmd_q_v): 111.22 / 119.02 / "
+              "125.08 on seeds 1-3 (seed 1: the dispatch decision into the head's decode "
+              "slice); ade49bc (the dispatch slice's command in a fifo_slice) gave 114.26 / "
+              "122.76 / 118.53 (seed 1: the write DMA's in_ready into the write arbiter's "
+              "data slice; 1358fb9's registered in_ready, reverted, gave 108.78 on seed 2); "
+              "a8b3ab2 (s3_room from "
               "flops, the engines' decodes stored in the command FIFO, the schedule's per-run "
               "fanout) gave 117.91 / 118.67 / 120.89 (seed 1: the write DMA "
               "splitter's new-command candidates); d3b65bf (the write DMA's command and "
