@@ -130,23 +130,49 @@ def held_slice(clk, rst, valid, data, ready, name: str):
     ``{name}_slot0..2``, ``{name}_wr``/``{name}_held`` (one-hot pointers), ``{name}_v`` (a
     beat waits) and ``{name}_full`` (two wait). ``held`` is undefined until the first take."""
     from pycde.constructs import Mux
-    from pycde.signals import BitsSignal
 
-    w = data.type.width
-    wr = NamedReg(3, clk, rst, 0b001, name=f"{name}_wr")
+    ring = Ring3(clk, rst, name)
     held = NamedReg(3, clk, rst, 0b100, name=f"{name}_held")   # the slot before slot 0
     # the waiting beats (0, 1 or 2) as fifo_slice counts them, with take as its pop
     nonempty, in_ready, push, take = _fill_flags(clk, rst, valid, ready, name)
-    slots = []
-    for i in range(3):
-        s = NamedReg(w, clk, None, None, ce=push & wr.q[i], name=f"{name}_slot{i}")
-        s.next(data)
-        slots.append(s.q)
+    slots = ring.load(data, push)
+    held.next(Mux(take, held.q, rotate3(held.q)))
+    return nonempty, in_ready, pick3(held.q, slots)
 
-    def rotate(oh):
-        return BitsSignal.concat([oh[1], oh[0], oh[2]])     # bit i -> bit i + 1 (mod 3)
 
-    wr.next(Mux(push, wr.q, rotate(wr.q)))
-    held.next(Mux(take, held.q, rotate(held.q)))
-    pick = Mux(held.q[1], Mux(held.q[0], slots[2], slots[0]), slots[1])
-    return nonempty, in_ready, pick
+def rotate3(oh):
+    """A one-hot pointer over 3 slots, advanced: bit i -> bit i + 1 (mod 3)."""
+    from pycde.signals import BitsSignal
+
+    return BitsSignal.concat([oh[1], oh[0], oh[2]])
+
+
+def pick3(oh, slots):
+    """The slot a one-hot pointer over 3 slots points at (one mux level after the flops)."""
+    from pycde.constructs import Mux
+
+    return Mux(oh[1], Mux(oh[0], slots[2], slots[0]), slots[1])
+
+
+class Ring3:
+    """The 3 data slots of a ring (registers ``{name}_slot0..2``, no reset) and its one-hot
+    write pointer (``{name}_wr``, from slot 0, made first): :meth:`load` on ``push`` loads
+    ``data`` into the slot under the pointer and advances it, so each slot's enable is the
+    push and one pointer bit (the sender's side); read the slots with :func:`pick3`."""
+
+    def __init__(self, clk, rst, name: str):
+        self.clk, self.name = clk, name
+        self.wr = NamedReg(3, clk, rst, 0b001, name=f"{name}_wr")
+
+    def load(self, data, push) -> list:
+        """The slots' outputs (call once)."""
+        from pycde.constructs import Mux
+
+        slots = []
+        for i in range(3):
+            s = NamedReg(data.type.width, self.clk, None, None, ce=push & self.wr.q[i],
+                         name=f"{self.name}_slot{i}")
+            s.next(data)
+            slots.append(s.q)
+        self.wr.next(Mux(push, self.wr.q, rotate3(self.wr.q)))
+        return slots

@@ -68,7 +68,7 @@ from pycde.types import Bits, UInt
 from ..errors import ConfigError
 from ..queue import Queue
 from .bits import add, log2, shl, sub
-from .common import NamedReg, register_slice
+from .common import NamedReg, Ring3, pick3, register_slice, rotate3
 from .stream import Stream, module, pack, unpack
 
 COUNTER_WIDTH = 32
@@ -442,23 +442,13 @@ def _w_fifo(clk, rst, push, data, ready, name: str):
     that never over-fills it and runs at one beat per cycle while ``ready`` is high.
     Registers ``{name}_slot0..2``, ``{name}_wr``/``{name}_rd``, ``{name}_n`` (fill) and
     ``{name}_v`` (not empty)."""
-    w = data.type.width
-    wr = NamedReg(3, clk, rst, 0b001, name=f"{name}_wr")
+    ring = Ring3(clk, rst, name)
     rd = NamedReg(3, clk, rst, 0b001, name=f"{name}_rd")
     n = NamedReg(2, clk, rst, 0, name=f"{name}_n")
     v = NamedReg(1, clk, rst, 0, name=f"{name}_v")
     pop = v.q & ready
-    slots = []
-    for i in range(3):
-        sl = NamedReg(w, clk, None, None, ce=push & wr.q[i], name=f"{name}_slot{i}")
-        sl.next(data)
-        slots.append(sl.q)
-
-    def rotate(oh):
-        return BitsSignal.concat([oh[1], oh[0], oh[2]])     # bit i -> bit i + 1 (mod 3)
-
-    wr.next(Mux(push, wr.q, rotate(wr.q)))
-    rd.next(Mux(pop, rd.q, rotate(rd.q)))
+    slots = ring.load(data, push)
+    rd.next(Mux(pop, rd.q, rotate3(rd.q)))
     one = Bits(2)(1)
     n_push = add(n.q, one, 2)
     n_pop = sub(n.q, one, 2)
@@ -466,8 +456,7 @@ def _w_fifo(clk, rst, push, data, ready, name: str):
     n.next(n_next)
     v.next(n_next != Bits(2)(0))
     room = Mux(push, n.q != Bits(2)(3), ~n.q[1])     # n + push <= 2
-    out = Mux(rd.q[1], Mux(rd.q[0], slots[2], slots[0]), slots[1])
-    return v.q, out, room
+    return v.q, pick3(rd.q, slots), room
 
 
 def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 256,

@@ -3,7 +3,8 @@ in :mod:`pycde_accel.regs`, which the lowering's stream wrappers use too)."""
 
 from __future__ import annotations
 
-from ..regs import NamedReg, fifo_slice, register_slice  # noqa: F401  (re-exported for the rtl_lib modules)
+from ..regs import (NamedReg, Ring3, fifo_slice, pick3, register_slice,  # noqa: F401
+                    rotate3)  # re-exported for the rtl_lib modules
 
 
 def dual_port_mem(clk, rst, name: str, width: int, depth: int, waddr, wdata, wen, raddr):
