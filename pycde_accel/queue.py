@@ -72,7 +72,8 @@ class Queue:
         at1 = count.q == Bits(cw)(1)
         at_top = count.q == Bits(cw)(depth - 1)
         empty.next(Mux(up, Mux(down, empty.q, at1), Bits(1)(0)))
-        full.next(Mux(down, Mux(up, full.q, at_top), Bits(1)(0)))
+        full_next = Mux(down, Mux(up, full.q, at_top), Bits(1)(0))
+        full.next(full_next)
 
         mem = raw_seq.HLMemOp(ir.Type.parse(f"!seq.hlmem<{1 << pw}xi{width}>"), clk.value,
                               rst.value, f"{name}_mem").handle
@@ -80,6 +81,8 @@ class Queue:
         rd_data = raw_seq.ReadPortOp(ir.IntegerType.get_signless(width), mem, [rd.q.value], 0)
         self._output = _FromCirctValue(rd_data.result)
         self._empty, self._full = empty.q, full.q
+        #: ``full``'s next value (for a copy of the flag kept beside a far pusher)
+        self.full_next = full_next
 
     def push(self, data, en) -> None:
         self._data.assign(data)

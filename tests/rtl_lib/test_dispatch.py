@@ -1,0 +1,84 @@
+"""The dispatch decision's structure in the emitted top (``rtl_lib.dispatch``): it starts at
+flops kept beside the head slice (the head's decode and one ``dispatch_ok_*`` flop per class),
+not at the engine queues' ``full`` flags or the engines' idle conditions, whose inputs sit in
+three places on the die (the placed 8x8's critical path on seed 1 at af39b54)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pycde_accel.assemble import emit_accelerator
+from pycde_accel.config import AccelConfig
+
+ENGINES = ("load", "exec", "store", "vec")
+
+
+@pytest.fixture(scope="module")
+def top_sv(tmp_path_factory):
+    work = tmp_path_factory.mktemp("dispatch")
+    em = emit_accelerator(AccelConfig(rows=2, cols=8), work / "sv", kernel_dir=work / "k")
+    return (work / "sv" / f"{em.top}.sv").read_text()
+
+
+def _defs(sv: str) -> dict[str, str]:
+    """Every combinational name of the module -> its expression (``wire x = ...;`` and
+    ``assign x = ...;``)."""
+    out = {m.group(1): m.group(2) for m in
+           re.finditer(r"wire\s+(?:\[[^\]]*\]\s*)?(\w+)\s*=\s*(.*?);", sv, re.S)}
+    out.update({m.group(1): m.group(2) for m in
+                re.finditer(r"assign\s+(\w+)\s*=\s*(.*?);", sv, re.S)})
+    return out
+
+
+def _cone(defs: dict[str, str], expr: str) -> set[str]:
+    """The registers and ports an expression depends on through combinational names."""
+    seen, leaves, todo = set(), set(), set(re.findall(r"[A-Za-z_]\w*", expr))
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n in defs:
+            todo |= set(re.findall(r"[A-Za-z_]\w*", defs[n]))
+        else:
+            leaves.add(n)
+    return leaves
+
+
+def _next(sv: str, reg: str) -> str:
+    """The expression a register takes on a clock edge outside reset."""
+    hits = re.findall(rf"\b{reg}\s*<=\s*(.*?);", sv, re.S)
+    vals = [h for h in hits if not re.fullmatch(r"\d+'[hbd][0-9a-fA-F]+", h.strip())]
+    assert len(vals) == 1, (reg, hits)
+    return vals[0]
+
+
+def test_the_decision_starts_at_flops_beside_the_head(top_sv):
+    defs = _defs(top_sv)
+    allowed = re.compile(r"dispatch_head_(v|d)|dispatch_ok_\w+|\d+'?[hbd]?\w*|h\w+")
+    # every engine queue's push, and the decision itself (the credit register's next value)
+    exprs = {e: defs[f"{e}_head_fifo_push"] for e in ENGINES}
+    exprs["decision"] = defs["credit_return_q_next"]
+    for what, expr in exprs.items():
+        leaves = _cone(defs, expr)
+        assert any(l.startswith("dispatch_ok_") for l in leaves), (what, sorted(leaves))
+        bad = sorted(l for l in leaves if not allowed.fullmatch(l))
+        assert not bad, f"{what}: {bad}"
+
+
+def test_the_class_flags_follow_the_queues_and_the_hazards(top_sv):
+    """Each ``dispatch_ok`` flop is set from what its class waits for: the engine queue's full
+    flag's next value, and for LOAD P / LOAD X the store / vector engine's idle conditions."""
+    defs = _defs(top_sv)
+    cones = {c: _cone(defs, _next(top_sv, f"dispatch_ok_{c}"))
+             for c in ("load", "load_p", "load_x", "exec", "store", "vec", "fence")}
+    for e in ENGINES:
+        assert any(l.startswith(f"{e}_head_fifo_") for l in cones[e]), (e, sorted(cones[e]))
+    assert any("store" in l and "busy" in l for l in cones["load_p"]) or \
+        any(l.startswith("store") for l in cones["load_p"]), sorted(cones["load_p"])
+    assert any(l.startswith("vec") or l.startswith("vector") for l in cones["load_x"]), \
+        sorted(cones["load_x"])
+    assert not any(l.startswith("vec") for l in cones["load_p"] - cones["load"]), \
+        sorted(cones["load_p"])
