@@ -90,7 +90,11 @@ Ports (valid/ready: a beat moves on a rising edge where both are high)
   ``x_wr_data`` (W), ``x_wr_ready`` (out). X is config.spad_c_depth beats of W bits (one
   ``seq.hlmem``, one write port shared with the engine's own TO_X writes, which take
   priority: ``x_wr_ready`` is low only in a cycle where the engine writes X; it is a register,
-  ``x_wr_ready_q``).
+  ``x_wr_ready_q``). A beat taken on edge e is in X after edge e + 1, or later by the cycles
+  the engine writes X in a row from e + 1 (a beat held that way lands after those writes: a
+  caller must not load X while a VEC writes it, which the accelerator's dispatch ensures, a
+  LOAD X waiting for every earlier VEC, and a VEC's results coming from S beats that follow
+  the LOAD X's beats).
 * S stream: ``s_data`` (W), ``s_valid``, ``s_ready`` (out, a register). Beats enter a
   2-entry register slice; from it they are taken only while a command is running and still
   needs beats, so at most 2 beats are taken ahead of their command.
@@ -119,7 +123,9 @@ DRAM at dst + i*AB or, with TO_X, to X[dst + i].
 Ordering and hazards: X beat i is read (1-cycle registered read) on the edge S_i leaves the
 input slice, so a
 LOAD to X that was dispatched before the LOAD feeding S has written X before the first S beat
-arrives (the DMA returns data in command order). Results are written in order. A read of
+is read (the DMA returns data in command order, and the read router sends X and S beats through
+one output slice: an X beat taken on edge e is written on e + 1, and an S beat taken on e + 1
+or later is read on e + 2 or later). Results are written in order. A read of
 X[x_off+r] waits while a result beat still in flight (read, not yet written) targets that
 address: with TO_X and 0 < d = dst - x_off, read r waits until fewer than d beats are in
 flight, which gives exactly the sequential element-by-element order for any overlap (dst ==
@@ -342,13 +348,25 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
                            v_wrap_at0))
         xr.next(Mux(accept, Mux(issue, xr.q, Mux(xr_wrap, xr_inc, Bits(CW)(0))), Bits(CW)(0)))
         rd_addr = add(cmd["x_off"], xr.q, CW)[0:XA]
-        x_wr_ready = ~eng_wr
-        x_ready_q = NamedReg(1, clk, rst, 1, name="x_wr_ready_q")    # == x_wr_ready
-        ext_wr = p.x_wr_valid & x_wr_ready
-        wr_addr = Mux(eng_wr, p.x_wr_index, add(dst16, w, CW)[0:XA])
+        x_ready_q = NamedReg(1, clk, rst, 1, name="x_wr_ready_q")    # == ~eng_wr
+        ext_wr = p.x_wr_valid & x_ready_q.q
+        # an X beat from outside goes into a register (``x_wr_pend``: valid, index, data) and
+        # from it into X on a later cycle where the engine does not write X (the next one, in
+        # any program dispatch lets through: see "X buffer write" in the docstring), so the
+        # block RAM's write data and address start at flops beside it, not at the read
+        # router's output mux (route_out_rd_0 -> the slot mux -> a 4.15 ns route -> the X
+        # write mux -> x_mem's DIB was the placed 8x8's critical path on seed 2 at af39b54)
+        xw_v = NamedReg(1, clk, rst, 0, name="x_wr_pend_v")
+        xw_i = NamedReg(XA, clk, None, None, ce=ext_wr, name="x_wr_pend_index")
+        xw_i.next(p.x_wr_index)
+        xw_d = NamedReg(W, clk, None, None, ce=ext_wr, name="x_wr_pend_data")
+        xw_d.next(p.x_wr_data)
+        # (ready is low while the engine writes X, so a held beat is never overwritten)
+        xw_v.next(ext_wr | (xw_v.q & eng_wr))
+        wr_addr = Mux(eng_wr, xw_i.q, add(dst16, w, CW)[0:XA])
         out_beat_w = Wire(Bits(W), "out_beat")
-        wr_data = Mux(eng_wr, p.x_wr_data, out_beat_w)
-        x_rd = dual_port_mem(clk, rst, "x_mem", W, D, wr_addr, wr_data, eng_wr | ext_wr, rd_addr)
+        wr_data = Mux(eng_wr, xw_d.q, out_beat_w)
+        x_rd = dual_port_mem(clk, rst, "x_mem", W, D, wr_addr, wr_data, eng_wr | xw_v.q, rd_addr)
         p.x_wr_ready = x_ready_q.q
         s_q = NamedReg(W, clk, None, None, ce=issue, name="s_beat")
         s_q.next(s_in_data)
