@@ -31,6 +31,19 @@ under CIRCT's comb semantics. Masking with ``~7`` instead would leave the shifte
 amount's high bits (27 of 32) in its path: three more LUT levels, placed at 9.7 ns (residual_add on
 the 8x8 at 45d1f20).
 
+An ordered compare of two values (``cmpi`` slt/sgt/sge/sle/ult/ugt/uge/ule, and ``maxsi`` /
+``minsi`` / ``maxui`` / ``minui``, which are a compare and a select) becomes the sign of one
+subtraction one bit wider: ``x < y`` is bit W of ``ext(x) - ext(y)`` and ``x >= y`` bit W of
+``ext(y) + ~ext(x)`` (= y - x - 1), with ``ext`` signed or unsigned as the predicate is. On
+ECP5 Yosys maps a compare to a carry chain whose result leaves through the chain's carry-out,
+one more CCU2C and LUTs after it; a subtraction's top bit is a sum output, straight into its
+register. Placed alone between registers on the LFE5U-85F, a 32-bit signed ``>`` reached
+171.6 MHz and the subtraction 278.9 MHz; an 8-bit max (compare and select) 164.1 and 268.2
+MHz. The compare's form was the placed 8x8's path on seed 3 at af39b54: requantize's
+``remainder > threshold`` (RoundingDivideByPOT), stage 9 -> the stage-10 register through the
+chain and its carry-out (8.0 ns, 3.84 of it logic). ``slt``/``sge`` against the constant 0
+(a sign bit) and ``eq``/``ne`` stay as they are.
+
 Exact modulo 2^W (``arith.muli`` semantics), so the kernel stays bit-exact; every op is still
 lowered by CIRCT (this rewrites the kernel's linalg body, a :class:`lowering.kernels.Kernel`,
 before ``lowering.build_kernel``). Narrower multiplies (W <= 16) are left alone.
@@ -128,9 +141,70 @@ def _signed_full_product(e: _Emit, a: str, b: str, half: int) -> str:
     return e.bin("subi", uu, corr)
 
 
+_CMP = re.compile(r"^(%\S+) = arith\.cmpi (\w+), (%\S+), (%\S+) : i(\d+)$")
+_MINMAX = re.compile(r"^(%\S+) = arith\.(max|min)(si|ui) (%\S+), (%\S+) : i(\d+)$")
+#: ordered predicates -> (signed, less-than form, operands swapped): ``a P b`` is
+#: ``lt(x, y)`` or ``ge(x, y)`` of (a, b), or of (b, a) when swapped
+_PRED = {"slt": (True, True, False), "sgt": (True, True, True),
+         "sge": (True, False, False), "sle": (True, False, True),
+         "ult": (False, True, False), "ugt": (False, True, True),
+         "uge": (False, False, False), "ule": (False, False, True)}
+
+
+def _sign_compare(e: _Emit, x: str, y: str, w: int, signed: bool, less: bool) -> str:
+    """``x < y`` (``less``) or ``x >= y`` as bit ``w`` of a ``w + 1``-bit subtraction: an i1."""
+    wide = f"i{w + 1}"
+    ext = "extsi" if signed else "extui"
+    xe, ye = (e.op(f"arith.{ext} {v} : i{w} to {wide}") for v in (x, y))
+    if less:
+        d = e.bin("subi", xe, ye, wide)                       # x - y < 0
+    else:
+        d = e.bin("addi", ye, e.bin("xori", xe, e.const(-1, wide), wide), wide)  # y - x - 1 < 0
+    top = e.bin("shrui", d, e.const(w, wide), wide)
+    return e.op(f"arith.trunci {top} : {wide} to i1")
+
+
+def compares_as_subtracts(lines, consts=None) -> list[str]:
+    """``lines`` with every ordered compare (and max/min) as the sign of a subtraction (see
+    the module docstring); ``consts``: the names of constants (found in ``lines`` if None)."""
+    if consts is None:
+        consts = {}
+        for ln in lines:
+            m = re.match(r"^(%\S+) = arith\.constant (-?\d+) : i\d+$", ln.strip())
+            if m:
+                consts[m.group(1)] = int(m.group(2))
+    out = []
+    for k, ln in enumerate(lines):
+        c = _CMP.match(ln.strip())
+        mm = _MINMAX.match(ln.strip())
+        if c and c.group(2) in _PRED and int(c.group(5)) > 1:
+            res, pred, a, b, w = c.group(1), c.group(2), c.group(3), c.group(4), int(c.group(5))
+            if pred in ("slt", "sge") and consts.get(b) == 0:      # a sign bit already
+                out.append(ln)
+                continue
+            signed, less, swap = _PRED[pred]
+            e = _Emit(f"c{k}", f"i{w}")
+            r = _sign_compare(e, *((b, a) if swap else (a, b)), w, signed, less)
+        elif mm and int(mm.group(6)) > 1:
+            res, kind, sg, a, b, w = mm.groups()
+            w = int(w)
+            e = _Emit(f"c{k}", f"i{w}")
+            lt = _sign_compare(e, a, b, w, sg == "si", True)
+            r = e.op(f"arith.select {lt}, {b if kind == 'max' else a}, "
+                     f"{a if kind == 'max' else b} : i{w}")
+        else:
+            out.append(ln)
+            continue
+        assert e.lines[-1].startswith(f"{r} = ")
+        e.lines[-1] = res + e.lines[-1][len(r):]  # the last op defines the result's name
+        out += e.lines
+    return out
+
+
 def split_lines(lines) -> list[str]:
-    """The body lines with every wide ``arith.muli`` replaced by its limb form and every
-    variable shift split in two (see module)."""
+    """The body lines with every wide ``arith.muli`` replaced by its limb form, every
+    variable shift split in two and every ordered compare made a subtraction's sign (see
+    module)."""
     ext = {}
     consts = {m.group(1) for m in (_CONST.match(ln.strip()) for ln in lines) if m}
     for ln in lines:
@@ -176,7 +250,7 @@ def split_lines(lines) -> list[str]:
         assert e.lines[-1].startswith(f"{r} = ")
         e.lines[-1] = res + e.lines[-1][len(r):]  # the last op defines the product's name
         out += e.lines
-    return out
+    return compares_as_subtracts(out)
 
 
 def split_wide_muls(kernel):

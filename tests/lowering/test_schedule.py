@@ -95,7 +95,17 @@ def test_a_per_run_decision_reaches_a_wide_select_through_a_register():
     ops, consts = _ops(k.body_lines)
     scal = S.scalar_inputs(nm for nm, _ in k.scalars)
     S.schedule(ops, consts, inputs=scal, per_run=scal)
-    past = {o.results[0]: o for o in ops if o.kind == "cmpi" and "%s" in o.operands}
+    # the decisions computed from the shift amount alone (each compare now a subtraction's
+    # sign: trunci <- shrui <- subi/addi <- extui %s)
+    made = {r: o for o in ops for r in o.results}
+
+    def from_s(v, seen=()):
+        o = made.get(v)
+        if o is None:
+            return v == "%s" or v in consts
+        return any(x == "%s" or from_s(x) for x in o.operands) and \
+            all(x == "%s" or x in consts or from_s(x) for x in o.operands)
+    past = {o.results[0]: o for o in ops if o.kind == "trunci" and from_s(o.results[0])}
     sel = [o for o in ops if o.kind == "select" and o.operands[0] in past
            and not all(v in consts for v in o.operands[1:])]
     assert sel and all(o.stage > past[o.operands[0]].stage for o in sel), sel

@@ -44,9 +44,9 @@ def run_body(lines, result, env):
             pred, a, b = (s.strip() for s in args.split(","))
             x, y = env[a], env[b]
             ux, uy = x & ((1 << w) - 1), y & ((1 << w) - 1)
-            env[dst] = int({"eq": x == y, "slt": x < y, "sgt": x > y, "sge": x >= y,
-                            "sle": x <= y, "ult": ux < uy,
-                            "ugt": ux > uy}[pred])
+            env[dst] = int({"eq": x == y, "ne": x != y, "slt": x < y, "sgt": x > y,
+                            "sge": x >= y, "sle": x <= y, "ult": ux < uy, "ugt": ux > uy,
+                            "uge": ux >= uy, "ule": ux <= uy}[pred])
             width[dst] = 1
             continue
         if op == "select":
@@ -57,7 +57,7 @@ def run_body(lines, result, env):
         a, b = (env[s.strip()] for s in args.split(","))
         ua, ub = a & ((1 << w) - 1), b & ((1 << w) - 1)
         r = {"addi": lambda: a + b, "subi": lambda: a - b, "muli": lambda: a * b,
-             "andi": lambda: ua & ub, "ori": lambda: ua | ub, "shli": lambda: ua << ub,
+             "andi": lambda: ua & ub, "ori": lambda: ua | ub, "xori": lambda: ua ^ ub, "shli": lambda: ua << ub,
              "shrui": lambda: ua >> ub, "shrsi": lambda: a >> ub}[op]()
         env[dst], width[dst] = _wrap(r, w), w
     return env[result]
@@ -135,6 +135,49 @@ def test_coarse_shift_takes_only_the_bits_below_the_width():
         assert 0 <= int(consts[c]) < int(w), (c, consts[c])
 
 
-def test_narrow_kernels_unchanged():
+def test_narrow_kernels_keep_their_ops_but_the_compares():
+    """maxpool has no multiply or variable shift: only its compares change (each the sign of a
+    subtraction one bit wider), and it computes the same maximum."""
     k = kernels.maxpool(8, k=2)
-    assert split_wide_muls(k).body_lines == k.body_lines
+    split = split_wide_muls(k).body_lines
+    assert not any("muli" in ln or "shr" in ln and "%t" in ln for ln in split)
+    assert [ln for ln in k.body_lines if "cmpi" not in ln] == \
+        [ln for ln in split if ln in k.body_lines]
+    assert not any("arith.cmpi" in ln for ln in split)
+    rng = np.random.default_rng(3)
+    ins = [nm for nm, _ in k.inputs]
+    for vals in list(rng.integers(-128, 128, (200, len(ins)))) + [[-128, 127], [127, -128],
+                                                                   [-128, -128], [5, 5]]:
+        env = {f"%{nm}_e": int(v) for nm, v in zip(ins, vals)}
+        assert run_body(split, k.result, env) == run_body(k.body_lines, k.result, env), vals
+
+
+def test_every_ordered_compare_is_a_subtractions_sign():
+    """Every predicate, signed and unsigned, at the edges of its range (x, y in {min, min+1,
+    -1, 0, 1, max-1, max}) and at random, equals the compare it replaces."""
+    from pycde_accel.lowering.split_mul import compares_as_subtracts
+
+    w = 8
+    edges = [-128, -127, -1, 0, 1, 126, 127]
+    rng = np.random.default_rng(0)
+    pairs = [(x, y) for x in edges for y in edges] + \
+        [tuple(int(v) for v in p) for p in rng.integers(-128, 128, (300, 2))]
+    for pred in ("slt", "sgt", "sge", "sle", "ult", "ugt", "uge", "ule"):
+        body = [f"%r = arith.cmpi {pred}, %a, %b : i{w}"]
+        out = compares_as_subtracts(body)
+        assert "cmpi" not in "\n".join(out), out
+        for x, y in pairs:
+            env = {"%a": x, "%b": y}
+            # (an i1 reads -1 when set in this interpreter, as a signed 1-bit value)
+            assert bool(run_body(out, "%r", env)) == bool(run_body(body, "%r", env)), \
+                (pred, x, y)
+    for op, f in (("maxsi", max), ("minsi", min)):
+        body = [f"%r = arith.{op} %a, %b : i{w}"]
+        out = compares_as_subtracts(body)
+        assert op not in "\n".join(out)
+        for x, y in pairs:
+            assert run_body(out, "%r", {"%a": x, "%b": y}) == f(x, y), (op, x, y)
+    # a sign bit and an equality stay as they are
+    keep = ["%z = arith.constant 0 : i8", "%r = arith.cmpi slt, %a, %z : i8",
+            "%q = arith.cmpi eq, %a, %b : i8"]
+    assert compares_as_subtracts(keep) == keep
