@@ -310,7 +310,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
         # ---------------------------------------------------------------- done, status, perf
         idle = (fetch.left_zero & fetch.credits_zero &
                 cmdq.empty & ~disp.head_valid & loadq.idle & execq.idle & storeq.idle &
-                vecq.idle & route.empty & ~rt.r_valid & ~rt.rd_valid & ~rt.out_valid &
+                vecq.idle & load.route_empty & ~rt.r_valid & ~rt.rd_valid & ~rt.out_valid &
                 ~rt.p_pending &
                 ~mm.busy & ~st.busy & ~vec.busy & arb.idle & ~dma.rd_busy & ~dma.wr_busy & ~start)
         status.finish(clk, rst, start, idle)

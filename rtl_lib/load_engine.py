@@ -13,8 +13,9 @@ DMA's command port (``cmd_addr``, ``cmd_beats``, ``cmd_rows``, ``cmd_stride``, `
   ``chunk_now * cmd_beats`` beats from ``fetcher.addr``) and LOADs wait. A LOAD (word 1 the
   DRAM address, word 2 beats per row, word 3 rows, word 4 the row stride) is one 2-D DMA read;
   a ZERO load (flag bit 2) issues none.
-* Every read issued and every ZERO load pushes a ``route`` entry (``depth`` entries, the
-  FIFO's ``full`` holds both back): bits ``[0, 3)`` destination, ``[3, 6)`` flags (LANES,
+* Every read issued and every ZERO load pushes a ``route`` entry (``depth`` entries behind a
+  register slice, ``route_in``, of 2 more; the slice's ``in_ready`` holds both back; an
+  entry reaches the FIFO a cycle after its issue; ``route_empty``: none in either): bits ``[0, 3)`` destination, ``[3, 6)`` flags (LANES,
   COMMIT, ZERO), ``[6, 22)`` index (word 5), ``[22, 38)`` word (word 6), ``[38, 54)`` beats,
   ``[54, 70)`` rows. A fetch's entry: destination ``dst_cmd``, 1 row. ``decode`` (optional, a
   ``dispatch.EngineDecode``, e.g. of ``read_router.route_decode``): bits stored above each entry,
@@ -28,12 +29,13 @@ DMA's command port (``cmd_addr``, ``cmd_beats``, ``cmd_rows``, ``cmd_stride``, `
 
 from __future__ import annotations
 
-from pycde.constructs import Mux
+from pycde.constructs import Mux, Wire
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from ..queue import Queue
 from .bits import shl
+from .common import register_slice
 from .dispatch import cmd_field
 
 #: bits of a route FIFO entry
@@ -63,15 +65,26 @@ class LoadEngine:
         l_valid = ~loadq.empty
         extra = decode.width if decode is not None else 0
         self.route = route = Queue(Bits(ROUTE_BITS + extra), depth, clk, rst, "route_fifo")
-        rd["cmd_valid"].assign(~route.full & (fetch_req | (l_valid & ~l_zero)))
+        # entries reach the route FIFO through a register slice (``route_in``): its in_ready
+        # (a flop) is the issue's room, and the FIFO's write enable is its valid and the
+        # FIFO's full, two flops. Pushed straight from the issue, the write enable of the
+        # LUT RAM was the fetcher's request -> the read command's slice -> the push ->
+        # the FIFO's flags -> WRE (fetch_left_nonzero -> route_fifo_mem WRE, 8.31 ns, 6.22 of
+        # it routing: the placed 8x8's critical path on seed 2 at 32abc82)
+        in_v, in_d = Wire(Bits(1), "route_in_valid"), Wire(Bits(ROUTE_BITS + extra), "route_in_data")
+        s_v, s_d, room = register_slice(clk, rst, in_v, in_d, ~route.full, "route_in")
+        route.push(s_d, s_v)
+        #: no entry in the slice or the FIFO
+        self.route_empty = route.empty & ~s_v
+        rd["cmd_valid"].assign(room & (fetch_req | (l_valid & ~l_zero)))
         rd["cmd_addr"].assign(Mux(fetch_req, cmd_field(lh, 1, AW), fetcher.addr))
         fetch_beats = shl(fetcher.chunk_now, cmd_beats.bit_length() - 1, 16)
         rd["cmd_beats"].assign(Mux(fetch_req, cmd_field(lh, 2, 16), fetch_beats))
         rd["cmd_rows"].assign(Mux(fetch_req, cmd_field(lh, 3, 16), Bits(16)(1)))
         rd["cmd_stride"].assign(Mux(fetch_req, cmd_field(lh, 4, AW), Bits(AW)(0)))
-        fg = fetch_req & ~route.full & rd_cmd_ready
+        fg = fetch_req & room & rd_cmd_ready
         fetcher.go.assign(fg)
-        load_go = ~fetch_req & l_valid & ~route.full & (l_zero | rd_cmd_ready)
+        load_go = ~fetch_req & l_valid & room & (l_zero | rd_cmd_ready)
         loadq.pop(load_go)
         self.load_go = load_go
         l_entry = load_entry(lh)
@@ -96,4 +109,5 @@ class LoadEngine:
         # enable, not the select of its 100-odd data bits (dma.rd.split.active -> the ready ->
         # the choice -> the route FIFO's LUT-RAM data: 98 endpoints at 10.6 ns in
         # fpga.paths' estimate of d1cbf2b's 8x8, its worst group inside the design)
-        route.push(Mux(fetch_req, l_entry, f_entry), fg | load_go)
+        in_d.assign(Mux(fetch_req, l_entry, f_entry))
+        in_v.assign(fg | load_go)
