@@ -439,7 +439,8 @@ def _w_fifo(clk, rst, push, data, ready, name: str):
     channel's, from the memory's port) reaches only the read pointer and the fill count.
     Returns ``(out_valid, out_data, room)``: ``room`` = after this edge it holds at most 2
     beats counting the push and not the pop, the next value of a registered ``in_ready``
-    that never over-fills it and runs at one beat per cycle while ``ready`` is high.
+    that never over-fills it and runs at one beat per cycle while ``ready`` is high, as a pair
+    of flop functions ``(without the push, with it)`` for the caller to select by the push.
     Registers ``{name}_slot0..2``, ``{name}_wr``/``{name}_rd``, ``{name}_n`` (fill) and
     ``{name}_v`` (not empty)."""
     ring = Ring3(clk, rst, name)
@@ -455,7 +456,7 @@ def _w_fifo(clk, rst, push, data, ready, name: str):
     n_next = Mux(push, Mux(pop, n.q, n_pop), Mux(pop, n_push, n.q))
     n.next(n_next)
     v.next(n_next != Bits(2)(0))
-    room = Mux(push, n.q != Bits(2)(3), ~n.q[1])     # n + push <= 2
+    room = (n.q != Bits(2)(3), ~n.q[1])                 # n + push <= 2
     return v.q, pick3(rd.q, slots), room
 
 
@@ -525,9 +526,18 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         first.next(Mux(w_fire, first.q, w_last))
         # the beat after this one (index beat + 1) is the last when beat + 1 == len
         lastn.next(Mux(w_fire, lastn.q, add(beat.q, Bits(8)(1), 8) == head_len))
-        wv, wd, held_after = _w_fifo(clk, rst, w_fire, BitsSignal.concat([w_last, p.in_data]),
-                                     p.m_axi_wready, "w_q")
-        in_ready_q.next(have_next & held_after)
+        wv, wd, room = _w_fifo(clk, rst, w_fire, BitsSignal.concat([w_last, p.in_data]),
+                               p.m_axi_wready, "w_q")
+        # lens_q's next valid and the W FIFO's room are selected by this cycle's beat, each
+        # side a function of flops: the beat (the arbiter's in_valid, across the die) is the
+        # last input, one LUT before in_ready_q. As have_next & room, the beat ran through the
+        # last flag into lens_q_v's next-valid LUTs 33 columns away and back (in_valid ->
+        # 2.48 ns -> lens_q -> 2.49 ns -> in_ready_q: the placed 8x8's critical path on seed 1
+        # at 32abc82, 7.99 ns). have_next = (lens_q_v & not taken) | skid | the FIFO not empty
+        more = ~lens_in_ready | ~lens.empty                # lens_q's skid entry, or the FIFO's
+        in_ready_q.next(Mux(w_fire, room[0] & (have | more),
+                            room[1] & ((have & ~w_last) | more)))
+        del have_next
         p.m_axi_wdata = wd[0:DW]
         p.m_axi_wstrb = Bits(nb)((1 << nb) - 1)
         p.m_axi_wlast = wd[DW]
