@@ -315,7 +315,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                 ~mm.busy & ~st.busy & ~vec.busy & arb.idle & ~dma.rd_busy & ~dma.wr_busy & ~start)
         status.finish(clk, rst, start, idle)
         status.close(clk, rst, start,
-                     {ERR_BAD_OP: disp.bad & disp.dispatch, ERR_CORE: mm.err,
+                     {ERR_BAD_OP: disp.bad_go, ERR_CORE: mm.err,
                       ERR_DMA_WR: dma.wr_err, ERR_DMA_RD: dma.rd_err},
                      (("perf_cycles", Bits(1)(1), 1), ("perf_core_busy", mm.core_fire, 1),
                       ("perf_stall", mm.stall, 1),
