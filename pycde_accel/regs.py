@@ -164,13 +164,18 @@ class Ring3:
         self.clk, self.name = clk, name
         self.wr = NamedReg(3, clk, rst, 0b001, name=f"{name}_wr")
 
-    def load(self, data, push) -> list:
-        """The slots' outputs (call once)."""
+    def load(self, data, push, free=None) -> list:
+        """The slots' outputs (call once). ``free`` (optional, made of flops): high when the
+        slot under the pointer holds no beat. Then that slot takes ``data`` on every edge
+        while it is free, and a push keeps it by moving the pointer on, so a slot's enable
+        is one pointer bit and ``free``, with no push (the sender's valid, from across the
+        die) in it."""
         from pycde.constructs import Mux
 
         slots = []
         for i in range(3):
-            s = NamedReg(data.type.width, self.clk, None, None, ce=push & self.wr.q[i],
+            en = (free if free is not None else push) & self.wr.q[i]
+            s = NamedReg(data.type.width, self.clk, None, None, ce=en,
                          name=f"{self.name}_slot{i}")
             s.next(data)
             slots.append(s.q)
