@@ -289,8 +289,8 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         # the beat buffer and the hold register, BB_CHUNK bits at a time, each chunk loaded
         # by its own copy of the load decision: from kept copies (``keep_ff``) of the flops
         # it is made of (bb_valid, hold_valid, s3_room inverted, "bb_col is the last
-        # group"), one set per chunk, so the decision's fanout is a LUT beside each chunk and
-        # only c_fire crosses the die. The single decision (store.hold_valid -> c_fire ->
+        # group"), one set per chunk, so the decision's fanout is a LUT beside each chunk
+        # (and the take, c_fire, is in no chunk's enable: see below). The single decision (store.hold_valid -> c_fire ->
         # load_bb -> a 3.4 ns route to C * ACC flops' CEs) was the placed 8x8's critical path
         # on seed 2 at c423a1a (8.65 ns, 7.41 of it routing)
         chunks = [(lo, min(lo + BB_CHUNK, C * ACC)) for lo in range(0, C * ACC, BB_CHUNK)]
@@ -303,10 +303,16 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         bb_parts = []
         for k, (lo, hi) in enumerate(chunks):
             free_k = ~cp_bb_v[k] | (~cp_full[k] & cp_last[k])
-            h_k = NamedReg(hi - lo, clk, None, None, ce=c_fire & ~free_k,
+            # the enables are flops' copies only: the hold register samples the C beat
+            # while it is empty and the buffer is not free (a beat taken then stays, as
+            # hold_valid rises), the buffer samples while it is free (hold or C beat; one
+            # that is not taken leaves bb_valid low). With c_fire in them, feed_queue_empty
+            # -> c_fire -> a 3.28 ns route -> bb_data's CE was the placed 8x8's critical
+            # path on seed 1 at ac8e72c (7.81 ns, 6.58 routing)
+            h_k = NamedReg(hi - lo, clk, None, None, ce=~free_k & ~cp_hold[k],
                            name=f"hold_data_{lo}")
             h_k.next(p.c_data[lo:hi])
-            b_k = NamedReg(hi - lo, clk, None, None, ce=free_k & (cp_hold[k] | c_fire),
+            b_k = NamedReg(hi - lo, clk, None, None, ce=free_k,
                            name=f"bb_data_{lo}")
             b_k.next(Mux(cp_hold[k], p.c_data[lo:hi], h_k.q))
             bb_parts.append(b_k.q)
