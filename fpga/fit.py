@@ -179,11 +179,16 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 111.22,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 123.23,
               "the whole default accelerator, Yosys once and nextpnr towards 150 MHz on seeds "
-              "1-3 (as bench/fmax.py's measure_accel), RTL of commit af39b54 (the write DMA's "
-              "in_ready a flop, the read splitter's copy of rd_cmd_q_v): 111.22 / 119.02 / "
-              "125.08 on seeds 1-3 (seed 1: the dispatch decision into the head's decode "
+              "1-3 (as bench/fmax.py's measure_accel), RTL of commit bd973bd (the dispatch "
+              "decision from per-class flops, X writes registered, kernel compares as "
+              "subtractions, the CSR response, the route FIFO's input slice, the W FIFO and "
+              "beat buffer enables from flops): 123.23 / 124.04 / 128.30 on seeds 1-3 (seed 1: "
+              "the read router's route-head take); ac8e72c gave 128.06 / 122.71 / 123.00, "
+              "32abc82 125.11 / 120.31 / 124.22; af39b54 (the write DMA's "
+              "in_ready a flop, the read splitter's copy of rd_cmd_q_v) gave 111.22 / 119.02 / "
+              "125.08 (seed 1: the dispatch decision into the head's decode "
               "slice); ade49bc (the dispatch slice's command in a fifo_slice) gave 114.26 / "
               "122.76 / 118.53 (seed 1: the write DMA's in_ready into the write arbiter's "
               "data slice; 1358fb9's registered in_ready, reverted, gave 108.78 on seed 2); "

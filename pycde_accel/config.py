@@ -32,8 +32,8 @@ class AccelConfig:
 
     rows, cols:      systolic array shape (PE rows x PE columns); rows index M, cols index N.
                      The default 8x8 is chosen from placed measurements on the ECP5-85F
-                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 111.2-125.1
-                     MHz (seeds 1-3 of one netlist, commit af39b54; 114.3-122.8 at ade49bc).
+                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 123.2-128.3
+                     MHz (seeds 1-3 of one netlist, commit bd973bd; 111.2-125.1 at af39b54).
                      16x8 with 2048-deep A/B scratchpads (128 PEs, 153 of the 156
                      DSPs with the kernels) placed at 106.7 MHz (seed 1, e8fcff2; 100.0 at
                      d1cbf2b): at 29fc67b's placed clocks it runs the CIFAR VGG
