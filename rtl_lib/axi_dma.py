@@ -434,9 +434,10 @@ def make_dma_read(data_width: int = 64, addr_width: int = 32, max_burst: int = 2
 
 def _w_fifo(clk, rst, push, data, ready, name: str):
     """The write engine's W FIFO: 3 slots, a beat pushed into the slot under a one-hot write
-    pointer (each slot's enable is its pointer bit and "not full", flops), ``out_valid`` a flop and ``out_data`` the
-    slot under a one-hot read pointer (one mux after the flops), latency 1; ``ready`` (the W
-    channel's, from the memory's port) reaches only the read pointer and the fill count.
+    pointer (each slot's enable is its pointer bit and "not full", flops), ``out_valid`` a
+    flop and ``out_data`` the slot under a one-hot read pointer (one mux after the flops),
+    latency 1; ``ready`` (the W channel's, from the memory's port) reaches only the read
+    pointer and the fill count.
     Returns ``(out_valid, out_data, room)``: ``room`` = after this edge it holds at most 2
     beats counting the push and not the pop, the next value of a registered ``in_ready``
     that never over-fills it and runs at one beat per cycle while ``ready`` is high, as a pair
@@ -507,8 +508,8 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         # lens_full, four LUTs, was the placed 8x8's critical path on seed 2 at a8b3ab2).
         # A burst's beats may start two edges after its AW (one more: perfmodel.timing.AW_TO_W)
         lens_taken = Wire(Bits(1), "lens_q_taken")
-        have, lens_head, lens_in_ready, have_next = register_slice(
-            clk, rst, ~lens.empty, lens.output, lens_taken, "lens_q", next_valid=True)
+        have, lens_head, lens_in_ready = register_slice(
+            clk, rst, ~lens.empty, lens.output, lens_taken, "lens_q")
         lens.pop(~lens.empty & lens_in_ready)
         # ``in_ready`` is one flop (``in_ready_q``): it drives the write arbiter's data slice
         # across the die, and as the AND of ``lens_q_v`` and the W slice's room it was a LUT
@@ -541,7 +542,6 @@ def make_dma_write(data_width: int = 64, addr_width: int = 32, max_burst: int = 
         more = ~lens_in_ready | ~lens.empty                # lens_q's skid entry, or the FIFO's
         in_ready_q.next(Mux(w_fire, room[0] & (have | more),
                             room[1] & ((have & ~w_last) | more)))
-        del have_next
         p.m_axi_wdata = wd[0:DW]
         p.m_axi_wstrb = Bits(nb)((1 << nb) - 1)
         p.m_axi_wlast = wd[DW]
