@@ -14,6 +14,8 @@ from pycde_accel.rtl_lib.axi_dma import make_axi_dma
 from pycde_accel.rtl_lib.emit import emit_module
 from pycde_accel.sim import build, run
 
+from .sv_cone import cone
+
 #: the cocotb testbench, tb_axi_dma.py next to this file (the runner imports it from TB_DIRS)
 TB = "tb_axi_dma"
 TB_DIRS = [Path(__file__).resolve().parent]
@@ -162,24 +164,6 @@ def test_bad_parameters_are_refused(kw, needle):
         make_axi_dma(**kw)
 
 
-def _cone(sv: str, expr: str) -> set[str]:
-    """The identifiers an expression of the emitted SV depends on, through its ``wire x =``
-    declarations (registers end the walk: their names are in the set)."""
-    import re
-
-    wires = {m.group(1): m.group(2) for m in
-             re.finditer(r"wire\s+(?:\[[^\]]*\]\s*)?(\w+)\s*=\s*(.*?);", sv, re.S)}
-    seen, todo = set(), set(re.findall(r"[A-Za-z_]\w*", expr))
-    while todo:
-        n = todo.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        if n in wires:
-            todo |= set(re.findall(r"[A-Za-z_]\w*", wires[n]))
-    return seen
-
-
 def test_write_in_ready_is_a_flop_that_wready_does_not_reach(tmp_path):
     """The write engine's ``in_ready`` (it drives the write arbiter's slice across the die) is
     the register ``in_ready_q``, and ``m_axi_wready`` is not in its next value's cone (a
@@ -193,8 +177,8 @@ def test_write_in_ready_is_a_flop_that_wready_does_not_reach(tmp_path):
     sv = (tmp_path / "sv" / f"{out.top}.sv").read_text()
     assert re.search(r"assign\s+in_ready\s*=\s*in_ready_q\s*;", sv)
     d = re.search(r"in_ready_q\s*<=\s*(.*?);", sv.split("in_ready_q <= 1'h0;")[1], re.S)
-    cone = _cone(sv, d.group(1))
-    assert "lens_q_v" in cone or "lens_q_v_next" in cone
-    assert "m_axi_wready" not in cone, sorted(cone)
+    ready_cone = cone(sv, d.group(1))
+    assert "lens_q_v" in ready_cone or "lens_q_v_next" in ready_cone
+    assert "m_axi_wready" not in ready_cone, sorted(ready_cone)
     fill = re.search(r"w_q_n\s*<=\s*(.*?);", sv.split("w_q_n <= 2'h0;")[1], re.S)
-    assert "m_axi_wready" in _cone(sv, fill.group(1))
+    assert "m_axi_wready" in cone(sv, fill.group(1))

@@ -12,6 +12,8 @@ import pytest
 from pycde_accel.assemble import emit_accelerator
 from pycde_accel.config import AccelConfig
 
+from .sv_cone import definitions, leaves
+
 ENGINES = ("load", "exec", "store", "vec")
 
 
@@ -20,31 +22,6 @@ def top_sv(tmp_path_factory):
     work = tmp_path_factory.mktemp("dispatch")
     em = emit_accelerator(AccelConfig(rows=2, cols=8), work / "sv", kernel_dir=work / "k")
     return (work / "sv" / f"{em.top}.sv").read_text()
-
-
-def _defs(sv: str) -> dict[str, str]:
-    """Every combinational name of the module -> its expression (``wire x = ...;`` and
-    ``assign x = ...;``)."""
-    out = {m.group(1): m.group(2) for m in
-           re.finditer(r"wire\s+(?:\[[^\]]*\]\s*)?(\w+)\s*=\s*(.*?);", sv, re.S)}
-    out.update({m.group(1): m.group(2) for m in
-                re.finditer(r"assign\s+(\w+)\s*=\s*(.*?);", sv, re.S)})
-    return out
-
-
-def _cone(defs: dict[str, str], expr: str) -> set[str]:
-    """The registers and ports an expression depends on through combinational names."""
-    seen, leaves, todo = set(), set(), set(re.findall(r"[A-Za-z_]\w*", expr))
-    while todo:
-        n = todo.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        if n in defs:
-            todo |= set(re.findall(r"[A-Za-z_]\w*", defs[n]))
-        else:
-            leaves.add(n)
-    return leaves
 
 
 def _next(sv: str, reg: str) -> str:
@@ -56,23 +33,23 @@ def _next(sv: str, reg: str) -> str:
 
 
 def test_the_decision_starts_at_flops_beside_the_head(top_sv):
-    defs = _defs(top_sv)
+    defs = definitions(top_sv)
     allowed = re.compile(r"dispatch_head_(v|d)|dispatch_ok_\w+|\d+'?[hbd]?\w*|h\w+")
     # every engine queue's push, and the decision itself (the credit register's next value)
     exprs = {e: defs[f"{e}_head_fifo_push"] for e in ENGINES}
     exprs["decision"] = defs["credit_return_q_next"]
     for what, expr in exprs.items():
-        leaves = _cone(defs, expr)
-        assert any(l.startswith("dispatch_ok_") for l in leaves), (what, sorted(leaves))
-        bad = sorted(l for l in leaves if not allowed.fullmatch(l))
+        srcs = leaves(defs, expr)
+        assert any(n.startswith("dispatch_ok_") for n in srcs), (what, sorted(srcs))
+        bad = sorted(n for n in srcs if not allowed.fullmatch(n))
         assert not bad, f"{what}: {bad}"
 
 
 def test_the_class_flags_follow_the_queues_and_the_hazards(top_sv):
     """Each ``dispatch_ok`` flop is set from what its class waits for: the engine queue's full
     flag's next value, and for LOAD P / LOAD X the store / vector engine's idle conditions."""
-    defs = _defs(top_sv)
-    cones = {c: _cone(defs, _next(top_sv, f"dispatch_ok_{c}"))
+    defs = definitions(top_sv)
+    cones = {c: leaves(defs, _next(top_sv, f"dispatch_ok_{c}"))
              for c in ("load", "load_p", "load_x", "exec", "store", "vec", "fence")}
     for e in ENGINES:
         assert any(l.startswith(f"{e}_head_fifo_") for l in cones[e]), (e, sorted(cones[e]))

@@ -425,18 +425,13 @@ def test_x_buffer_write_starts_at_the_engines_flops(tmp_path):
 
     from pycde_accel.assemble import emit_vector_engine
 
+    from .sv_cone import cone
+
     em = emit_vector_engine(_config(64), tmp_path / "sv", work_dir=tmp_path / "k")
     sv = (tmp_path / "sv" / f"{em.top}.sv").read_text()
     m = re.search(r"x_mem\[([^;]*?)\]\s*<=\s*([^;]*);", sv)
     assert m, "no write of x_mem"
-    wires = {w.group(1): w.group(2) for w in
-             re.finditer(r"wire\s+(?:\[[^\]]*\]\s*)?(\w+)\s*=\s*(.*?);", sv, re.S)}
-    seen, todo = set(), set(re.findall(r"[A-Za-z_]\w*", m.group(1) + " " + m.group(2)))
-    while todo:
-        n = todo.pop()
-        if n not in seen:
-            seen.add(n)
-            todo |= set(re.findall(r"[A-Za-z_]\w*", wires.get(n, "")))
+    seen = cone(sv, m.group(1) + " " + m.group(2))
     assert "x_wr_pend_data" in seen and "x_wr_pend_index" in seen, sorted(seen)
     ports = {"x_wr_data", "x_wr_index", "x_wr_valid"}
     assert not ports & seen, sorted(ports & seen)
