@@ -30,7 +30,8 @@ Protocol and latency
   performed and ``bvalid`` rises (1 cycle after the later of AW/W if B is empty). ``bvalid``
   is held until ``bready``. The write decision and each register's write enable are logic of
   flops only (``bready`` is not in them, and the address compare is registered with AW,
-  ``aw_hit_*``, and so is the response it gives, ``aw_resp``): a write's CE fans out to registers all over the design. Throughput: one
+  ``aw_hit_*``, and so is the response it gives, ``aw_resp``): a write's CE fans out to
+  registers all over the design. Throughput: one
   write per 2 cycles while ``bready`` is high.
 * Read: ``arready = !rvalid``; the read data is registered on the AR handshake edge, so
   ``rvalid`` rises one cycle after AR; held until ``rready``. One read per 2 cycles.

@@ -265,8 +265,13 @@ class Dispatcher:
             "store": head_valid & is_op[2] & ok["store"].q,
             "vec": head_valid & is_op[3] & ok["vec"].q,
         }
-        dispatch = (own["load"] | own["exec"] | own["store"] | own["vec"]
-                    | (head_valid & (bad | (fence & ok["fence"].q))))
+        # FENCE and a bad opcode from their own terms, not through the decision
+        # (dispatch_head_d -> the decision -> fence_go -> the stamp counter's enable ->
+        # stamp_we_q was the placed 8x8's critical path on seed 3 at ac8e72c, 8.13 ns)
+        self.fence_go = head_valid & fence & ok["fence"].q
+        self.bad_go = head_valid & bad
+        dispatch = (own["load"] | own["exec"] | own["store"] | own["vec"] | self.fence_go
+                    | self.bad_go)
         dispatch_w.assign(dispatch)
         # each queue's write enable from its own terms, not from the whole decision: equal to
         # dispatch & is_op[k], since the classes are one-hot
@@ -290,9 +295,4 @@ class Dispatcher:
         dispatched.next(Mux(start, Mux(dispatch, dispatched.q, inc(dispatched.q, 32)),
                             Bits(32)(0)))
         self.head_valid, self.bad, self.dispatch = head_valid, bad, dispatch
-        # from their own terms, not through the decision (dispatch_head_d -> the decision ->
-        # fence_go -> the stamp counter's enable -> stamp_we_q was the placed 8x8's critical
-        # path on seed 3 at ac8e72c, 8.13 ns)
-        self.fence_go = head_valid & fence & ok["fence"].q
-        self.bad_go = head_valid & bad
         self.dispatched = dispatched.q

@@ -15,8 +15,8 @@ DMA's command port (``cmd_addr``, ``cmd_beats``, ``cmd_rows``, ``cmd_stride``, `
   a ZERO load (flag bit 2) issues none.
 * Every read issued and every ZERO load pushes a ``route`` entry (``depth`` entries behind a
   register slice, ``route_in``, of 2 more; the slice's ``in_ready`` holds both back; an
-  entry reaches the FIFO a cycle after its issue; ``route_empty``: none in either): bits ``[0, 3)`` destination, ``[3, 6)`` flags (LANES,
-  COMMIT, ZERO), ``[6, 22)`` index (word 5), ``[22, 38)`` word (word 6), ``[38, 54)`` beats,
+  entry reaches the FIFO a cycle after its issue; ``route_empty``: none in either): bits
+  ``[0, 3)`` destination, ``[3, 6)`` flags (LANES, COMMIT, ZERO), ``[6, 22)`` index (word 5), ``[22, 38)`` word (word 6), ``[38, 54)`` beats,
   ``[54, 70)`` rows. A fetch's entry: destination ``dst_cmd``, 1 row. ``decode`` (optional, a
   ``dispatch.EngineDecode``, e.g. of ``read_router.route_decode``): bits stored above each entry,
   computed on the way in (of the LOAD's and of the fetch's entry, before the choice between
@@ -71,7 +71,8 @@ class LoadEngine:
         # LUT RAM was the fetcher's request -> the read command's slice -> the push ->
         # the FIFO's flags -> WRE (fetch_left_nonzero -> route_fifo_mem WRE, 8.31 ns, 6.22 of
         # it routing: the placed 8x8's critical path on seed 2 at 32abc82)
-        in_v, in_d = Wire(Bits(1), "route_in_valid"), Wire(Bits(ROUTE_BITS + extra), "route_in_data")
+        in_v = Wire(Bits(1), "route_in_valid")
+        in_d = Wire(Bits(ROUTE_BITS + extra), "route_in_data")
         s_v, s_d, room = register_slice(clk, rst, in_v, in_d, ~route.full, "route_in")
         route.push(s_d, s_v)
         #: no entry in the slice or the FIFO

@@ -290,9 +290,9 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         # by its own copy of the load decision: from kept copies (``keep_ff``) of the flops
         # it is made of (bb_valid, hold_valid, s3_room inverted, "bb_col is the last
         # group"), one set per chunk, so the decision's fanout is a LUT beside each chunk
-        # (and the take, c_fire, is in no chunk's enable: see below). The single decision (store.hold_valid -> c_fire ->
-        # load_bb -> a 3.4 ns route to C * ACC flops' CEs) was the placed 8x8's critical path
-        # on seed 2 at c423a1a (8.65 ns, 7.41 of it routing)
+        # (and the take, c_fire, is in no chunk's enable: see below). The single decision
+        # (store.hold_valid -> c_fire -> load_bb -> a 3.4 ns route to C * ACC flops' CEs) was
+        # the placed 8x8's critical path on seed 2 at c423a1a (8.65 ns, 7.41 of it routing)
         chunks = [(lo, min(lo + BB_CHUNK, C * ACC)) for lo in range(0, C * ACC, BB_CHUNK)]
         nch = len(chunks)
         cp_bb_v = replicated(clk, rst, bb_v_next, nch, "bb_valid_cp")

@@ -57,7 +57,8 @@ def run_body(lines, result, env):
         a, b = (env[s.strip()] for s in args.split(","))
         ua, ub = a & ((1 << w) - 1), b & ((1 << w) - 1)
         r = {"addi": lambda: a + b, "subi": lambda: a - b, "muli": lambda: a * b,
-             "andi": lambda: ua & ub, "ori": lambda: ua | ub, "xori": lambda: ua ^ ub, "shli": lambda: ua << ub,
+             "andi": lambda: ua & ub, "ori": lambda: ua | ub, "xori": lambda: ua ^ ub,
+             "shli": lambda: ua << ub,
              "shrui": lambda: ua >> ub, "shrsi": lambda: a >> ub}[op]()
         env[dst], width[dst] = _wrap(r, w), w
     return env[result]
