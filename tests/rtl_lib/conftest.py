@@ -7,7 +7,8 @@ module name with this folder in ``module_dirs``.
 each block is built once per distinct SV. ``block_sim(key, emit)``: the Verilator build of the
 SV that ``emit(sv_dir)`` (-> ``rtl_lib.emit.EmittedSV``) writes, made once per ``key`` and
 session; ``module_sim(module)``: the same for one PyCDE module class (``emit_module``), keyed by
-its SV name.
+its SV name. ``top_sv``: the text of the emitted top of a 2x8 accelerator (its own logic: dispatch,
+read router), for the tests that walk its logic cones (``sv_cone``).
 """
 
 from __future__ import annotations
@@ -42,3 +43,13 @@ def module_sim(block_sim):
         return block_sim(module.module_name, lambda sv_dir: emit_module(module, sv_dir))
 
     return get
+
+
+@pytest.fixture(scope="session")
+def top_sv(tmp_path_factory):
+    from pycde_accel.assemble import emit_accelerator
+    from pycde_accel.config import AccelConfig
+
+    work = tmp_path_factory.mktemp("top_2x8")
+    em = emit_accelerator(AccelConfig(rows=2, cols=8), work / "sv", kernel_dir=work / "k")
+    return (work / "sv" / f"{em.top}.sv").read_text()

@@ -4,7 +4,8 @@ signal's logic starts (a placed path's structure) without placing the design.
 ``definitions(sv)``: every combinational name of the module -> its expression (``wire x = ...;``
 and ``assign x = ...;``). ``cone(sv, expr)``: every name ``expr`` depends on through those
 definitions (the wires passed and the registers and ports where the walk ends). ``leaves(sv,
-expr)``: the registers and ports alone."""
+expr)``: the registers and ports alone. ``next_value(sv, reg)``: the expression a register
+takes on a clock edge outside reset."""
 
 from __future__ import annotations
 
@@ -37,3 +38,10 @@ def cone(sv: str | dict, expr: str) -> set[str]:
 def leaves(sv: str | dict, expr: str) -> set[str]:
     defs = definitions(sv) if isinstance(sv, str) else sv
     return {n for n in cone(defs, expr) if n not in defs}
+
+
+def next_value(sv: str, reg: str) -> str:
+    hits = re.findall(rf"\b{reg}\s*<=\s*(.*?);", sv, re.S)
+    vals = [h for h in hits if not re.fullmatch(r"\d+'[hbd][0-9a-fA-F]+", h.strip())]
+    assert len(vals) == 1, (reg, hits)
+    return vals[0]

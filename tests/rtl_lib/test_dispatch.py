@@ -7,29 +7,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
-from pycde_accel.assemble import emit_accelerator
-from pycde_accel.config import AccelConfig
-
-from .sv_cone import definitions, leaves
+from .sv_cone import definitions, leaves, next_value
 
 ENGINES = ("load", "exec", "store", "vec")
-
-
-@pytest.fixture(scope="module")
-def top_sv(tmp_path_factory):
-    work = tmp_path_factory.mktemp("dispatch")
-    em = emit_accelerator(AccelConfig(rows=2, cols=8), work / "sv", kernel_dir=work / "k")
-    return (work / "sv" / f"{em.top}.sv").read_text()
-
-
-def _next(sv: str, reg: str) -> str:
-    """The expression a register takes on a clock edge outside reset."""
-    hits = re.findall(rf"\b{reg}\s*<=\s*(.*?);", sv, re.S)
-    vals = [h for h in hits if not re.fullmatch(r"\d+'[hbd][0-9a-fA-F]+", h.strip())]
-    assert len(vals) == 1, (reg, hits)
-    return vals[0]
 
 
 def test_the_decision_starts_at_flops_beside_the_head(top_sv):
@@ -49,7 +29,7 @@ def test_the_class_flags_follow_the_queues_and_the_hazards(top_sv):
     """Each ``dispatch_ok`` flop is set from what its class waits for: the engine queue's full
     flag's next value, and for LOAD P / LOAD X the store / vector engine's idle conditions."""
     defs = definitions(top_sv)
-    cones = {c: leaves(defs, _next(top_sv, f"dispatch_ok_{c}"))
+    cones = {c: leaves(defs, next_value(top_sv, f"dispatch_ok_{c}"))
              for c in ("load", "load_p", "load_x", "exec", "store", "vec", "fence")}
     for e in ENGINES:
         assert any(l.startswith(f"{e}_head_fifo_") for l in cones[e]), (e, sorted(cones[e]))
