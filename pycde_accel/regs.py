@@ -26,7 +26,8 @@ class NamedReg:
         self._d.assign(value)
 
 
-def register_slice(clk, rst, valid, data, ready, name: str, next_valid: bool = False):
+def register_slice(clk, rst, valid, data, ready, name: str, next_valid: bool = False,
+                   next_data: bool = False):
     """A full-rate valid/ready register slice (2-entry skid buffer) between a sender
     (``valid``, ``data``) and a receiver (``ready``): returns ``(out_valid, out_data,
     in_ready)``. ``out_valid``/``out_data`` and ``in_ready`` are registers, so neither the
@@ -36,7 +37,13 @@ def register_slice(clk, rst, valid, data, ready, name: str, next_valid: bool = F
 
     ``next_valid=True`` also returns ``out_valid``'s next value (a 4-tuple): a receiver that
     joins several slices can register the AND of their valids, so that its own decisions start
-    at one flop instead of an AND tree of the slices' flops."""
+    at one flop instead of an AND tree of the slices' flops.
+
+    ``next_data=True`` also returns ``(load, entering)`` after those: ``load`` is high on an
+    edge where the output register loads (it is empty or taken) and ``entering`` is what it
+    loads (the skid's beat if one is held, else ``data``). A receiver can keep a register of
+    its own about the head (a decision it would otherwise decode from ``out_data``) that
+    takes its value from ``entering`` on ``load``."""
     from pycde.constructs import Mux
 
     w = data.type.width
@@ -47,13 +54,16 @@ def register_slice(clk, rst, valid, data, ready, name: str, next_valid: bool = F
     skid_d = NamedReg(w, clk, None, None, ce=in_ready, name=f"{name}_skid_d")
     skid_d.next(data)
     main_d = NamedReg(w, clk, None, None, ce=load, name=f"{name}_d")
-    main_d.next(Mux(skid_v.q, data, skid_d.q))
+    entering = Mux(skid_v.q, data, skid_d.q)
+    main_d.next(entering)
     main_v_next = Mux(load, main_v.q, skid_v.q | valid)
     main_v.next(main_v_next)
     skid_v.next(Mux(load, skid_v.q | (valid & in_ready), Bits(1)(0)))
     out = (main_v.q, main_d.q, in_ready)
     if next_valid:
         out += (main_v_next,)
+    if next_data:
+        out += (load, entering)
     return out
 
 

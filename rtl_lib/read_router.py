@@ -96,8 +96,8 @@ class ReadRouter:
         r_pop_w = Wire(Bits(1), "route_pop")
         # the route FIFO holds each entry with its decode (:func:`route_decode`, computed on
         # the way in), so the slice's input is the FIFO's read with no logic after it
-        r_valid, re, route_ready = register_slice(clk, rst, ~route.empty, route.output,
-                                                  r_pop_w, "route_head")
+        r_valid, re, route_ready, r_load, re_in = register_slice(
+            clk, rst, ~route.empty, route.output, r_pop_w, "route_head", next_data=True)
         route.pop(~route.empty & route_ready)
         r_lanes, r_commit, r_zero = re[3], re[4], re[5]
         r_index, r_word = re[6:22], re[22:38]
@@ -117,7 +117,14 @@ class ReadRouter:
         b_lastn = NamedReg(1, clk, rst, 0, name="route_beat_last_next")
         r_lastn = NamedReg(1, clk, rst, 0, name="route_row_last_next")
         z_row_last = Mux(b_first.q, b_lastn.q, r_beats_one)
-        z_last = z_row_last & Mux(r_first.q, r_lastn.q, r_rows_one)
+        # a ZERO entry's "this beat is the command's last" as a flop of its own
+        # (``route_zero_last``, its next value below the counters): the head's pop is then a
+        # LUT of flops (route_head_d -> the row/beat last LUTs ->
+        # the pop -> route_head_skid_v was the placed 8x8's critical path on seed 1 at
+        # bd973bd, 8.11 ns). It equals z_row_last & (r_first ? r_lastn : rows_one); an entry
+        # entering the head has both first flags set (a pop is a row's last beat too)
+        z_last_q = NamedReg(1, clk, rst, 0, name="route_zero_last")
+        z_last = z_last_q.q
         # the DMA's read beats through a register slice of the router's own (``route_rd``):
         # the destination readies -> the router's ready end here, beside the router, not at
         # the DMA's R slice across the die (a spad's wr_ready_q -> the destination ready mux
@@ -154,12 +161,23 @@ class ReadRouter:
         bcnt.next(Mux(beat_fire, bcnt.q, Mux(row_last, b_up, Bits(16)(0))))
         rcnt.next(Mux(beat_fire, rcnt.q,
                       Mux(cmd_last, Mux(row_last, rcnt.q, r_up), Bits(16)(0))))
+        r_move = beat_fire & (row_last | cmd_last)
+        tcnt.next(Mux(beat_fire, tcnt.q, Mux(cmd_last, inc(tcnt.q, 16), Bits(16)(0))))
         b_first.next(Mux(beat_fire, b_first.q, row_last))
         b_lastn.next(Mux(beat_fire, b_lastn.q, bcnt.q == r_beats_m2))
-        r_move = beat_fire & (row_last | cmd_last)
         r_first.next(Mux(r_move, r_first.q, cmd_last))
         r_lastn.next(Mux(r_move, r_lastn.q, rcnt.q == r_rows_m2))
-        tcnt.next(Mux(beat_fire, tcnt.q, Mux(cmd_last, inc(tcnt.q, 16), Bits(16)(0))))
+        # route_zero_last's next value: an entry entering the head: its "one beat and one
+        # row"; else after a beat of a ZERO head (not its last: that pops it) that ended a
+        # row: the next row's first beat, last if the entry has one beat a row and that row
+        # is the last (r_first goes low, r_lastn takes rcnt == rows - 2); after a beat within
+        # a row: the row's next beat, last if it is the row's (b_lastn's next value) in the
+        # last row (unchanged); else unchanged
+        r_part = Mux(r_first.q, r_lastn.q, r_rows_one)
+        after_beat = Mux(z_row_last, (bcnt.q == r_beats_m2) & r_part,
+                         r_beats_one & (rcnt.q == r_rows_m2))
+        z_last_q.next(Mux(r_load, Mux(beat_fire, z_last, after_beat),
+                          re_in[108] & re_in[109]))      # (rows_one & beats_one)
         # lane (index + row, one-hot) and word (word + beat) as registers advanced with their
         # counters, so the scratchpads' lane enables and word addresses start at a mux of
         # flops, not at a 16-bit adder and compare (route_row -> lane adder -> lane compare ->
