@@ -619,8 +619,18 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         # only the port: the read router's destination ready starts at a flop it can sit
         # beside, not at out_valid_q and to_x across the die (vector.out_valid_q -> x_wr_ready
         # -> the router's destination ready -> the read DMA's R slice enables was the placed
-        # 8x8's critical path at 774f804, seed 1)
-        x_ready_q.next(~(out_valid_next & Mux(accept, to_x, p.v_to_x)))
+        # 8x8's critical path at 774f804, seed 1). That next value is not out_valid_next,
+        # whose take runs from the wd_out slice through y_ready into the kernels' output
+        # FIFOs (wd_out_skid_v -> the take -> lut_fifo and mul_kernel's out_fifo ->
+        # x_wr_ready_q was the placed 8x8's critical path on seed 2 at bd973bd, 8.06 ns): while
+        # a TO_X command runs, the output register is taken every cycle it is full (y_ready
+        # is 1), so out_valid_next is the result arriving with y_ready = 1 (``tox_next``);
+        # on an accept, when the old command's results are all written, the bound
+        # out_valid | tox_next (low ready is always allowed)
+        tox_next = (y_valid & (ey.q == Bits(EB)(AB - 1))) | (~lut_fifo.empty & is_lut) | all_y
+        if rr:
+            tox_next = tox_next | (unit.out_valid & is_rr)
+        x_ready_q.next(~Mux(accept, to_x & tox_next, p.v_to_x & (out_valid.q | tox_next)))
 
         # ------------------------------------------------------------ outputs, finish
         # w == n and tw == n as flops, each set from its counter's next value (an accept

@@ -436,3 +436,21 @@ def test_x_buffer_write_starts_at_the_engines_flops(tmp_path):
     ports = {"x_wr_data", "x_wr_index", "x_wr_valid"}
     assert not ports & seen, sorted(ports & seen)
     assert re.search(r"x_wr_pend_data\s*<=\s*x_wr_data\s*;", sv)
+
+
+def test_x_wr_ready_does_not_wait_on_the_dram_side(tmp_path):
+    """``x_wr_ready_q``'s next value is made from the output register, the kernels' result
+    valids and the command, not from the DRAM-bound slice's handshake through y_ready
+    (wd_out_skid_v -> the take -> the kernels' output FIFOs -> x_wr_ready_q was the placed
+    8x8's critical path on seed 2 at bd973bd). That it is still low whenever the engine
+    writes X is the random tests' (a TO_X result and an X beat in the same cycle)."""
+    from pycde_accel.assemble import emit_vector_engine
+
+    from .sv_cone import leaves, next_value
+
+    em = emit_vector_engine(_config(64), tmp_path / "sv", work_dir=tmp_path / "k")
+    sv = (tmp_path / "sv" / f"{em.top}.sv").read_text()
+    src = leaves(sv, next_value(sv, "x_wr_ready_q"))
+    assert {"out_valid_q", "cmd_to_x", "v_to_x"} <= src, sorted(src)
+    bad = sorted(n for n in src if n.startswith("wd_") or n in ("wc_pending", "pair_occupancy"))
+    assert not bad, bad
