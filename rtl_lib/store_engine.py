@@ -459,9 +459,12 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         y_all_next = y_vs[0]
         for v in y_vs[1:]:
             y_all_next = y_all_next & v
-        y_all = NamedReg(1, clk, rst, 0, name="y_all_valid")
-        y_all.next(y_all_next)
-        y_all = y_all.q
+        # in two kept copies: ``y_all_valid_0`` drives the lanes' y_ready (the Y slices'
+        # enables, L x 8 bits beside the kernels), ``y_all_valid_1`` the output's take (the
+        # column and row counters, the packer, the push), so neither load's fanout sits on
+        # the other's path (y_all_valid -> out_col -> wd_q_skid_v was the placed 8x8's
+        # critical path on seed 3 at bd973bd, 7.79 ns)
+        y_all_lanes, y_all = replicated(clk, rst, y_all_next, 2, "y_all_valid")
 
         # -- output: ReLU, pack bytes into beats, drop rows >= valid rows ------------------
         o_j = NamedReg(JW, clk, rst, 0, name="out_col")
@@ -470,8 +473,8 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         # row kept, ReLU) read flops, not the queue's LUT RAM (its read into the row test
         # into wd_valid_q was the placed 8x8's critical path)
         tile_end_w = Wire(Bits(1), "out_tile_end")
-        oh_v, o_head, oh_ready = register_slice(clk, rst, ~oq.empty, oq.output, tile_end_w,
-                                                "out_cmd")
+        oh_v, o_head, oh_ready, oh_load, oh_in = register_slice(
+            clk, rst, ~oq.empty, oq.output, tile_end_w, "out_cmd", next_data=True)
         oq.pop(~oq.empty & oh_ready)
         o_mask, o_relu = o_head[0:R], o_head[R]
         beat_end = (o_j.q[0:LGB] == Bits(LGB)(GB - 1)) if LGB else one
@@ -484,7 +487,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         wd_room = Wire(Bits(1), "wd_q_room")
         y_rdy = oh_v & ~(beat_end & ~wd_room)
         # a lane's result is taken when every lane has one (they run in lockstep)
-        y_ready.assign(y_rdy & y_all)
+        y_ready.assign(y_rdy & y_all_lanes)
         y_fire = y_all & y_rdy
         lane_bytes = []
         for y in ys:
@@ -503,7 +506,19 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
                          Mux(o_last_r, inc(o_r.q), Bits(RW)(0))))
         else:
             o_r.next(Bits(RW)(0))
-        row_kept = Mux(o_r.q, *[o_mask[r] for r in range(R)]) if R > 1 else o_mask[0]
+        # the row's keep bit from a flop, not an R-way mux of the head's mask on out_row:
+        # ``out_row_mask`` is the head's mask shifted right by out_row, loaded with the
+        # entering command's mask when the head loads (out_row is 0 then) and shifted when
+        # a row ends
+        if R > 1:
+            m_sh = NamedReg(R, clk, None, None, name="out_row_mask")
+            m_sh.next(Mux(oh_load,
+                          Mux(y_fire & o_last_j, m_sh.q,
+                              BitsSignal.concat([zero, m_sh.q[1:R]])),
+                          oh_in[0:R]))
+            row_kept = m_sh.q[0]
+        else:
+            row_kept = o_mask[0]
         push = y_fire & beat_end & row_kept
         GBW = 8 * L
         if GB > 1:

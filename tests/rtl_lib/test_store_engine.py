@@ -267,3 +267,18 @@ def test_parameter_memories_use_the_block_output_register_on_ecp5(tmp_path, targ
     else:
         assert inst == [] and store_engine.sim_models(cfg) == []
         assert re.search(r"s2_m0", text)
+
+
+def test_the_output_push_starts_at_its_own_flops(tmp_path):
+    """The data beat's push into ``wd_q`` reads the join's second copy (``y_all_valid_1``; the
+    first drives the lanes' Y slices) and the row's keep bit from ``out_row_mask``, not the
+    row counter through an R-way mux (y_all_valid -> out_col -> wd_q_skid_v was the placed
+    8x8's critical path on seed 3 at bd973bd). Which rows are written is the random tests'
+    (their valid-row masks)."""
+    from .sv_cone import leaves, next_value
+
+    out = emit_store_engine(CONFIGS["8x8_w64_l8"], tmp_path / "sv", tmp_path / "kernel")
+    sv = (tmp_path / "sv" / f"{out.top}.sv").read_text()
+    src = leaves(sv, next_value(sv, "wd_q_skid_v"))
+    assert {"_y_all_valid_1_q", "out_row_mask"} <= src, sorted(src)
+    assert not {"_y_all_valid_0_q", "out_row", "out_cmd_d"} & src, sorted(src)
