@@ -317,8 +317,10 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             b_k.next(Mux(cp_hold[k], p.c_data[lo:hi], h_k.q))
             bb_parts.append(b_k.q)
         bb_data_q = BitsSignal.concat(bb_parts[::-1]) if nch > 1 else bb_parts[0]
-        bb_pidx.next(Mux(load_bb, bb_pidx.q, Mux(hold_v.q, f_head[0:PA], h_pidx.q)))
-        bb_pt.next(Mux(load_bb, bb_pt.q, Mux(hold_v.q, f_head[PA], h_pt.q)))
+        bb_pidx_next = Mux(load_bb, bb_pidx.q, Mux(hold_v.q, f_head[0:PA], h_pidx.q))
+        bb_pidx.next(bb_pidx_next)
+        bb_pt_next = Mux(load_bb, bb_pt.q, Mux(hold_v.q, f_head[PA], h_pt.q))
+        bb_pt.next(bb_pt_next)
         # kernel start tokens owed, per lane: one per tile, counted when its first beat is
         # taken (the lanes run in lockstep; a counter each keeps every kernel's handshake its own)
         start_ready = [Wire(Bits(1), f"k_start_ready{sfx[l]}") for l in range(L)]
@@ -334,11 +336,24 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         GWD = L * ACC
         groups = [bb_data_q[g * GWD:(g + 1) * GWD] for g in range(G)]
         s0_grp = Mux(bb_j.q, *groups) if G > 1 else groups[0]
-        s0_acc, s0_rec = [], []
+        s0_acc = [s0_grp[l * ACC:(l + 1) * ACC] for l in range(L)]
+
+        def record(j, pidx, pt, l):
+            """The parameter record of element j * L + l of a beat whose first is pidx (all
+            pidx if per tensor)."""
+            jl = BitsSignal.concat([j, Bits(LL)(l)]) if LL else j
+            return Mux(pt, add(pidx, _fit(jl, PA), PA), pidx)
+
+        # group bb_j's records, per lane, as registers (``param_raddr*``) set from the next
+        # values of bb_col, bb_p_index and bb_per_tensor: the parameter memories' read
+        # addresses start at flops, not at bb_col through the record adder (bb_col -> the
+        # adder's carry chain -> a 3.26 ns route -> param_m0's DP16KD address was the placed
+        # 8x8's critical path on seed 3 at 4d2da04, 8.52 ns)
+        s0_rec = []
         for l in range(L):
-            s0_acc.append(s0_grp[l * ACC:(l + 1) * ACC])
-            jl = BitsSignal.concat([bb_j.q, Bits(LL)(l)]) if LL else bb_j.q
-            s0_rec.append(Mux(bb_pt.q, add(bb_pidx.q, _fit(jl, PA), PA), bb_pidx.q))
+            r = NamedReg(PA, clk, None, None, name=f"param_raddr_q{sfx[l]}")
+            r.next(record(bb_j_next, bb_pidx_next, bb_pt_next, l))
+            s0_rec.append(r.q)
 
         # -- S1: parameters read; S1 and S2 never stall -------------------------------------
         # a group moves from the beat buffer into S1 only while every lane's queue (below)

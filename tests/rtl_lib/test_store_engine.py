@@ -282,3 +282,19 @@ def test_the_output_push_starts_at_its_own_flops(tmp_path):
     src = leaves(sv, next_value(sv, "wd_q_skid_v"))
     assert {"_y_all_valid_1_q", "out_row_mask"} <= src, sorted(src)
     assert not {"_y_all_valid_0_q", "out_row", "out_cmd_d"} & src, sorted(src)
+
+
+def test_parameter_read_addresses_are_registers(tmp_path):
+    """Every address bit of the parameter memories' read port is a register of its own lane
+    (``param_raddr*``, set one cycle ahead from the beat buffer's next column and index), not
+    the column through the record adder (bb_col -> the adder -> a 3.26 ns route -> a DP16KD
+    address was the placed 8x8's critical path on seed 3 at 4d2da04). Which records are read
+    is the random tests' (per-channel parameters)."""
+    cfg = AccelConfig(rows=8, cols=8, axi_data_width=64, spad_c_depth=64, target="ecp5-85f")
+    out = emit_store_engine(cfg, tmp_path / "sv", tmp_path / "kernel")
+    sv = (tmp_path / "sv" / f"{out.top}.sv").read_text()
+    regs = set(re.findall(r"^\s*reg\s+(?:\[[^\]]*\]\s*)?(\w+);", sv, re.M))
+    ports = [a.strip() for a in re.findall(r"\.ADB\d+\s*\(([^)]*)\)", sv)]
+    addr = [re.sub(r"\[\d+\]$", "", a) for a in ports if not re.fullmatch(r"\d+'[hbd]\w+", a)]
+    assert len(addr) >= 3 * cfg.lanes, ports
+    assert all(a.startswith("param_raddr") and a in regs for a in addr), sorted(set(addr))
