@@ -424,8 +424,14 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
             k_valid, k_data, slice_ready = register_slice(clk, rst, valid, data, ready,
                                                           f"{name}_in")
             fire = valid & slice_ready
-            last = fire & (e.q == Bits(EB)(AB - 1))
-            e.next(Mux(fire, e.q, inc(e.q, EB)))
+            e_next = Mux(fire, e.q, inc(e.q, EB))
+            e.next(e_next)
+            # "the byte counter is at the beat's last byte" as a flop of its own, so the pair
+            # FIFO's pop does not start at the counter, which also selects the bytes (a_byte ->
+            # a_done -> pairs_full was 569ab3f's longest estimated path, fpga.paths)
+            at_last = NamedReg(1, clk, rst, 0, name=f"{name}_byte_last")   # (AB >= 4)
+            at_last.next(e_next == Bits(EB)(AB - 1))
+            last = fire & at_last.q
             finished = done.q | last
             return k_valid, k_data, finished, done
 
