@@ -251,7 +251,6 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         # -- S0: the beat buffer, read out one group of L elements per cycle ----------------
         bb_v = NamedReg(1, clk, rst, 0, name="bb_valid")
         bb_j = NamedReg(JW, clk, rst, 0, name="bb_col")
-        bb_pidx = NamedReg(PA, clk, None, None, name="bb_p_index")
         bb_pt = NamedReg(1, clk, None, None, name="bb_per_tensor")
         f_row = NamedReg(RW, clk, rst, 0, name="feed_row")
         bb_last_j = bb_j.q == Bits(JW)(G - 1) if G > 1 else one
@@ -269,9 +268,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         to_hold = c_fire & ~bb_free
         hold_v_next = to_hold | (hold_v.q & ~load_bb)
         hold_v.next(hold_v_next)
-        h_pidx = NamedReg(PA, clk, None, None, ce=to_hold, name="hold_p_index")
         h_pt = NamedReg(1, clk, None, None, ce=to_hold, name="hold_per_tensor")
-        h_pidx.next(f_head[0:PA])
         h_pt.next(f_head[PA])
         f_last_row = f_row.q == Bits(RW)(R - 1) if R > 1 else one
         fq.pop(c_fire & f_last_row)
@@ -317,10 +314,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             b_k.next(Mux(cp_hold[k], p.c_data[lo:hi], h_k.q))
             bb_parts.append(b_k.q)
         bb_data_q = BitsSignal.concat(bb_parts[::-1]) if nch > 1 else bb_parts[0]
-        bb_pidx_next = Mux(load_bb, bb_pidx.q, Mux(hold_v.q, f_head[0:PA], h_pidx.q))
-        bb_pidx.next(bb_pidx_next)
-        bb_pt_next = Mux(load_bb, bb_pt.q, Mux(hold_v.q, f_head[PA], h_pt.q))
-        bb_pt.next(bb_pt_next)
+        bb_pt.next(Mux(load_bb, bb_pt.q, Mux(hold_v.q, f_head[PA], h_pt.q)))
         # kernel start tokens owed, per lane: one per tile, counted when its first beat is
         # taken (the lanes run in lockstep; a counter each keeps every kernel's handshake its own)
         start_ready = [Wire(Bits(1), f"k_start_ready{sfx[l]}") for l in range(L)]
@@ -338,21 +332,28 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         s0_grp = Mux(bb_j.q, *groups) if G > 1 else groups[0]
         s0_acc = [s0_grp[l * ACC:(l + 1) * ACC] for l in range(L)]
 
-        def record(j, pidx, pt, l):
-            """The parameter record of element j * L + l of a beat whose first is pidx (all
-            pidx if per tensor)."""
-            jl = BitsSignal.concat([j, Bits(LL)(l)]) if LL else j
-            return Mux(pt, add(pidx, _fit(jl, PA), PA), pidx)
+        # group bb_j's records, per lane, as registers (``param_raddr*``): the parameter
+        # memories' read addresses start at flops, not at bb_col through the record adder
+        # (bb_col -> the adder's carry chain -> a 3.26 ns route -> param_m0's DP16KD address
+        # was the placed 8x8's critical path on seed 3 at 4d2da04, 8.52 ns). Element
+        # j * L + l's record is the beat's first, p, + j * L + l (p for all, per tensor):
+        # a beat entering the buffer brings p + l (computed as the C beat is taken, held
+        # with it in ``hold_raddr*``), and each group moved on adds L. No decision runs
+        # into the adders (the next values of bb_col and the index through the record adder
+        # were 337d0a3's critical path on seed 1, 7.94 ns)
+        PM = 1 << PA
 
-        # group bb_j's records, per lane, as registers (``param_raddr*``) set from the next
-        # values of bb_col, bb_p_index and bb_per_tensor: the parameter memories' read
-        # addresses start at flops, not at bb_col through the record adder (bb_col -> the
-        # adder's carry chain -> a 3.26 ns route -> param_m0's DP16KD address was the placed
-        # 8x8's critical path on seed 3 at 4d2da04, 8.52 ns)
+        def first_record(head, l):
+            return Mux(head[PA], add(head[0:PA], Bits(PA)(l % PM), PA), head[0:PA])
+
+        step = Mux(bb_pt.q, Bits(PA)(L % PM), Bits(PA)(0))
         s0_rec = []
         for l in range(L):
+            h_rec = NamedReg(PA, clk, None, None, ce=to_hold, name=f"hold_raddr{sfx[l]}")
+            h_rec.next(first_record(f_head, l))
             r = NamedReg(PA, clk, None, None, name=f"param_raddr_q{sfx[l]}")
-            r.next(record(bb_j_next, bb_pidx_next, bb_pt_next, l))
+            r.next(Mux(load_bb, Mux(s0_move, r.q, add(r.q, step, PA)),
+                       Mux(hold_v.q, first_record(f_head, l), h_rec.q)))
             s0_rec.append(r.q)
 
         # -- S1: parameters read; S1 and S2 never stall -------------------------------------
