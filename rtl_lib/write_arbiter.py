@@ -111,8 +111,7 @@ class WriteArbiter:
         pre = BitsSignal.concat([oe[17:33] == Bits(16)(1), oe[1:17] == Bits(16)(1),
                                  (oe[17:33].as_uint(16) - 1).as_bits(16),
                                  (oe[1:17].as_uint(16) - 1).as_bits(16), oe])
-        o_valid, oh, own_in_ready, own_load, own_in = register_slice(
-            clk, rst, ~own.empty, pre, own_taken, "own_q", next_data=True)
+        o_valid, oh, own_in_ready = register_slice(clk, rst, ~own.empty, pre, own_taken, "own_q")
         own.pop(~own.empty & own_in_ready)
         o_b = oh[0]
         o_bpr_m1, o_rows_m1, o_bpr_one, o_rows_one = oh[33:49], oh[49:65], oh[65], oh[66]
@@ -138,19 +137,23 @@ class WriteArbiter:
         r_lastn = NamedReg(1, clk, rst, 0, name="write_row_last_next")
         wb_last = Mux(b_first.q, b_lastn.q, o_bpr_one)
         wr_last = Mux(r_first.q, r_lastn.q, o_rows_one)
-        # the command's last beat (wb_last & wr_last) as a flop of its own, ``write_last``,
-        # set one cycle ahead, so the head's pop is a LUT of flops (own_q_d -> the flags ->
-        # own_q_v -> own_q_skid_v was fpga.paths' estimate of one of 19531d4's longest
-        # paths, the read router's twin, placed on seed 1 at bd973bd). Its next value: a
-        # head entering: its "one beat a row and one row"; after a beat that ended a row
-        # (not the last: that pops): the next row's first beat, last if one beat a row and
-        # that row is the last (r_lastn's next value); after a beat within a row: last if
-        # the next is the row's last (b_lastn's next value) in the last row; else unchanged
+        # the command's last beat (wb_last & wr_last) from two flops of its own: on the head's
+        # first beat (``write_head_fresh``) the head's "one beat a row and one row" bits,
+        # else ``write_last``, set one cycle ahead; the head's pop is then one LUT of flops
+        # (own_q_d -> the flags' muxes -> own_q_v -> own_q_skid_v was among fpga.paths'
+        # longest estimates at 19531d4, the read router's twin placed on seed 1 at bd973bd;
+        # setting write_last from the entering head instead ran the owner FIFO's LUT-RAM read
+        # through the head's compares into it, e2d7e61's third longest estimate). After a beat
+        # that ended a row (not the last: that pops) the next row's first beat is last if one
+        # beat a row and that row is the last (r_lastn's next value); after a beat within a
+        # row, if the next is the row's last (b_lastn's next value) in the last row
+        fresh = NamedReg(1, clk, rst, 1, name="write_head_fresh")
         w_last_q = NamedReg(1, clk, rst, 0, name="write_last")
-        w_last = w_last_q.q
+        w_last = Mux(fresh.q, w_last_q.q, o_bpr_one & o_rows_one)
+        fresh.next(Mux(wfire, fresh.q, w_last))
         w_after = Mux(wb_last, (wbeat.q == o_bpr_m1) & wr_last,
                       o_bpr_one & (wrow.q == o_rows_m1))
-        w_last_q.next(Mux(own_load, Mux(wfire, w_last, w_after), own_in[65] & own_in[66]))
+        w_last_q.next(Mux(wfire, w_last_q.q, w_after))
         r_move = wfire & wb_last
         wbeat.next(Mux(wfire, wbeat.q, Mux(wb_last, inc(wbeat.q, 16), Bits(16)(1))))
         wrow.next(Mux(r_move, wrow.q, Mux(wr_last, inc(wrow.q, 16), Bits(16)(1))))

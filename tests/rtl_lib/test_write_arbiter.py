@@ -1,7 +1,8 @@
 """The write arbiter's pop of the owner FIFO's head in the emitted top
 (``rtl_lib.write_arbiter``): a LUT of flops, with the command's last beat from one flop of its
-own (``write_last``), not from the beat and row flags through their muxes, as the read
-router's (``test_read_router``). Which beats go where is the simulations' (every STORE and
+own (``write_last``) or, on the head's first beat (``write_head_fresh``), the head's bits,
+not from the beat and row flags through their muxes, as the read router's
+(``test_read_router``). Which beats go where is the simulations' (every STORE and
 DRAM-bound VEC writes through it)."""
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ FLAGS = {"write_beat_first", "write_row_first", "write_beat_last_next", "write_r
 
 def test_the_owner_head_pop_reads_one_last_flag(top_sv):
     pop = leaves(top_sv, next_value(top_sv, "own_q_skid_v"))
-    assert "write_last" in pop, sorted(pop)
+    assert {"write_last", "write_head_fresh"} <= pop, sorted(pop)
     assert not FLAGS & pop, sorted(FLAGS & pop)
 
 
-def test_the_last_flag_follows_the_counters_and_the_entering_head(top_sv):
+def test_the_last_flag_follows_the_counters_not_the_owner_fifo(top_sv):
     src = leaves(top_sv, next_value(top_sv, "write_last"))
-    assert {"write_beat_in_row", "write_row", "own_q_skid_d"} <= src, sorted(src)
+    assert {"write_beat_in_row", "write_row"} <= src, sorted(src)
+    assert not {"owner_mem", "owner_rd", "own_q_skid_d"} & src, sorted(src)
