@@ -59,6 +59,10 @@ from .keep_ff import replicated
 #: data bits of the output slice per copy of its read pointer (``regs.fifo_slice``)
 ROUTE_OUT_CHUNK = 64
 
+#: the route entry's bits (:func:`route_decode`'s, above the load engine's entry) that say
+#: a ZERO entry has one row and one beat a row: the head's, and the entering entry's
+ROWS_ONE, BEATS_ONE = 108, 109
+
 #: the ready wires of the six destinations, in ``dsts`` order
 READY_NAMES = ("a_wr_ready", "b_wr_ready", "param_in_ready", "x_wr_ready", "s_ready",
                "cmd_in_ready")
@@ -103,7 +107,7 @@ class ReadRouter:
         r_index, r_word = re[6:22], re[22:38]
         is_dst = {d: re[70 + i] for i, d in enumerate(dsts)}
         r_beats_m2, r_rows_m2 = re[76:92], re[92:108]
-        r_rows_one, r_beats_one = re[108], re[109]
+        r_rows_one, r_beats_one = re[ROWS_ONE], re[BEATS_ONE]
         r_index_hot = re[110:110 + lanes]
         bcnt = NamedReg(16, clk, rst, 0, name="route_beat_in_row")
         rcnt = NamedReg(16, clk, rst, 0, name="route_row")
@@ -121,7 +125,7 @@ class ReadRouter:
         # (``route_zero_last``, its next value below the counters): the head's pop is then a
         # LUT of flops (route_head_d -> the row/beat last LUTs ->
         # the pop -> route_head_skid_v was the placed 8x8's critical path on seed 1 at
-        # bd973bd, 8.11 ns). It equals z_row_last & (r_first ? r_lastn : rows_one); an entry
+        # bd973bd, 8.11 ns). It equals z_row_last & (r_first ? rows_one : r_lastn); an entry
         # entering the head has both first flags set (a pop is a row's last beat too)
         z_last_q = NamedReg(1, clk, rst, 0, name="route_zero_last")
         z_last = z_last_q.q
@@ -177,7 +181,7 @@ class ReadRouter:
         after_beat = Mux(z_row_last, (bcnt.q == r_beats_m2) & r_part,
                          r_beats_one & (rcnt.q == r_rows_m2))
         z_last_q.next(Mux(r_load, Mux(beat_fire, z_last, after_beat),
-                          re_in[108] & re_in[109]))      # (rows_one & beats_one)
+                          re_in[ROWS_ONE] & re_in[BEATS_ONE]))
         # lane (index + row, one-hot) and word (word + beat) as registers advanced with their
         # counters, so the scratchpads' lane enables and word addresses start at a mux of
         # flops, not at a 16-bit adder and compare (route_row -> lane adder -> lane compare ->
