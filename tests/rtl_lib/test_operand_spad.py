@@ -112,3 +112,26 @@ def test_ebr_blocks_keep_their_output_register(tmp_path):
     # second copy of the 256 read-data bits (the block's output register holds those)
     third_stage = 4 * (64 + 8)
     assert third_stage < rep.cells.get("TRELLIS_FF", 0) < third_stage + 150, rep.cells
+
+
+def test_the_release_only_selects_the_next_bank_state(tmp_path):
+    """The consumer's release request (the matmul unit's last read, its latest input) reaches
+    the bank flags, ``rd_avail_q`` and ``wr_ready_out_q`` as the select of one mux between two
+    next states made from flops and the commit, not through their logic (``cmd_active`` ->
+    issue -> release -> the bank-full next values -> ``wr_ready_out_q`` ran six LUT levels)."""
+    import re
+
+    from .sv_cone import cone, definitions, next_value
+
+    em = emit_module(make_operand_spad(3, 32, 16), tmp_path / "sv")
+    sv = Path(em.files[0]).read_text()
+    defs = definitions(sv)
+    for reg in ("bank0_full", "bank1_full", "rd_avail_q", "wr_ready_out_q"):
+        expr = next_value(sv, reg)
+        if reg == "wr_ready_out_q":   # the ownership's ready, low too after a commit
+            ready, _, commit = expr.partition("&")
+            assert "rd_release" not in cone(defs, commit), (reg, expr)
+            expr = defs[ready.strip()]
+        m = re.fullmatch(r"\s*rd_release\s*\?(.*)", expr, re.S)
+        assert m, (reg, expr)
+        assert "rd_release" not in cone(defs, m.group(1)), (reg, expr)
