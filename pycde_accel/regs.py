@@ -69,8 +69,8 @@ def register_slice(clk, rst, valid, data, ready, name: str, next_valid: bool = F
 
 def _fill_flags(clk, rst, valid, ready, name: str):
     """The fill of a 2-beat slice as two flops, ``{name}_v`` (not empty) and ``{name}_full``:
-    returns ``(nonempty, in_ready, push, pop)``, with ``push = valid & in_ready`` and ``pop =
-    nonempty & ready``; ``in_ready`` is ``~full``, a flop."""
+    returns ``(nonempty, in_ready, push, pop, full)``, with ``push = valid & in_ready`` and
+    ``pop = nonempty & ready``; ``in_ready`` is ``~full``, a flop."""
     from pycde.constructs import Mux
 
     nonempty = NamedReg(1, clk, rst, 0, name=f"{name}_v")
@@ -82,11 +82,11 @@ def _fill_flags(clk, rst, valid, ready, name: str):
     # held (not full), a pop and no push, or none held and no push
     full.next((full.q & ~pop) | (nonempty.q & ~full.q & push & ~pop))
     nonempty.next(Mux(nonempty.q, push, ~(~full.q & pop & ~push)))
-    return nonempty.q, in_ready, push, pop
+    return nonempty.q, in_ready, push, pop, full.q
 
 
 def fifo_slice(clk, rst, valid, data, ready, name: str, chunk: int | None = None,
-               replicate=None):
+               toggles=None, hot: tuple[int, int] | None = None):
     """The handshake of :func:`register_slice` (``(out_valid, out_data, in_ready)``, latency 1,
     1 beat per cycle, order kept, ``in_ready`` high while it holds fewer than 2 beats at the
     cycle's start) built as a 2-slot FIFO, so that the receiver's ``ready`` reaches only its
@@ -96,34 +96,51 @@ def fifo_slice(clk, rst, valid, data, ready, name: str, chunk: int | None = None
     receivers' readies come from across the die. Registers ``{name}_slot0``/``{name}_slot1``,
     ``{name}_wr``/``{name}_rd`` (pointers), ``{name}_v`` (not empty) and ``{name}_full``.
 
-    ``chunk`` and ``replicate`` (``replicate(clk, rst, d, n, name)`` -> ``n`` copies of the
-    register ``d`` that synthesis keeps apart, ``rtl_lib.keep_ff.replicated``): the output mux
-    of every ``chunk`` data bits has a read pointer copy of its own (``{name}_rd_<i>``), so no
-    pointer drives more than ``chunk`` mux selects (one pointer before the whole output was a
-    net of ~200 loads)."""
+    ``chunk`` and ``toggles`` (``toggles(clk, rst, flip, n, name)`` -> ``n`` copies of a
+    register that flips on ``flip``, which synthesis keeps apart, ``rtl_lib.keep_ff.toggles``):
+    the output mux of every ``chunk`` data bits has a read pointer copy of its own
+    (``{name}_rd_<i>``, each with its next value beside it), so no pointer drives more than
+    ``chunk`` mux selects (one pointer before the whole output was a net of ~200 loads).
+
+    ``hot`` = ``(lo, n)``: ``data[lo:lo + n]`` is a one-hot field (a destination): a 4th
+    output, ``head_hot``, is that field of the beat offered, all zero while none is, from
+    flops of its own (``{name}_hot``): a receiver's valid and a ready that depends on the
+    destination (``ready = OR(head_hot[d] & ready_d)``) then start at flops, not at the
+    slot mux. ``ready`` selects between the two next values last."""
     from pycde.constructs import Mux
 
     w = data.type.width
     wr = NamedReg(1, clk, rst, 0, name=f"{name}_wr")
     rd = NamedReg(1, clk, rst, 0, name=f"{name}_rd")
-    nonempty, in_ready, push, pop = _fill_flags(clk, rst, valid, ready, name)
+    nonempty, in_ready, push, pop, full_q = _fill_flags(clk, rst, valid, ready, name)
     slots = []
     for i in range(2):
         s = NamedReg(w, clk, None, None, ce=push & (wr.q == Bits(1)(i)), name=f"{name}_slot{i}")
         s.next(data)
         slots.append(s.q)
     wr.next(Mux(push, wr.q, ~wr.q))
-    rd_next = Mux(pop, rd.q, ~rd.q)
-    rd.next(rd_next)
-    if chunk is None or replicate is None or w <= chunk:
-        return nonempty, Mux(rd.q, *slots), in_ready
+    rd.next(Mux(pop, rd.q, ~rd.q))
+    extra = ()
+    if hot is not None:
+        lo, n = hot
+        hot_q = NamedReg(n, clk, rst, 0, name=f"{name}_hot")
+        none = Bits(n)(0)
+        entering = Mux(push, none, data[lo:lo + n])
+        other = Mux(rd.q, slots[1][lo:lo + n], slots[0][lo:lo + n])   # the slot not offered
+        # no pop: the head stays, or (none held) the beat entering; a pop: the other slot's
+        # beat if both were held, else the beat entering
+        hot_q.next(Mux(pop, Mux(nonempty, entering, hot_q.q),
+                       Mux(full_q, entering, other)))
+        extra = (hot_q.q,)
+    if chunk is None or toggles is None or w <= chunk:
+        return (nonempty, Mux(rd.q, *slots), in_ready) + extra
     from pycde.signals import BitsSignal
 
     bounds = [(lo, min(lo + chunk, w)) for lo in range(0, w, chunk)]
-    # (``rd`` itself stays: it drives the copies' input and nothing else)
-    rds = replicate(clk, rst, rd_next, len(bounds), f"{name}_rd")
+    # (``rd`` itself stays: it feeds the one-hot head's other-slot mux, or nothing)
+    rds = toggles(clk, rst, pop, len(bounds), f"{name}_rd")
     parts = [Mux(r, slots[0][lo:hi], slots[1][lo:hi]) for r, (lo, hi) in zip(rds, bounds)]
-    return nonempty, BitsSignal.concat(list(reversed(parts))), in_ready
+    return (nonempty, BitsSignal.concat(list(reversed(parts))), in_ready) + extra
 
 
 def held_slice(clk, rst, valid, data, ready, name: str):
@@ -144,7 +161,7 @@ def held_slice(clk, rst, valid, data, ready, name: str):
     ring = Ring3(clk, rst, name)
     held = NamedReg(3, clk, rst, 0b100, name=f"{name}_held")   # the slot before slot 0
     # the waiting beats (0, 1 or 2) as fifo_slice counts them, with take as its pop
-    nonempty, in_ready, push, take = _fill_flags(clk, rst, valid, ready, name)
+    nonempty, in_ready, push, take, _ = _fill_flags(clk, rst, valid, ready, name)
     slots = ring.load(data, push)
     held.next(Mux(take, held.q, rotate3(held.q)))
     return nonempty, in_ready, pick3(held.q, slots)

@@ -92,7 +92,7 @@ from pycde.types import Bits
 from ..queue import Queue
 from .bits import inc
 from .common import NamedReg, fifo_slice, register_slice
-from .keep_ff import replicated
+from .keep_ff import toggles
 
 #: command bits whose output mux in the dispatch slice has a read pointer copy of its own
 DISPATCH_CHUNK = 64
@@ -235,7 +235,7 @@ class Dispatcher:
                                                            cmdq.raw[cmd_bits:], dispatch_w,
                                                            "dispatch_head")
         _, head, _ = fifo_slice(clk, rst, ~cmdq.empty, cmdq.output, dispatch_w, "dispatch_cmd",
-                                chunk=DISPATCH_CHUNK, replicate=replicated)
+                                chunk=DISPATCH_CHUNK, toggles=toggles)
         dec = BitsSignal.concat([dec_bits, head])
         self.head = head
         is_op = [dec[cmd_bits + k] for k in range(4)]

@@ -25,7 +25,10 @@ scratchpad has (max(rows, cols)).
   their lane, word, X index, the entry's index, destination and COMMIT/last flags; the
   destinations take them from it when ready (``ready[dst]``, wires the top drives with the
   engines' readies), so those readies end at the slice's flops and the router's own moves
-  start at its ``in_ready`` (a flop). ``out_valid``: a beat is in it.
+  start at its ``in_ready`` (a flop). ``out_valid``: a beat is in it. The offered beat's
+  destination is one-hot flops of the slice's own (``route_out_hot``, zero while none is
+  offered): each destination's valid (:meth:`to`) is a flop, and the take an AND-OR of
+  those and the readies.
 * Outputs per beat, from the output slice: ``out_valid``/``beat_data`` (qualify with
   :meth:`to`), ``lane`` (one-hot, ``lanes`` bits; LANES: the entry's index + row, one lane per
   row; else the entry's index; no bit set for a lane >= ``lanes``), ``word`` (LANES: the entry's
@@ -54,7 +57,7 @@ from pycde.types import Bits
 
 from .bits import inc, shl
 from .common import NamedReg, fifo_slice, register_slice
-from .keep_ff import replicated
+from .keep_ff import toggles
 
 #: data bits of the output slice per copy of its read pointer (``regs.fifo_slice``)
 ROUTE_OUT_CHUNK = 64
@@ -212,9 +215,18 @@ class ReadRouter:
         # critical path on seed 3 at f317b6c, 7.25 ns of its 8.72 routing)
         # (with a read pointer copy per ROUTE_OUT_CHUNK bits: route_out_rd -> the output
         # mux -> the parameter index adder -> the store's parameter memory address was the
-        # placed 16x8's critical path at 48bed3a, 10.10 ns, 8.20 routing)
-        o_valid, o, o_room = fifo_slice(clk, rst, beat_valid, payload, out_take, "route_out",
-                                        chunk=ROUTE_OUT_CHUNK, replicate=replicated)
+        # placed 16x8's critical path at 48bed3a, 10.10 ns, 8.20 routing; each copy flips
+        # beside itself, ``keep_ff.toggles``)
+        # The offered beat's destination is one-hot flops of the slice's own
+        # (``route_out_hot``): the destinations' valids are flops, and the take is an AND-OR
+        # of those and the readies, not of the slot mux's destination bits under a pointer
+        # copy (route_out_v -> the slot mux and the destination-ready AND-OR -> the pointer
+        # copies was the placed 8x8's critical path on seeds 1 and 3 at 614cbf2, 8.13 and
+        # 8.90 ns)
+        dst_lo = data_width + lanes + 16 + 16 + 16
+        o_valid, o, o_room, o_hot = fifo_slice(clk, rst, beat_valid, payload, out_take,
+                                               "route_out", chunk=ROUTE_OUT_CHUNK,
+                                               toggles=toggles, hot=(dst_lo, len(dsts)))
         out_room.assign(o_room)
         lo = 0
 
@@ -226,32 +238,34 @@ class ReadRouter:
 
         o_data, o_lane, o_word, o_x_index, o_index = (field(data_width), field(lanes),
                                                       field(16), field(16), field(16))
-        self.out_dst = o_dst = {d: field(1) for d in dsts}
+        assert lo == dst_lo
+        lo += len(dsts)
+        #: the offered beat is for destination d (valid included): a flop each
+        self.out_dst = o_dst = {d: o_hot[i] for i, d in enumerate(dsts)}
         o_commit, o_last = field(1), field(1)
         self.ready = ready = {d: Wire(Bits(1), n) for d, n in zip(dsts, READY_NAMES)}
         dst_ready = None
         for d in dsts:
             term = o_dst[d] & ready[d]
             dst_ready = term if dst_ready is None else dst_ready | term
-        out_fire = o_valid & dst_ready
         out_take.assign(dst_ready)
         #: a LOAD's route entry (not a fetch's) had its last beat delivered on this edge
-        self.load_done = out_fire & o_last & ~o_dst[DST_CMD]
+        self.load_done = dst_ready & o_last & ~o_dst[DST_CMD]
         self.lane, self.word, self._x_index = o_lane, o_word, o_x_index
         # the operand scratchpads take a commit on an edge where it and their wr_ready are high
-        self.commit = o_valid & o_last & o_commit
+        self.commit = o_last & o_commit
         self.out_valid, self.beat_data = o_valid, o_data
 
         # command FIFO input: W-bit beats packed into 256-bit commands
         pack = CmdPack(clk=clk, rst=rst, in_data=o_data, in_last=zero,
-                       in_valid=o_valid & o_dst[DST_CMD], out_ready=~cmdq.full,
+                       in_valid=o_dst[DST_CMD], out_ready=~cmdq.full,
                        instance_name="cmd_pack")
         ready[DST_CMD].assign(pack.in_ready)
         cmdq.push(pack.out_data, pack.out_valid & ~cmdq.full)
 
         # parameter words: W-bit beats split into 32-bit words
         psplit = ParamSplit(clk=clk, rst=rst, in_data=o_data, in_last=o_last,
-                            in_valid=o_valid & o_dst[DST_P], out_ready=one,
+                            in_valid=o_dst[DST_P], out_ready=one,
                             instance_name="param_split")
         ready[DST_P].assign(psplit.in_ready)
         pword = NamedReg(16, clk, rst, 0, name="param_word")
@@ -273,8 +287,8 @@ class ReadRouter:
         self.r_valid = r_valid
 
     def to(self, dst: int):
-        """The output slice's beat is valid for destination ``dst``."""
-        return self.out_valid & self.out_dst[dst]
+        """The output slice's beat is valid for destination ``dst`` (a flop)."""
+        return self.out_dst[dst]
 
     def spad_write(self, dst: int, prefix: str, lanes: int) -> dict:
         """The operand scratchpad write port ``{prefix}_wr_*`` and ``{prefix}_commit`` of the

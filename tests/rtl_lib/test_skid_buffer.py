@@ -74,11 +74,11 @@ def test_esi_channel_buffer_behaves_the_same(module_sim, tmp_path):
 def _slice(kind, width):
     """``regs.register_slice`` or ``regs.fifo_slice`` behind the skid buffer's ports."""
     from pycde_accel.regs import fifo_slice, register_slice
-    from pycde_accel.rtl_lib.keep_ff import replicated
+    from pycde_accel.rtl_lib.keep_ff import toggles
     s = Stream(data=width)
     make = {"fifo": fifo_slice, "register": register_slice,
             # a read pointer copy per 12 bits, as the read router's (3 copies, a short last)
-            "fifo_copies": lambda *a: fifo_slice(*a, chunk=12, replicate=replicated)}[kind]
+            "fifo_copies": lambda *a: fifo_slice(*a, chunk=12, toggles=toggles)}[kind]
 
     def build(p):
         valid, data, ready = make(p.clk, p.rst, p.in_valid, p.in_data, p.out_ready, "s")
