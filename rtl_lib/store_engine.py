@@ -206,7 +206,13 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
 
         # -- command intake: three queues (DMA command, feed side, output side) ----------
         wcq = Queue(Bits(2 * AW + 16), QUEUE, clk, rst, "wc_queue")
-        fq = Queue(Bits(PA + 1), QUEUE, clk, rst, "feed_queue")
+        # the feed side's queue holds (per tensor, each lane's first record): lane l's record
+        # of the command's first beat, p + l (p per tensor), added as the command enters, so
+        # the parameter read addresses load from the queue's read with no adder after it
+        # (the feed queue's LUT-RAM read -> the record adder's carry chain -> the address
+        # muxes -> param_raddr_3 was the placed 8x8's critical path on seed 5 at 7a06fda,
+        # 7.77 ns)
+        fq = Queue(Bits(L * PA + 1), QUEUE, clk, rst, "feed_queue")
         # the output side's queue holds (relu, row mask): bit r of the mask = row r is kept
         # (r < rows), so the output's row test is a bit select of a flop, not a compare
         oq = Queue(Bits(R + 1), QUEUE, clk, rst, "out_queue")
@@ -214,7 +220,9 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         st_fire = p.st_valid & st_ready
         p.st_ready = st_ready
         wcq.push(BitsSignal.concat([_fit(p.st_stride, AW), p.st_rows, p.st_addr]), st_fire)
-        fq.push(BitsSignal.concat([p.st_per_tensor, _fit(p.st_p_index, PA)]), st_fire)
+        p0 = _fit(p.st_p_index, PA)
+        recs = [Mux(p.st_per_tensor, add(p0, Bits(PA)(l % (1 << PA)), PA), p0) for l in range(L)]
+        fq.push(BitsSignal.concat([p.st_per_tensor] + recs[::-1]), st_fire)
         kept = [(p.st_rows.as_uint() > Bits(16)(r).as_uint()).as_bits() for r in range(R)]
         row_mask = BitsSignal.concat(kept[::-1]) if R > 1 else kept[0]
         oq.push(BitsSignal.concat([p.st_relu, row_mask]), st_fire)
@@ -269,7 +277,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         hold_v_next = to_hold | (hold_v.q & ~load_bb)
         hold_v.next(hold_v_next)
         h_pt = NamedReg(1, clk, None, None, ce=to_hold, name="hold_per_tensor")
-        h_pt.next(f_head[PA])
+        h_pt.next(f_head[L * PA])
         f_last_row = f_row.q == Bits(RW)(R - 1) if R > 1 else one
         fq.pop(c_fire & f_last_row)
         if R > 1:
@@ -314,7 +322,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
             b_k.next(Mux(cp_hold[k], p.c_data[lo:hi], h_k.q))
             bb_parts.append(b_k.q)
         bb_data_q = BitsSignal.concat(bb_parts[::-1]) if nch > 1 else bb_parts[0]
-        bb_pt.next(Mux(load_bb, bb_pt.q, Mux(hold_v.q, f_head[PA], h_pt.q)))
+        bb_pt.next(Mux(load_bb, bb_pt.q, Mux(hold_v.q, f_head[L * PA], h_pt.q)))
         # kernel start tokens owed, per lane: one per tile, counted when its first beat is
         # taken (the lanes run in lockstep; a counter each keeps every kernel's handshake its own)
         start_ready = [Wire(Bits(1), f"k_start_ready{sfx[l]}") for l in range(L)]
@@ -337,14 +345,14 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         # (bb_col -> the adder's carry chain -> a 3.26 ns route -> param_m0's DP16KD address
         # was the placed 8x8's critical path on seed 3 at 4d2da04, 8.52 ns). Element
         # j * L + l's record is the beat's first, p, + j * L + l (p for all, per tensor):
-        # a beat entering the buffer brings p + l (computed as the C beat is taken, held
-        # with it in ``hold_raddr*``), and each group moved on adds L. No decision runs
+        # a beat entering the buffer brings p + l (the feed queue's, held with the beat in
+        # ``hold_raddr*``), and each group moved on adds L. No decision runs
         # into the adders (the next values of bb_col and the index through the record adder
         # were 337d0a3's critical path on seed 1, 7.94 ns)
         PM = 1 << PA
 
         def first_record(head, l):
-            return Mux(head[PA], add(head[0:PA], Bits(PA)(l % PM), PA), head[0:PA])
+            return head[l * PA:(l + 1) * PA]
 
         step = Mux(bb_pt.q, Bits(PA)(L % PM), Bits(PA)(0))
         s0_rec = []
