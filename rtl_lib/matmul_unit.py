@@ -23,9 +23,9 @@ Ports (valid/ready: a transfer on a rising edge where both are high)
   ``ex_rel_b``, ``ex_chain``, ``ex_dw``, ``ex_valid``, ``ex_ready`` (out). ``ex_ready`` is high when no command is
   active or the active one issues its last read in this cycle (so commands run back to back).
 * ``c_data`` (C x ACC), ``c_last``, ``c_valid`` (out), ``c_ready``: the core's C stream (R beats
-  per tile, row r of C on beat r, ``c_last`` on beat R-1), tiles in EXEC order, through two
-  register slices (``common.register_slice``, ``c_out_q`` then ``c_out_r``: each beat
-  ``C_SLICE_LATENCY`` = 2 cycles after the core offers it, full rate).
+  per tile, row r of C on beat r, ``c_last`` on beat R-1), tiles in EXEC order, through a
+  register slice (``common.register_slice``, ``c_out_q``: each beat 1 cycle after the core
+  offers it, full rate).
 * ``busy`` (out): a command has been accepted and not finished (a command is active, or beats
   of it are still between the scratchpads and the core); low means every accepted command has
   handed all K beats to the core and released its banks.
@@ -60,7 +60,7 @@ With ``c_ready`` high the reads and the core both run at one beat per cycle, and
 follow each other without a gap (the next command's first read is issued on the edge after the
 previous one's last read). So a run of EXECs with K_0..K_{T-1}, with both banks available and
 ``c_ready`` high, takes the core's ``run_cycles(R, C, ks)`` from the first beat into the core to
-the last C beat, plus ``C_SLICE_LATENCY`` (2, the C slices); from the edge that accepts the first command to its first beat into the core
+the last C beat, plus ``C_SLICE_LATENCY`` (1, the C slice); from the edge that accepts the first command to its first beat into the core
 is ``ISSUE_TO_CORE + 1`` edges (accept, then the first read, then the core). Short tiles (K < R)
 are slowed by the core's own admission (one tile per R cycles) only: the FIFO absorbs it.
 
@@ -98,8 +98,8 @@ from .systolic import has_depthwise, make_systolic_core
 FIFO_DEPTH = contract.EXEC_CREDITS
 #: edges from a read issued to the earliest edge its beat enters the core
 ISSUE_TO_CORE = 1 + RD_LATENCY
-#: edges the C stream's register slices add between the core's C beat and ``c_*``
-C_SLICE_LATENCY = 2
+#: edges the C stream's register slice adds between the core's C beat and ``c_*``
+C_SLICE_LATENCY = 1
 #: bits of an operand FIFO slot loaded by one copy of the slot's enable register
 SLOT_CHUNK = 64
 #: width of the command's K and word fields (the contract's EXEC fields)
@@ -307,17 +307,11 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         outstanding.next(out_next)
         credit_q.next((out_next.as_uint() < FIFO_DEPTH).as_bits())
 
-        # the C stream leaves through two register slices: the core's output FIFO (a LUT
-        # RAM read beside the array) and the store engine's beat buffer (where the store
-        # sits) are two cycles apart, and the 257-bit bus crosses the die between flops (the
-        # FIFO's read -> a 5.52 ns route -> c_out_q's skid register was the placed 8x8's
-        # critical path on seed 4 at 7a06fda, 8.81 ns, 7.65 of it routing)
-        c_mid_ready = Wire(Bits(1), "c_mid_ready")
-        c_v0, c_d0, c_r = register_slice(clk, rst, core.c_valid,
-                                         BitsSignal.concat([core.c_last, core.c_data]),
-                                         c_mid_ready, "c_out_q")
-        c_v, c_d, c_r1 = register_slice(clk, rst, c_v0, c_d0, p.c_ready, "c_out_r")
-        c_mid_ready.assign(c_r1)
+        # the C stream leaves through a register slice: the core's output FIFO (a LUT RAM
+        # read) and the store engine's beat buffer load are a cycle apart
+        c_v, c_d, c_r = register_slice(clk, rst, core.c_valid,
+                                       BitsSignal.concat([core.c_last, core.c_data]),
+                                       p.c_ready, "c_out_q")
         c_in_ready.assign(c_r)
         p.c_data = c_d[0:C * ACC]
         p.c_last = c_d[C * ACC]

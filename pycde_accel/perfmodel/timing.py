@@ -95,10 +95,9 @@ AW_TO_W = 2
 DONE_LATENCY = 2        # everything idle -> done seen by the cycle counter (idle registered)
 START_LATENCY = 1       # start -> first fetch request
 #: the core: a tile's first result row this many cycles after its last beat, beyond rows + cols
-#: (``rtl_lib.pe.PE_LATENCY`` = 4 in the core, 2 in the matmul unit's C register slices,
-#: ``c_out_q`` and ``c_out_r``; ``tests/test_perfmodel.py`` checks the sum against the RTL's
-#: constants)
-CORE_RESULT_EXTRA = 6
+#: (``rtl_lib.pe.PE_LATENCY`` = 4 in the core, 1 in the matmul unit's C register slice,
+#: ``c_out_q``; ``tests/test_perfmodel.py`` checks the sum against the RTL's constants)
+CORE_RESULT_EXTRA = 5
 #: an operand scratchpad's commit (with the last beat) -> the bank readable: the write stage
 #: delays the commit by one edge (``rtl_lib.operand_spad``)
 SPAD_COMMIT_LATENCY = 2
