@@ -179,27 +179,20 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 123.23,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 109.57,
               "the whole default accelerator, Yosys once and nextpnr towards 150 MHz on seeds "
-              "1-3 (as bench/fmax.py's measure_accel), RTL of commit bd973bd (the dispatch "
-              "decision from per-class flops, X writes registered, kernel compares as "
-              "subtractions, the CSR response, the route FIFO's input slice, the W FIFO and "
-              "beat buffer enables from flops): 123.23 / 124.04 / 128.30 on seeds 1-3 (seed 1: "
-              "the read router's route-head take); ac8e72c gave 128.06 / 122.71 / 123.00, "
-              "32abc82 125.11 / 120.31 / 124.22; af39b54 (the write DMA's "
-              "in_ready a flop, the read splitter's copy of rd_cmd_q_v) gave 111.22 / 119.02 / "
-              "125.08 (seed 1: the dispatch decision into the head's decode "
-              "slice); ade49bc (the dispatch slice's command in a fifo_slice) gave 114.26 / "
-              "122.76 / 118.53 (seed 1: the write DMA's in_ready into the write arbiter's "
-              "data slice; 1358fb9's registered in_ready, reverted, gave 108.78 on seed 2); "
-              "a8b3ab2 (s3_room from "
-              "flops, the engines' decodes stored in the command FIFO, the schedule's per-run "
-              "fanout) gave 117.91 / 118.67 / 120.89 (seed 1: the write DMA "
-              "splitter's new-command candidates); d3b65bf (the write DMA's command and "
-              "length slices) gave 119.76 / 120.44 on seeds 2-3, and on seed 1 router1 "
-              "stalled and router2 gave 77.42 (not fitted: docs/timing.md); 3e65e81 gave "
-              "120.19 / 122.74 / 121.14, "
-              "c423a1a 110.66 / 115.63 / 122.59, 82013b3 117.11 / 112.82 / 120.32"),
+              "1-3 (as bench/fmax.py's measure_accel), RTL of commit ec24c65: main's RTL "
+              "(81c84f4) plus a second C stream slice reverted since (1414967); 115.42 / "
+              "109.57 / 119.53, every seed's path the core's output FIFO read into c_out_q, a "
+              "path main's RTL has too (7a06fda's seed 4: 113.53). 7a06fda (614cbf2's RTL) "
+              "gave 123.02 / 119.52 / 112.36 on seeds 1-3, 113.53 / 128.65 on seeds 4-5; "
+              "1af1302 103.98 on seed 1 (seeds 2-3 stopped in the router); bd973bd "
+              "123.23 / 124.04 / 128.30; ac8e72c 128.06 / 122.71 / 123.00; 32abc82 125.11 / "
+              "120.31 / 124.22; af39b54 111.22 / 119.02 / 125.08; ade49bc 114.26 / 122.76 / "
+              "118.53; a8b3ab2 117.91 / 118.67 / 120.89; d3b65bf 119.76 / 120.44 on seeds 2-3 "
+              "(seed 1: router2 77.42, not fitted); 3e65e81 120.19 / 122.74 / 121.14, c423a1a "
+              "110.66 / 115.63 / 122.59, 82013b3 117.11 / 112.82 / 120.32. The seeds of one "
+              "netlist spread by up to 16 MHz (docs/timing.md)"),
     FmaxPoint(16, 8, 32, 64, 2048, 256, 106.68,
               "bench/fmax.py's measure_accel of AccelConfig(rows=16, cols=8, spad_a_depth=2048, "
               "spad_b_depth=2048), towards 140 MHz, RTL of commit e8fcff2, seed 1, 153 DSPs "
