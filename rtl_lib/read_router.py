@@ -253,6 +253,8 @@ class ReadRouter:
         self.load_done = dst_ready & o_last & ~o_dst[DST_CMD]
         self.lane, self.word, self._x_index = o_lane, o_word, o_x_index
         # the operand scratchpads take a commit on an edge where it and their wr_ready are high
+        # (the offered beat's COMMIT and last flags: qualify with ``out_dst``, which holds the
+        # valid, as :meth:`spad_write` does)
         self.commit = o_last & o_commit
         self.out_valid, self.beat_data = o_valid, o_data
 
