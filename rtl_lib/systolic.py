@@ -69,8 +69,10 @@ form a downward shift chain, shifted by flags that travel along the PE rows, so 
 through its bottom PE in ``rows`` cycles while the next tile already accumulates. A deskew buffer
 realigns the columns into one row of C per beat, which goes through the output FIFO: a RAM
 (``lutram``, distributed RAM on ECP5) of ``out_fifo_depth`` rows, a power of two, with
-registered pointers and a registered ``c_valid`` (non-empty) flag; it has no full check, since
-the credits never admit a tile whose rows it could not hold.
+registered pointers, a registered ``c_valid`` (non-empty) flag and a head register
+(``fifo_head``) that drives ``c_data``/``c_last``: the C stream leaves from flops, not from the
+RAM's read mux; it has no full check, since the credits never admit a tile whose rows it could
+not hold.
 
 Target: the PE's multiplier depends on ``config.target`` (``ecp5.uses_ecp5_dsp``): on ECP5 each
 PE instantiates a MULT18X18D with its internal input and output registers (simulation then
@@ -113,7 +115,8 @@ Let the last beat of a tile be taken on edge s. Then its C row r is on ``c_data`
 Resources: rows*cols PEs (1 multiplier, 4*data_width + 2*acc_width + 9 fabric flip-flops each
 on ECP5, whose DSP holds the operand and product registers; 2*data_width more elsewhere), skew
 buffers of rows*(rows-1)/2 and cols*(cols-1)/2 operands, a deskew buffer of cols*(cols-1)/2
-accumulators and an output FIFO of ``out_fifo_depth(rows, cols)`` rows of C (+1 bit, last).
+accumulators and an output FIFO of ``out_fifo_depth(rows, cols)`` rows of C (+1 bit, last),
+with one more row of flops as its head register.
 """
 
 from __future__ import annotations
@@ -329,24 +332,44 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         push = NamedReg(1, clk, rst, 0, name="out_push")
         push.next(d[rows + cols - 1 + extra] | (o_running & ~row_last))
 
-        # -- output FIFO: a RAM and registered pointers (depth a power of two, so the
-        # pointers wrap by themselves; no full check: the credits make overflow impossible)
+        # -- output FIFO: a RAM, registered pointers and a head register (depth a power of
+        # two, so the pointers wrap by themselves; no full check: the credits make overflow
+        # impossible). C leaves from ``fifo_head``, a register that always holds the entry at
+        # the read pointer while the FIFO is not empty, so the C bus starts at flops beside
+        # the RAM, not at the RAM's read mux: the LUT-RAM read -> the C slice's entering mux
+        # was the placed 8x8's worst path on four seeds (7a06fda seed 4, ec24c65 seeds 1-3,
+        # 8.4-9.1 ns with 7.2-8.0 of routing). The head loads on an edge where it is empty
+        # or taken: the entry after it (the RAM read at ``fifo_rd_inc``, a flop), or the row
+        # being written when that row becomes the head (``fifo_few``: at most one entry
+        # held). Same cycles as reading the RAM at the read pointer.
         fw = addr_width(depth)
         wr = NamedReg(fw, clk, rst, 0, ce=push.q, name="fifo_wr")
         wr.next(inc(wr.q))
         nonempty = NamedReg(1, clk, rst, 0, name="fifo_nonempty")
         pop = nonempty.q & ports.c_ready
-        rd = NamedReg(fw, clk, rst, 0, ce=pop, name="fifo_rd")
         rd_p1 = NamedReg(fw, clk, rst, 1, ce=pop, name="fifo_rd_inc")
-        rd.next(rd_p1.q)
         rd_p1.next(inc(rd_p1.q))
         one_left = rd_p1.q == wr.q  # exactly one entry (the FIFO is never full and popped)
         nonempty.next(push.q | (nonempty.q & ~(ports.c_ready & one_left)))
+        wdata = BitsSignal.concat([row_last, aligned])
         ram = Lutram(cols * aw + 1, depth, fw)(
-            clk=clk, we=push.q, waddr=wr.q, wdata=BitsSignal.concat([row_last, aligned]),
-            raddr=rd.q, instance_name="fifo_ram")
-        ports.c_data = ram.rdata[0:cols * aw]
-        ports.c_last = ram.rdata[cols * aw]
+            clk=clk, we=push.q, waddr=wr.q, wdata=wdata, raddr=rd_p1.q,
+            instance_name="fifo_ram")
+        # fifo_few: at most one entry held (after the edge); two_left from a third pointer
+        few = NamedReg(1, clk, rst, 1, name="fifo_few")
+        if depth > 1:
+            rd_p2 = NamedReg(fw, clk, rst, 2 % (1 << fw), ce=pop, name="fifo_rd_inc2")
+            rd_p2.next(inc(rd_p2.q))
+            two_left = nonempty.q & (rd_p2.q == wr.q)
+        else:
+            two_left = zero
+        just_one = nonempty.q & one_left
+        few.next(~nonempty.q | (just_one & ~(push.q & ~pop)) | (two_left & pop & ~push.q))
+        head = NamedReg(cols * aw + 1, clk, None, None, ce=~nonempty.q | ports.c_ready,
+                        name="fifo_head")
+        head.next(Mux(few.q, ram.rdata, wdata))
+        ports.c_data = head.q[0:cols * aw]
+        ports.c_last = head.q[cols * aw]
         ports.c_valid = nonempty.q
 
         # credits: -rows when a last beat is taken, +1 per C beat that leaves. The four

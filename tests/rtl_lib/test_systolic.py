@@ -161,3 +161,28 @@ def test_generator_refuses_bad_configs(change, needle):
     with pytest.raises(ConfigError, match=needle) as info:
         make_systolic_core(AccelConfig().replace(**change))
     assert "\n" not in str(info.value)
+
+
+def test_c_leaves_from_the_fifo_head_register(tmp_path):
+    """``c_data``/``c_last`` are the output FIFO's head register (``fifo_head``), not the LUT
+    RAM's read mux: the RAM read -> the matmul unit's C slice was the placed 8x8's worst path on
+    four seeds. The head loads the RAM read at ``fifo_rd_inc`` (a flop) or the row being
+    written, picked by the ``fifo_few`` flop, so the RAM's address and the pick are flops.
+    (Back-pressured runs above check that the head keeps every beat and its cycle.)"""
+    import re
+
+    from pycde_accel.rtl_lib.emit import emit_core
+
+    from .sv_cone import definitions, leaves, next_value
+
+    out = emit_core(AccelConfig(rows=4, cols=4), tmp_path / "sv")
+    sv = (tmp_path / "sv" / f"{out.top}.sv").read_text()
+    defs = definitions(sv)
+    c_data = re.search(r"assign\s+c_data\s*=\s*(.*?);", sv, re.S).group(1)
+    c_last = re.search(r"assign\s+c_last\s*=\s*(.*?);", sv, re.S).group(1)
+    assert leaves(defs, c_data) == {"fifo_head"}, sorted(leaves(defs, c_data))
+    assert leaves(defs, c_last) == {"fifo_head"}, sorted(leaves(defs, c_last))
+    raddr = re.search(r"fifo_ram\s*\(.*?\.raddr\s*\((.*?)\)", sv, re.S).group(1)
+    assert leaves(defs, raddr) == {"fifo_rd_inc"}, raddr
+    head = leaves(defs, next_value(sv, "fifo_head"))
+    assert "fifo_few" in head and "fifo_rd_inc" not in head, sorted(head)
