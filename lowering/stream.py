@@ -28,7 +28,9 @@ care which route its kernel took. The wrapper then:
   element goes in (the pipeline captures scalars with each element), so runs follow each
   other with no bubble;
 * joins the tensor inputs: an element goes in when every ``X_valid`` is high, the run is open
-  and a credit is free (``X_ready`` of each is that join);
+  and a credit is free (``X_ready`` of each is that join: ``in_open``, a flop equal to "run
+  open and a credit free", AND the other inputs' valids; the wrapper's own take reads the
+  run and credit flops, so no LUT is shared between the engine's take and the kernel's);
 * never stalls the pipeline (``out0_ready`` is 1: no stage register and no multiplier has an
   enable, so no stall net fans out across the pipeline): the results go into an output FIFO
   (LUT RAM, :func:`out_fifo_depth` entries: the latency plus the credit's round trip) and an
@@ -217,8 +219,8 @@ def static_stream_module(system, kernel, lowered):
             w = getattr(p, nm).type.width
             s_val[nm] = t_d[s_lo - w:s_lo]
             s_lo -= w
-        active.assign(Mux(take, active & ~in_last, one).reg(clk, rst, rst_value=0,
-                                                            name="run_active_r"))
+        act_next = Mux(take, active & ~in_last, one)
+        active.assign(act_next.reg(clk, rst, rst_value=0, name="run_active_r"))
         cnt_next = Mux(in_fire, in_cnt, Mux(in_last, (in_cnt.as_uint() + 1).as_bits(cw),
                                             Bits(cw)(0)))
         in_cnt.assign(cnt_next.reg(clk, rst, rst_value=0, name="in_count_r"))
@@ -230,8 +232,17 @@ def static_stream_module(system, kernel, lowered):
         before_last = (in_cnt == Bits(cw)(n - 2)) if n >= 2 else zero
         at_next = Mux(in_fire, at_last, Mux(at_last, before_last, Bits(1)(int(n == 1))))
         at_last.assign(at_next.reg(clk, rst, rst_value=int(n == 1), name="in_count_at_last_r"))
+        # the readies the engine sees start at a flop of their own, ``in_open``: run_active
+        # AND a credit free, registered from their next values (below). The element take
+        # inside (in_fire: the engine's valids AND run_active AND the credit) and the
+        # engine's take (its valid AND this ready) are then functions of different flops, so
+        # synthesis cannot share one LUT between them: a shared LUT sits by the engine's
+        # slice and the kernel's credits waited on it across the die (the store's
+        # requantize k_in_ready -> s3_1_v's LUT -> out_credits, seed 2 at 614cbf2; the
+        # vector ADD kernel's the same way, 9.62 ns with 8.15 of routing, seed 1 at 1af1302)
+        in_open = Wire(Bits(1), "in_open")
         for nm, _ in kernel.inputs:
-            others = active & k_in_ready
+            others = in_open
             for o, _ in kernel.inputs:
                 if o != nm:
                     others = others & getattr(p, f"{o}_valid")
@@ -276,6 +287,8 @@ def static_stream_module(system, kernel, lowered):
         therm.assign(BitsSignal.concat(list(reversed(t_next))).reg(
             clk, rst, rst_value=(1 << depth) - 1, name="out_credits_r"))
         has_credit.assign(t_bits[0])
+        open_q = (act_next & t_next[0]).reg(clk, rst, rst_value=0, name="in_open_r")
+        in_open.assign(open_q & inst.in_ready)   # == active & k_in_ready, every cycle
         # -- done: the n-th result of a run leaves
         oc = Wire(Bits(cw), "out_count")
         o_last = oc == Bits(cw)(n - 1)

@@ -124,3 +124,24 @@ def test_static_stream_runs_keep_their_scalars(add_static_stream, p_valid, p_rea
     assert r["done"] == runs
     if p_valid == 1.0:
         assert r["edges"][-1] - r["edges"][0] == NS * runs - 1
+
+
+def test_static_stream_readies_start_at_their_own_flop(add_static_stream):
+    """Each input's ready is the ``in_open_r`` flop AND the other inputs' valids, not the run
+    and credit flops the wrapper's own take reads: synthesis then cannot share one LUT between
+    the engine's take and the kernel's credits (a shared LUT, placed by the engine's slice,
+    put the kernel's credits on a path across the die on two placements of the 8x8)."""
+    import re
+
+    from sv_cone import definitions, leaves, next_value  # tests/rtl_lib (pyproject pythonpath)
+
+    k, _, base = add_static_stream
+    sv = (base / "sv" / "residual_add_stream.sv").read_text()
+    defs = definitions(sv)
+    for nm, other in (("a", "b"), ("b", "a")):
+        ready = re.search(rf"assign\s+{nm}_ready\s*=\s*(.*?);", sv, re.S).group(1)
+        src = leaves(defs, ready)
+        assert "in_open_r" in src and f"{other}_valid" in src, sorted(src)
+        assert not {"run_active", "out_credits"} & src, sorted(src)
+    # the credits' next value still reads the run flop and its own bits
+    assert "run_active" in leaves(defs, next_value(sv, "out_credits"))
