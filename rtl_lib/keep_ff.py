@@ -9,7 +9,8 @@ stays a flip-flop of its own and drives only its chunk.
 ``KeepFF(clk=, rst=, d=)`` -> ``.q`` (``q`` takes ``d`` on every edge; 0 on an edge with
 ``rst``). ``replicated(clk, rst, d, n, name)``: ``n`` such copies of one register;
 ``toggles(clk, rst, flip, n, name)``: ``n`` copies of a register that flips on ``flip``, each
-with its next value (its own output XOR ``flip``) a LUT beside it.
+with its next value (its own output XOR ``flip``) a LUT beside it. ``kept_counter(clk, rst, en,
+width, init, name)``: a counter of kept flops (a pointer's copy); ``KeepFFSet`` resets to 1.
 ``SOURCE`` (``keep_ff.sv``) defines it: a synthesis *and* simulation source, listed in
 ``filelist.f`` by ``emit_module(..., sources=[SOURCE])``. No parameters: a parameterized
 extern module instantiated with two parameter sets gets a uniquified name the source does
@@ -34,10 +35,40 @@ class KeepFF(Module):
     q = Output(Bits(1))
 
 
-def replicated(clk, rst, d, n: int, name: str) -> list:
-    """``n`` kept copies of the register ``d`` -> ``q`` (instances ``{name}_{i}``): their
-    outputs, each to drive one part of a wide load."""
-    return [KeepFF(clk=clk, rst=rst, d=d, instance_name=f"{name}_{i}").q for i in range(n)]
+class KeepFFSet(Module):
+    """:class:`KeepFF` with reset to 1."""
+    module_name = "pycde_accel_keep_ff_set"
+    clk = Clock()
+    rst = Reset()
+    d = Input(Bits(1))
+    q = Output(Bits(1))
+
+
+def kept_counter(clk, rst, en, width: int, init: int, name: str) -> list:
+    """A ``width``-bit register of kept flops (instances ``{name}_b{k}``) that starts at
+    ``init`` and counts up by one (modulo ``2**width``) on an edge where ``en`` is high: a copy
+    of a pointer that synthesis does not merge with the pointer it copies, so each copy can
+    sit beside the part of a wide memory it addresses. Returns its bits, LSB first."""
+    from pycde.constructs import Mux, Wire
+    from pycde.signals import BitsSignal
+
+    d = [Wire(Bits(1), f"{name}_b{k}_next") for k in range(width)]
+    q = [(KeepFFSet if (init >> k) & 1 else KeepFF)(clk=clk, rst=rst, d=d[k],
+                                                    instance_name=f"{name}_b{k}").q
+         for k in range(width)]
+    cur = BitsSignal.concat(list(reversed(q))) if width > 1 else q[0]
+    nxt = (cur.as_uint() + 1).as_bits(width)
+    val = Mux(en, cur, nxt)
+    for k in range(width):
+        d[k].assign(val[k])
+    return q
+
+
+def replicated(clk, rst, d, n: int, name: str, init: int = 0) -> list:
+    """``n`` kept copies of the register ``d`` -> ``q`` (instances ``{name}_{i}``; reset to
+    ``init``): their outputs, each to drive one part of a wide load."""
+    ff = KeepFFSet if init else KeepFF
+    return [ff(clk=clk, rst=rst, d=d, instance_name=f"{name}_{i}").q for i in range(n)]
 
 
 def toggles(clk, rst, flip, n: int, name: str) -> list:

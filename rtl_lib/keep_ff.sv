@@ -13,3 +13,15 @@ module pycde_accel_keep_ff (
   always @(posedge clk)
     q <= rst ? 1'b0 : d;
 endmodule
+
+// The same flip-flop with a synchronous reset to 1 (keep_ff.py's ``init=1`` copies).
+module pycde_accel_keep_ff_set (
+  input      clk,
+  input      rst,
+  input      d,
+  output reg q
+);
+  (* keep *)
+  always @(posedge clk)
+    q <= rst ? 1'b1 : d;
+endmodule

@@ -71,8 +71,9 @@ realigns the columns into one row of C per beat, which goes through the output F
 (``lutram``, distributed RAM on ECP5) of ``out_fifo_depth`` rows, a power of two, with
 registered pointers, a registered ``c_valid`` (non-empty) flag and a head register
 (``fifo_head``) that drives ``c_data``/``c_last``: the C stream leaves from flops, not from the
-RAM's read mux; it has no full check, since the credits never admit a tile whose rows it could
-not hold.
+RAM's read mux. The RAM is ``FIFO_CHUNK``-bit chunks, each with its own kept copies
+(``keep_ff``) of the pointers and the write enable, so no address net spans the whole row. It
+has no full check, since the credits never admit a tile whose rows it could not hold.
 
 Target: the PE's multiplier depends on ``config.target`` (``ecp5.uses_ecp5_dsp``): on ECP5 each
 PE instantiates a MULT18X18D with its internal input and output registers (simulation then
@@ -130,10 +131,15 @@ from ..config import AccelConfig
 from .bits import add, count_width, inc
 from .common import NamedReg
 from .ecp5 import DSP_WIDTH, uses_ecp5_dsp
+from .keep_ff import kept_counter, replicated
 from .lutram import Lutram, addr_width
 from .pe import PE_LATENCY, make_pe
 from .skew import make_skew
 from .stream import Stream, module
+
+
+#: output FIFO bits per RAM chunk (each chunk has its own copies of the pointers, see below)
+FIFO_CHUNK = 64
 
 
 # ---- the latency contract (the tests check the simulated counts against these) -------------
@@ -330,33 +336,33 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         row_last = ocnt.q == Bits(ow)(1)
         # the push flag as a register of its own (== out_cnt != 0), not logic
         push = NamedReg(1, clk, rst, 0, name="out_push")
-        push.next(d[rows + cols - 1 + extra] | (o_running & ~row_last))
+        push_next = d[rows + cols - 1 + extra] | (o_running & ~row_last)
+        push.next(push_next)
 
         # -- output FIFO: a RAM, registered pointers and a head register (depth a power of
         # two, so the pointers wrap by themselves; no full check: the credits make overflow
         # impossible). C leaves from ``fifo_head``, a register that always holds the entry at
-        # the read pointer while the FIFO is not empty, so the C bus starts at flops beside
-        # the RAM, not at the RAM's read mux: the LUT-RAM read -> the C slice's entering mux
-        # was the placed 8x8's worst path on four seeds (7a06fda seed 4, ec24c65 seeds 1-3,
-        # 8.4-9.1 ns with 7.2-8.0 of routing). The head loads on an edge where it is empty
-        # or taken: the entry after it (the RAM read at ``fifo_rd_inc``, a flop), or the row
-        # being written when that row becomes the head (``fifo_few``: at most one entry
-        # held). Same cycles as reading the RAM at the read pointer.
+        # the read pointer while the FIFO is not empty, so the C bus starts at flops, not at
+        # the RAM's read mux: the LUT-RAM read -> the matmul unit's C slice was the placed
+        # 8x8's worst path on four seeds (7a06fda seed 4, ec24c65 seeds 1-3, 8.4-9.1 ns with
+        # 7.2-8.0 of routing). The head loads on an edge where it is empty or taken: the
+        # entry after it (the RAM read at the next read address), or the row being written
+        # when that row becomes the head (``fifo_few``: at most one entry held). The RAM is
+        # ``FIFO_CHUNK``-bit chunks, each with its own kept copies of the write enable, both
+        # pointers and ``fifo_few``, so a chunk's cells, its addresses and its part of the
+        # head can sit together: one address net over the 257-bit RAM spread its cells
+        # across the die (ec24c65 seed 1: the read address -> a 5.57 ns route -> a cell).
+        # Same cycles as reading the RAM at the read pointer.
         fw = addr_width(depth)
         wr = NamedReg(fw, clk, rst, 0, ce=push.q, name="fifo_wr")
         wr.next(inc(wr.q))
         nonempty = NamedReg(1, clk, rst, 0, name="fifo_nonempty")
         pop = nonempty.q & ports.c_ready
-        rd_p1 = NamedReg(fw, clk, rst, 1, ce=pop, name="fifo_rd_inc")
+        rd_p1 = NamedReg(fw, clk, rst, 1 % (1 << fw), ce=pop, name="fifo_rd_inc")
         rd_p1.next(inc(rd_p1.q))
         one_left = rd_p1.q == wr.q  # exactly one entry (the FIFO is never full and popped)
         nonempty.next(push.q | (nonempty.q & ~(ports.c_ready & one_left)))
-        wdata = BitsSignal.concat([row_last, aligned])
-        ram = Lutram(cols * aw + 1, depth, fw)(
-            clk=clk, we=push.q, waddr=wr.q, wdata=wdata, raddr=rd_p1.q,
-            instance_name="fifo_ram")
         # fifo_few: at most one entry held (after the edge); two_left from a third pointer
-        few = NamedReg(1, clk, rst, 1, name="fifo_few")
         if depth > 1:
             rd_p2 = NamedReg(fw, clk, rst, 2 % (1 << fw), ce=pop, name="fifo_rd_inc2")
             rd_p2.next(inc(rd_p2.q))
@@ -364,10 +370,28 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         else:
             two_left = zero
         just_one = nonempty.q & one_left
-        few.next(~nonempty.q | (just_one & ~(push.q & ~pop)) | (two_left & pop & ~push.q))
-        head = NamedReg(cols * aw + 1, clk, None, None, ce=~nonempty.q | ports.c_ready,
+        few_next = (~nonempty.q | (just_one & ~(push.q & ~pop))
+                    | (two_left & pop & ~push.q))
+        W = cols * aw + 1
+        n_ch = -(-W // FIFO_CHUNK)
+        cw_ = -(-W // n_ch)                # every chunk one width: one Lutram parameter set
+        wdata = BitsSignal.concat([Bits(n_ch * cw_ - W)(0), row_last, aligned]) \
+            if n_ch * cw_ > W else BitsSignal.concat([row_last, aligned])
+        we_c = replicated(clk, rst, push_next, n_ch, "fifo_we")
+        few_c = replicated(clk, rst, few_next, n_ch, "fifo_few", init=1)
+        head_in = []
+        for c in range(n_ch):
+            wa = BitsSignal.concat(list(reversed(
+                kept_counter(clk, rst, we_c[c], fw, 0, f"fifo_wr_c{c}"))))
+            ra = BitsSignal.concat(list(reversed(
+                kept_counter(clk, rst, pop, fw, 1 % (1 << fw), f"fifo_rd_c{c}"))))
+            wd = wdata[c * cw_:(c + 1) * cw_]
+            ram = Lutram(cw_, depth, fw)(clk=clk, we=we_c[c], waddr=wa, wdata=wd, raddr=ra,
+                                         instance_name=f"fifo_ram_{c}")
+            head_in.append(Mux(few_c[c], ram.rdata, wd))
+        head = NamedReg(n_ch * cw_, clk, None, None, ce=~nonempty.q | ports.c_ready,
                         name="fifo_head")
-        head.next(Mux(few.q, ram.rdata, wdata))
+        head.next(BitsSignal.concat(list(reversed(head_in))))
         ports.c_data = head.q[0:cols * aw]
         ports.c_last = head.q[cols * aw]
         ports.c_valid = nonempty.q

@@ -166,23 +166,32 @@ def test_generator_refuses_bad_configs(change, needle):
 def test_c_leaves_from_the_fifo_head_register(tmp_path):
     """``c_data``/``c_last`` are the output FIFO's head register (``fifo_head``), not the LUT
     RAM's read mux: the RAM read -> the matmul unit's C slice was the placed 8x8's worst path on
-    four seeds. The head loads the RAM read at ``fifo_rd_inc`` (a flop) or the row being
-    written, picked by the ``fifo_few`` flop, so the RAM's address and the pick are flops.
-    (Back-pressured runs above check that the head keeps every beat and its cycle.)"""
+    four seeds. The RAM is chunks of at most ``FIFO_CHUNK`` bits, each addressed by kept
+    pointer copies of its own (``fifo_rd_c<i>``, ``fifo_wr_c<i>``) and its part of the head
+    picked by its own ``fifo_few`` copy. (The back-pressured runs above check that the head
+    keeps every beat and its cycle.)"""
     import re
 
     from pycde_accel.rtl_lib.emit import emit_core
+    from pycde_accel.rtl_lib.systolic import FIFO_CHUNK
 
-    from .sv_cone import definitions, leaves, next_value
+    from sv_cone import definitions, leaves, next_value
 
-    out = emit_core(AccelConfig(rows=4, cols=4), tmp_path / "sv")
+    rows, cols = 4, 4
+    out = emit_core(AccelConfig(rows=rows, cols=cols), tmp_path / "sv")
     sv = (tmp_path / "sv" / f"{out.top}.sv").read_text()
     defs = definitions(sv)
-    c_data = re.search(r"assign\s+c_data\s*=\s*(.*?);", sv, re.S).group(1)
-    c_last = re.search(r"assign\s+c_last\s*=\s*(.*?);", sv, re.S).group(1)
-    assert leaves(defs, c_data) == {"fifo_head"}, sorted(leaves(defs, c_data))
-    assert leaves(defs, c_last) == {"fifo_head"}, sorted(leaves(defs, c_last))
-    raddr = re.search(r"fifo_ram\s*\(.*?\.raddr\s*\((.*?)\)", sv, re.S).group(1)
-    assert leaves(defs, raddr) == {"fifo_rd_inc"}, raddr
+    for port in ("c_data", "c_last"):
+        expr = re.search(rf"assign\s+{port}\s*=\s*(.*?);", sv, re.S).group(1)
+        assert leaves(defs, expr) == {"fifo_head"}, (port, sorted(leaves(defs, expr)))
+    rams = re.findall(r"\)\s*fifo_ram_(\d+)\s*\((.*?)\);", sv, re.S)
+    width = cols * 32 + 1
+    assert len(rams) == -(-width // FIFO_CHUNK) >= 2, len(rams)
+    for c, body in rams:
+        ports = dict(re.findall(r"\.(\w+)\s*\((.*?)\)\s*(?:,|$)", body, re.S))
+        ra, wa = leaves(defs, ports["raddr"]), leaves(defs, ports["waddr"])
+        assert ra and all(n.startswith(f"_fifo_rd_c{c}_b") for n in ra), ra
+        assert wa and all(n.startswith(f"_fifo_wr_c{c}_b") for n in wa), wa
     head = leaves(defs, next_value(sv, "fifo_head"))
-    assert "fifo_few" in head and "fifo_rd_inc" not in head, sorted(head)
+    assert {f"_fifo_few_{c}_q" for c, _ in rams} <= head, sorted(head)
+    assert not {"fifo_rd_inc", "fifo_wr", "fifo_nonempty"} & head, sorted(head)
