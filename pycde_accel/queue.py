@@ -16,6 +16,12 @@ next count, and the storage has a power-of-two number of words, so the pointers 
 overflow. Registers ``{name}_count``, ``{name}_empty``, ``{name}_full``, ``{name}_wr``,
 ``{name}_rd``; memory ``{name}_mem`` (``seq.hlmem`` with a combinational read: distributed
 RAM on ECP5, like ``seq.fifo``'s).
+
+``head=True``: ``output`` is a register (``{name}_head``) that holds the head while ``empty`` is
+low, so a consumer's logic starts at flops, not at the RAM's read mux; same cycles. The memory
+is read at the word after the head (``{name}_rd_next``) and the head loads that word, or the
+word being pushed when it becomes the head (``{name}_few``), on an edge where the queue is
+empty or popped. ``width`` flops more.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ def _dec(v, w):
 class Queue:
     """See the module docstring."""
 
-    def __init__(self, type, depth: int, clk, rst, name: str = "queue"):
+    def __init__(self, type, depth: int, clk, rst, name: str = "queue", head: bool = False):
         from pycde.circt import ir
         from pycde.circt.dialects import seq as raw_seq
         from pycde.signals import _FromCirctValue
@@ -78,8 +84,28 @@ class Queue:
         mem = raw_seq.HLMemOp(ir.Type.parse(f"!seq.hlmem<{1 << pw}xi{width}>"), clk.value,
                               rst.value, f"{name}_mem").handle
         raw_seq.WritePortOp(mem, [wr.q.value], self._data.value, push.value, 1)
-        rd_data = raw_seq.ReadPortOp(ir.IntegerType.get_signless(width), mem, [rd.q.value], 0)
-        self._output = _FromCirctValue(rd_data.result)
+        if head:
+            # the head in a register of its own (``{name}_head``): the read is at the word
+            # after the head (``{name}_rd_next``, a register), and the head loads on an edge
+            # where the queue is empty or popped: that word, or the word being pushed when it
+            # becomes the head (``{name}_few``: at most one word held after the edge, a flop
+            # set from compares of the count)
+            rd1 = NamedReg(pw, clk, rst, 1 % (1 << pw), name=f"{name}_rd_next")
+            rd1.next(Mux(pop, rd1.q, _inc(rd1.q, pw)))
+            few = NamedReg(1, clk, rst, 1, name=f"{name}_few")
+            eq = [count.q == Bits(cw)(k) if k < (1 << cw) else Bits(1)(0) for k in range(3)]
+            le1 = eq[0] | eq[1]
+            few.next(Mux(up, Mux(down, le1, le1 | eq[2]), eq[0]))
+            rd_data = raw_seq.ReadPortOp(ir.IntegerType.get_signless(width), mem,
+                                         [rd1.q.value], 0)
+            nxt = Mux(few.q, _FromCirctValue(rd_data.result), self._data)
+            hreg = NamedReg(width, clk, None, None, ce=empty.q | pop, name=f"{name}_head")
+            hreg.next(nxt)
+            self._output = hreg.q
+        else:
+            rd_data = raw_seq.ReadPortOp(ir.IntegerType.get_signless(width), mem, [rd.q.value],
+                                         0)
+            self._output = _FromCirctValue(rd_data.result)
         self._empty, self._full = empty.q, full.q
         #: ``full``'s next value (for a copy of the flag kept beside a far pusher)
         self.full_next = full_next

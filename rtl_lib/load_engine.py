@@ -64,7 +64,8 @@ class LoadEngine:
         l_zero = l_flags[2]
         l_valid = ~loadq.empty
         extra = decode.width if decode is not None else 0
-        self.route = route = Queue(Bits(ROUTE_BITS + extra), depth, clk, rst, "route_fifo")
+        self.route = route = Queue(Bits(ROUTE_BITS + extra), depth, clk, rst, "route_fifo",
+                                   head=True)
         # entries reach the route FIFO through a register slice (``route_in``): its in_ready
         # (a flop) is the issue's room, and the FIFO's write enable is its valid and the
         # FIFO's full, two flops. Pushed straight from the issue, the write enable of the

@@ -21,17 +21,17 @@ TB = "tb_skid_buffer"
 TB_DIRS = [Path(__file__).resolve().parent]
 
 
-def _queue(width: int, depth: int):
+def _queue(width: int, depth: int, head: bool = False):
     s = Stream(data=width)
 
     def build(p):
-        q = Queue(Bits(width), depth, p.clk, p.rst, "q")
+        q = Queue(Bits(width), depth, p.clk, p.rst, "q", head=head)
         q.push(p.in_data, p.in_valid)
         p.in_ready = ~q.full
         p.out_valid = ~q.empty
         p.out_data = q.pop(p.out_ready & ~q.empty)
 
-    return module(f"queue_test_w{width}_d{depth}", {"clk": Clock(), "rst": Reset(),
+    return module(f"queue_test_w{width}_d{depth}" + ("_head" if head else ""), {"clk": Clock(), "rst": Reset(),
                                                     **s.sink("in"), **s.source("out")}, build)
 
 
@@ -40,17 +40,40 @@ def _run(sim, tmp_path, testcase, **spec):
         extra_env={"TB_SKID_SPEC": json.dumps(spec)})
 
 
+@pytest.mark.parametrize("head", [False, True], ids=["ram_read", "head_reg"])
 @pytest.mark.parametrize("depth", [1, 2, 3, 4, 5])
-def test_queue_stream_and_capacity(module_sim, tmp_path, depth):
-    sim = module_sim(_queue(16, depth))
+def test_queue_stream_and_capacity(module_sim, tmp_path, depth, head):
+    """``head=True`` (the head in a register of its own) keeps every word, its order and its
+    cycle: the same testbench, the same checks."""
+    sim = module_sim(_queue(16, depth, head))
     _run(sim, tmp_path / "s", "stream", width=16, beats=300, seed=depth, p_in=0.8, p_out=0.4)
     _run(sim, tmp_path / "r", "registered", width=16, beats=0, seed=depth + 10, p_in=1.0,
          p_out=1.0, depth=depth)
 
 
-def test_queue_full_rate(module_sim, tmp_path):
-    _run(module_sim(_queue(8, 4)), tmp_path, "stream", width=8, beats=200, seed=3, p_in=1.0,
-         p_out=1.0)
+@pytest.mark.parametrize("head", [False, True], ids=["ram_read", "head_reg"])
+def test_queue_full_rate(module_sim, tmp_path, head):
+    _run(module_sim(_queue(8, 4, head)), tmp_path, "stream", width=8, beats=200, seed=3,
+         p_in=1.0, p_out=1.0)
+
+
+def test_queue_head_output_is_its_register(tmp_path):
+    """With ``head=True`` the output is the ``q_head`` register, and it loads the RAM read at
+    ``q_rd_next`` (a flop) or the pushed word, picked by the ``q_few`` flop."""
+    import re
+
+    from pycde_accel.rtl_lib.emit import emit_module
+
+    from sv_cone import definitions, leaves, next_value
+
+    m = _queue(16, 8, head=True)
+    emit_module(m, tmp_path / "sv")
+    sv = (tmp_path / "sv" / f"{m.module_name}.sv").read_text()
+    defs = definitions(sv)
+    out = re.search(r"assign\s+out_data\s*=\s*(.*?);", sv, re.S).group(1)
+    assert leaves(defs, out) == {"q_head"}, sorted(leaves(defs, out))
+    nxt = leaves(defs, next_value(sv, "q_head"))
+    assert "q_few" in nxt and "q_rd" not in nxt, sorted(nxt)
 
 
 def test_queue_refuses():
