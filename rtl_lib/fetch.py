@@ -67,26 +67,29 @@ class Fetcher:
         minus1 = (used.q.as_uint(CW) - 1).as_bits(CW)
         used.next(Mux(self.go, Mux(self.pop, used.q, minus1), Mux(self.pop, plus, plus_m1)))
         # room' = used' <= depth - chunk, with used' = used + (go ? now : 0) - pop: each case a
-        # compare of registers (a full chunk is a constant), go, pop and short only select
-        # among them, so the late fetch_go / cmdq_pop do not run through an adder and a
-        # compare
+        # compare of registers (a full chunk is a constant), go and pop only select among
+        # them, so the late fetch_go / cmdq_pop do not run through an adder and a compare.
+        # A fetch of the short tail takes the whole chunk's compare: it leaves nothing to
+        # fetch (fetch_left_nonzero goes low), so room is not read before the next cycle
+        # sets it from used again, and the whole chunk's compare is the stricter one (the
+        # tail's own compare, used + left against the limit, was two carry chains in series:
+        # fetch_left -> both -> cmdq_room was the placed 8x8's critical path on seed 2 at
+        # 4ebabeb, 8.32 ns)
         lim = depth - chunk
         wide = CW + 1
         u = used.q.as_uint(wide)
-        tail = (u + left.q[0:CW].as_uint(wide)).as_uint(wide + 1)
 
         def le(v, k):
             return (v <= k).as_bits()
 
-        # [pop low, pop high] for each case: no fetch, a whole chunk, the short tail
+        # [pop low, pop high] for each case: no fetch, a fetch
         room_idle = [le(u, lim), le(u, lim + 1)]
         room_full = [le(u + chunk, lim), le(u + chunk, lim + 1)]
-        room_tail = [le(tail, lim), le(tail, lim + 1)]
 
         def pick(pair):
             return Mux(self.pop, pair[0], pair[1])
 
-        room.next(Mux(self.go, pick(room_idle), Mux(short.q, pick(room_full), pick(room_tail))))
+        room.next(Mux(self.go, pick(room_idle), pick(room_full)))
         # zero' = (used' == 0) the same way: without a fetch, used (pop low) or used - 1 (pop
         # high) is zero; with one (now >= 1), only used + now - 1 can be, with pop high. The
         # top's idle AND takes this flop, not a compare of the counter (cmdq_credits_used ->
