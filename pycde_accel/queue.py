@@ -19,9 +19,9 @@ RAM on ECP5, like ``seq.fifo``'s).
 
 ``head=True``: ``output`` is a register (``{name}_head``) that holds the head while ``empty`` is
 low, so a consumer's logic starts at flops, not at the RAM's read mux; same cycles. The memory
-is read at the word after the head (``{name}_rd_next``) and the head loads that word, or the
-word being pushed when it becomes the head (``{name}_few``), on an edge where the queue is
-empty or popped. ``width`` flops more.
+is read at the word after the head (``{name}_rd_next``, in place of ``{name}_rd``) and the
+head loads that word, or the word being pushed when it becomes the head (``{name}_few``), on
+an edge where the queue is empty or popped. ``width`` flops more.
 """
 
 from __future__ import annotations
@@ -63,7 +63,9 @@ class Queue:
         empty = NamedReg(1, clk, rst, 1, name=f"{name}_empty")
         full = NamedReg(1, clk, rst, 0, name=f"{name}_full")
         wr = NamedReg(pw, clk, rst, 0, name=f"{name}_wr")
-        rd = NamedReg(pw, clk, rst, 0, name=f"{name}_rd")
+        # with a head register the one read pointer is at the word after the head
+        rd = NamedReg(pw, clk, rst, 1 % (1 << pw) if head else 0,
+                      name=f"{name}_rd_next" if head else f"{name}_rd")
         push = self._wr_en & ~full.q
         pop = self._rd_en & ~empty.q
         wr.next(Mux(push, wr.q, _inc(wr.q, pw)))
@@ -90,14 +92,12 @@ class Queue:
             # where the queue is empty or popped: that word, or the word being pushed when it
             # becomes the head (``{name}_few``: at most one word held after the edge, a flop
             # set from compares of the count)
-            rd1 = NamedReg(pw, clk, rst, 1 % (1 << pw), name=f"{name}_rd_next")
-            rd1.next(Mux(pop, rd1.q, _inc(rd1.q, pw)))
             few = NamedReg(1, clk, rst, 1, name=f"{name}_few")
             eq = [count.q == Bits(cw)(k) if k < (1 << cw) else Bits(1)(0) for k in range(3)]
             le1 = eq[0] | eq[1]
             few.next(Mux(up, Mux(down, le1, le1 | eq[2]), eq[0]))
             rd_data = raw_seq.ReadPortOp(ir.IntegerType.get_signless(width), mem,
-                                         [rd1.q.value], 0)
+                                         [rd.q.value], 0)
             nxt = Mux(few.q, _FromCirctValue(rd_data.result), self._data)
             hreg = NamedReg(width, clk, None, None, ce=empty.q | pop, name=f"{name}_head")
             hreg.next(nxt)
