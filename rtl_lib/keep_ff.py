@@ -48,7 +48,7 @@ def kept_counter(clk, rst, en, width: int, init: int, name: str) -> list:
     """A ``width``-bit register of kept flops (instances ``{name}_b{k}``) that starts at
     ``init`` and counts up by one (modulo ``2**width``) on an edge where ``en`` is high: a copy
     of a pointer that synthesis does not merge with the pointer it copies, so each copy can
-    sit beside the part of a wide memory it addresses. Returns its bits, LSB first."""
+    sit beside the part of a wide memory it addresses. Returns its value (``width`` bits)."""
     from pycde.constructs import Mux, Wire
     from pycde.signals import BitsSignal
 
@@ -61,7 +61,7 @@ def kept_counter(clk, rst, en, width: int, init: int, name: str) -> list:
     val = Mux(en, cur, nxt)
     for k in range(width):
         d[k].assign(val[k])
-    return q
+    return cur
 
 
 def replicated(clk, rst, d, n: int, name: str, init: int = 0) -> list:

@@ -381,10 +381,8 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         few_c = replicated(clk, rst, few_next, n_ch, "fifo_few", init=1)
         head_in = []
         for c in range(n_ch):
-            wa = BitsSignal.concat(list(reversed(
-                kept_counter(clk, rst, we_c[c], fw, 0, f"fifo_wr_c{c}"))))
-            ra = BitsSignal.concat(list(reversed(
-                kept_counter(clk, rst, pop, fw, 1 % (1 << fw), f"fifo_rd_c{c}"))))
+            wa = kept_counter(clk, rst, we_c[c], fw, 0, f"fifo_wr_c{c}")
+            ra = kept_counter(clk, rst, pop, fw, 1 % (1 << fw), f"fifo_rd_c{c}")
             wd = wdata[c * cw_:(c + 1) * cw_]
             ram = Lutram(cw_, depth, fw)(clk=clk, we=we_c[c], waddr=wa, wdata=wd, raddr=ra,
                                          instance_name=f"fifo_ram_{c}")
