@@ -12,6 +12,9 @@ Yosys); later calls load the compiled module from the user cache.
 A tool that prints nothing for ``idle_timeout`` seconds (nextpnr's router1 can spin for tens of
 minutes on a few hundred arcs without a log line), or still runs after ``time_limit`` seconds,
 is stopped and :class:`ToolStalled` raised, so a placement never hangs its caller.
+
+The log is written line by line as the tool prints (not in buffer-sized blocks), so
+``tail -f`` on it shows where a long placement is.
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ def run_tool(tool: str, args: list[str], cwd: Path, log_name: str,
                 if raw is None:
                     break
                 fh.write(raw)
+                fh.flush()          # the log is live: a user tailing a long placement sees it
                 if progress is not None and phases:
                     line = raw.decode(errors="replace").strip()
                     for prefix, msg in phases.items():

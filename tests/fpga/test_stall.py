@@ -33,6 +33,21 @@ def test_a_tool_silent_for_the_idle_timeout_is_stopped(tmp_path, monkeypatch):
     assert "Info: Routing.." in (tmp_path / "silent.log").read_text()
 
 
+def test_the_log_holds_each_line_as_soon_as_the_tool_prints_it(tmp_path, monkeypatch):
+    """A user tailing a placement's log sees its last line, not the last full buffer."""
+    (tmp_path / "silent_tool.py").write_text(SILENT_TOOL)
+    monkeypatch.setitem(tools._ENTRY, "silent", ("silent_tool", "main"))
+    seen = []
+
+    def progress(msg):
+        seen.append((msg, (tmp_path / "silent.log").read_text()))
+
+    with pytest.raises(ToolStalled):
+        run_tool("silent", [], tmp_path, "silent.log", {"Info: Routing..": "routing"}, progress,
+                 idle_timeout=2)
+    assert seen == [("silent: routing", "Info: Routing..\n")]
+
+
 CHATTY_TOOL = '''
 import time
 
