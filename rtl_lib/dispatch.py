@@ -28,14 +28,17 @@ memory (P) and of the vector engine's X buffer. A command is bits ``[0, cmd_bits
 
 * The FIFO's head goes through a slice: dispatch starts from flops, and the slice's input is
   the FIFO's read with no logic after it. 1 cycle from the FIFO to dispatch, one command per
-  cycle. It is two slices of one handshake, in lockstep: the decode bits in a register slice
-  (``common.register_slice`` named ``dispatch_head``: a few flops whose enable is the
-  decision), the command in a 2-slot FIFO (``common.fifo_slice`` named ``dispatch_cmd``, a
-  read pointer copy per ``DISPATCH_CHUNK`` bits), whose slots load from the command FIFO's
-  side, so the decision reaches no enable of the command's flops. The decision -> the
-  enable of the whole slice's data (``dispatch_head_d``) was the placed 8x8's critical path
-  on seed 1 at a190752 (9.72 ns) and again with nextpnr's placer timing weight at 40 on
-  d3b65bf's netlist (seed 2, 8.43 ns: a 2.87 ns route of the enable net).
+  cycle. The slice is a 2-slot FIFO (``common.fifo_slice`` named ``dispatch_head``, a read
+  pointer copy per ``DISPATCH_CHUNK`` bits) holding the command with its decode bits, whose
+  slots load from the command FIFO's side, so the decision reaches no enable of the
+  command's flops (the decision -> the enable of a register slice's data was the placed
+  8x8's critical path on seed 1 at a190752, 9.72 ns, and on d3b65bf's seed 2 with nextpnr's
+  placer timing weight at 40, 8.43 ns). The head's class (:class:`Decode`'s 8 one-hot class
+  bits) is in flops of their own, ``dispatch_head_hot``, all zero while no head waits: the
+  decision is an OR of 8 class-and-flag pairs with no valid beside them. With a valid and the
+  class bits from the slice's data (a register slice), the decision was 4 LUTs deep before
+  the slice's flops (the placed 8x8's critical path on seed 2 at 2094307: the decode flops ->
+  three LUTs of the decision with a 2.16 ns route among them -> the skid valid, 8.34 ns).
 * ``queues`` (``loadq``, ``execq``, ``storeq``, ``vecq``): one :class:`EngineQueue` per engine,
   a ``queue.Queue`` of ``depth`` commands and behind it a register slice (``{engine}_head``), so
   an engine takes its command from flops and its take (``pop``) reaches only the slice: the
@@ -63,7 +66,7 @@ memory (P) and of the vector engine's X buffer. A command is bits ``[0, cmd_bits
   ``_load_p``, ``_load_x``, ``_exec``, ``_store``, ``_vec``, ``_fence``), set from the next
   values of what it waits for: its engine queue's room (``not full``, from the Queue's
   ``full_next``), the idle condition of its hazard, ``drained``. So the decision is an AND-OR
-  of the head's decode flops and these seven, all beside the head slice, and each engine
+  of the head's class flops and these seven, all beside the head slice, and each engine
   queue's push is its own classes' terms. The decision's inputs in three places (the head's
   decode, the engine queues' ``full`` flags beside their queues, the idle and drained
   registers) was the placed 8x8's critical path on seed 1 at af39b54 (8.99 ns, 7.10 of it
@@ -173,6 +176,12 @@ class Decode:
     dst_p: int
     dst_x: int
 
+    #: the decode bits from CLASS_LO on: the head's class, one-hot (every command is exactly
+    #: one of these); bit 0 (is LOAD) is the union of the three LOAD classes
+    CLASS_LO = 1
+    CLASS_NAMES = ("exec", "store", "vec", "bad", "ld_p", "ld_x", "fence", "ld_plain")
+    CLASSES = len(CLASS_NAMES)
+
     def bits(self, cmd):
         op, ldst = cmd[0:8], cmd[16:24]
         is_op = [op == Bits(8)(k) for k in self.opcodes]
@@ -226,21 +235,16 @@ class Dispatcher:
     def __init__(self, clk, rst, cmdq: CommandQueue, start, credit_return, depth: int):
         cmd_bits = cmdq.cmd_bits
         dispatch_w = Wire(Bits(1), "dispatch")
-        # the head in two slices of one handshake, in lockstep: the decode bits in a register
-        # slice (a few flops beside the decision, whose enable is the decision), the command
-        # in a 2-slot FIFO (fifo_slice), whose slots load from the command FIFO's side and
-        # whose output mux has a read pointer copy per DISPATCH_CHUNK bits, so the decision
-        # reaches pointer and fill flops only, not the enables of the command's flops
-        head_valid, dec_bits, slice_ready = register_slice(clk, rst, ~cmdq.empty,
-                                                           cmdq.raw[cmd_bits:], dispatch_w,
-                                                           "dispatch_head")
-        _, head, _ = fifo_slice(clk, rst, ~cmdq.empty, cmdq.output, dispatch_w, "dispatch_cmd",
-                                chunk=DISPATCH_CHUNK, toggles=toggles)
-        dec = BitsSignal.concat([dec_bits, head])
-        self.head = head
-        is_op = [dec[cmd_bits + k] for k in range(4)]
-        bad, ld_p, ld_x = dec[cmd_bits + 4], dec[cmd_bits + 5], dec[cmd_bits + 6]
-        fence = dec[cmd_bits + 7]
+        # the head in one 2-slot FIFO slice (fifo_slice), whose slots load from the command
+        # FIFO's side and whose output mux has a read pointer copy per DISPATCH_CHUNK bits, so
+        # the decision reaches pointer and fill flops only, not the enables of the command's
+        # flops; the head's class (8 one-hot decode bits) is kept in flops of its own that are
+        # all zero while no head waits (``dispatch_head_hot``), so the decision needs no valid
+        head_valid, dec, slice_ready, hot = fifo_slice(
+            clk, rst, ~cmdq.empty, cmdq.raw, dispatch_w, "dispatch_head", chunk=DISPATCH_CHUNK,
+            toggles=toggles, hot=(cmd_bits + Decode.CLASS_LO, Decode.CLASSES))
+        self.head = head = dec[0:cmd_bits]
+        cls = {c: hot[k] for k, c in enumerate(Decode.CLASS_NAMES)}
         engines = ("load", "exec", "store", "vec")
         unknown = set(cmdq.decoders) - set(engines)
         if unknown:
@@ -252,24 +256,23 @@ class Dispatcher:
         self.store_busy = Wire(Bits(1), "store_busy")
         self.vec_busy = Wire(Bits(1), "vec_busy")
         self.drained = Wire(Bits(1), "drained")
-        ld_plain = dec[cmd_bits + 8]
         # one flop per class of head that says whether it may go (see the module docstring:
         # "the decision"), each set from its conditions' next values
         ok = {c: NamedReg(1, clk, rst, r, name=f"dispatch_ok_{c}")
               for c, r in (("load", 1), ("load_p", 0), ("load_x", 0), ("exec", 1),
                            ("store", 1), ("vec", 1), ("fence", 0))}
         own = {
-            "load": head_valid & ((ld_plain & ok["load"].q) | (ld_p & ok["load_p"].q)
-                                  | (ld_x & ok["load_x"].q)),
-            "exec": head_valid & is_op[1] & ok["exec"].q,
-            "store": head_valid & is_op[2] & ok["store"].q,
-            "vec": head_valid & is_op[3] & ok["vec"].q,
+            "load": ((cls["ld_plain"] & ok["load"].q) | (cls["ld_p"] & ok["load_p"].q)
+                     | (cls["ld_x"] & ok["load_x"].q)),
+            "exec": cls["exec"] & ok["exec"].q,
+            "store": cls["store"] & ok["store"].q,
+            "vec": cls["vec"] & ok["vec"].q,
         }
         # FENCE and a bad opcode from their own terms, not through the decision
         # (dispatch_head_d -> the decision -> fence_go -> the stamp counter's enable ->
         # stamp_we_q was the placed 8x8's critical path on seed 3 at ac8e72c, 8.13 ns)
-        self.fence_go = head_valid & fence & ok["fence"].q
-        self.bad_go = head_valid & bad
+        self.fence_go = cls["fence"] & ok["fence"].q
+        self.bad_go = bad = cls["bad"]
         dispatch = (own["load"] | own["exec"] | own["store"] | own["vec"] | self.fence_go
                     | self.bad_go)
         dispatch_w.assign(dispatch)
