@@ -250,6 +250,8 @@ def emit_vector_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None 
     ks = vector_kernels(config, max_run) + (row_reduce_kernels(config, max_run) if rowred else ())
     route = route or KERNEL_ROUTE
     pairs = [lower_accel_kernel(k, work_dir / k.name, route, config.target) for k in ks]
+    from .rtl_lib import keep_ff
+
     return emit_module(None, sv_dir, sim_models=kernel_sim_models(route, config.target),
-                       prepare=vector_engine_prepare(
+                       sources=[keep_ff.SOURCE], prepare=vector_engine_prepare(
         config, [lo for _, lo in pairs], max_run, [k for k, _ in pairs]))

@@ -9,7 +9,8 @@ stays a flip-flop of its own and drives only its chunk.
 ``KeepFF(clk=, rst=, d=)`` -> ``.q`` (``q`` takes ``d`` on every edge; 0 on an edge with
 ``rst``). ``replicated(clk, rst, d, n, name)``: ``n`` such copies of one register;
 ``toggles(clk, rst, flip, n, name)``: ``n`` copies of a register that flips on ``flip``, each
-with its next value (its own output XOR ``flip``) a LUT beside it. ``kept_counter(clk, rst, en,
+with its next value (its own output XOR ``flip``) a LUT beside it; ``kept_copies(clk, rst, n,
+name, next_of)``: ``n`` copies, each with a next value of its own. ``kept_counter(clk, rst, en,
 width, init, name)``: a counter of kept flops (a pointer's copy); ``KeepFFSet`` resets to 1.
 ``SOURCE`` (``keep_ff.sv``) defines it: a synthesis *and* simulation source, listed in
 ``filelist.f`` by ``emit_module(..., sources=[SOURCE])``. No parameters: a parameterized
@@ -71,6 +72,22 @@ def replicated(clk, rst, d, n: int, name: str, init: int = 0) -> list:
     return [ff(clk=clk, rst=rst, d=d, instance_name=f"{name}_{i}").q for i in range(n)]
 
 
+def kept_copies(clk, rst, n: int, name: str, next_of) -> list:
+    """``n`` kept 1-bit registers (instances ``{name}_{i}``, reset to 0), copy ``i``'s next
+    value ``next_of(i, q_i)`` of its own output and whatever else the caller gives it: copies
+    of one register, each computing its next value beside itself from the signals its part of
+    the die has. Returns their outputs."""
+    from pycde.constructs import Wire
+
+    out = []
+    for i in range(n):
+        d = Wire(Bits(1), f"{name}_{i}_next")
+        q = KeepFF(clk=clk, rst=rst, d=d, instance_name=f"{name}_{i}").q
+        d.assign(next_of(i, q))
+        out.append(q)
+    return out
+
+
 def toggles(clk, rst, flip, n: int, name: str) -> list:
     """``n`` kept copies of a 1-bit register that starts at 0 and flips on an edge where
     ``flip`` is high (instances ``{name}_{i}``): their outputs. Each copy's next value is its
@@ -78,12 +95,4 @@ def toggles(clk, rst, flip, n: int, name: str) -> list:
     next value shared (:func:`replicated` of ``q ^ flip``) the copies spread over the die
     wait for one LUT somewhere between them (the read router's output take -> the shared
     pointer next value -> a 1.90 ns route to a copy, on the placed 8x8's seed 1 at 614cbf2)."""
-    from pycde.constructs import Wire
-
-    out = []
-    for i in range(n):
-        d = Wire(Bits(1), f"{name}_{i}_next")
-        q = KeepFF(clk=clk, rst=rst, d=d, instance_name=f"{name}_{i}").q
-        d.assign(q ^ flip)
-        out.append(q)
-    return out
+    return kept_copies(clk, rst, n, name, lambda _, q: q ^ flip)

@@ -158,6 +158,7 @@ from ..queue import Queue
 from .axi_dma import write_ports
 from .bits import add, inc, log2, resize, sub, up_down
 from .common import NamedReg, dual_port_mem, register_slice
+from .keep_ff import kept_copies
 from .stream import Stream, module
 
 #: beat pairs {X beat, S beat} buffered between the X read and the element serializer
@@ -464,8 +465,17 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
             # always offered, y_ready max_take) run in step: every lane's ready is lane 0's,
             # and max_in is consumed when lane 0 takes it (no per-lane flags, no AND over
             # the lanes between the kernels' readies and the pair FIFO's pop)
-            mx_flags = [(None, None, mi_valid, mi_valid, None, None) for _ in range(AB)]
-            mi_consumed = mi_valid & mx_t0_ready[0]
+            # Each lane's valid is a kept copy of max_in's (``max_in_v_lane{k}``) with its next
+            # value from that lane's own ready: the slice loads when it is empty or taken, and
+            # every lane takes when lane 0 does. With max_in_v itself into all the lanes, a
+            # lane's element take (its valid AND its credits) sat by the slice: max_kernel0's
+            # credits -> a 2.90 ns route to that LUT -> 2.86 ns back -> its in_open_r (8.56 ns,
+            # 6.86 routing) was the placed 8x8's critical path on seed 1 at 2094307.
+            refill = ~mi_in_ready | max_pop_w      # a beat in the skid, or one entering
+            lane_v = kept_copies(clk, rst, AB, "max_in_v_lane",
+                                 lambda k, q: Mux(~q | mx_t0_ready[k], q, refill))
+            mx_flags = [(None, None, v, v, None, None) for v in lane_v]
+            mi_consumed = lane_v[0] & mx_t0_ready[0]
         else:
             # other routes may take t0 and t1 in different cycles: per lane and input a flag
             # remembers an element taken
