@@ -83,7 +83,7 @@ def test_synthesize_refuses_before_running_yosys(tmp_path):
 
 
 def test_fit_store_lanes_halves_until_the_dsps_fit():
-    from fpga.fit import fit_store_lanes
+    from pycde_accel.fpga.fit import fit_store_lanes
     small = get_device("ecp5-25f")
     cfg = AccelConfig(rows=2, cols=4, axi_data_width=32)
     assert cfg.lanes == 4 and estimate(cfg, small).dsp > small.dsp
