@@ -179,16 +179,15 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 109.57,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 116.80,
               "the whole default accelerator, Yosys once and nextpnr towards 150 MHz on seeds "
-              "1-3 (as bench/fmax.py's measure_accel), RTL of commit ec24c65: main's RTL "
-              "(81c84f4) plus a second C stream slice reverted since (1414967); 115.42 / "
-              "109.57 / 119.53, every seed's path the core's output FIFO read into c_out_q, a "
-              "path main's RTL had too (7a06fda's seed 4: 113.53). Since: 88383df (C from a "
-              "head register) 123.67 on seed 2; 4ebabeb (the output FIFO in chunks, the route "
-              "FIFO's head register, the kernels' in_open) 120.21 on seed 2, seeds 1 and 3 "
-              "stalled in router1's tail and were not measured, so this point stays the last "
-              "three-seed minimum. 7a06fda (614cbf2's RTL) "
+              "1-3 (as bench/fmax.py's measure_accel), RTL of commit 2094307: 116.80 / 119.93 "
+              "on seeds 1-2; seed 3 was still in router1's tail (111-485 overused wires) after "
+              "71 minutes of router time and was stopped, so, as bench/fmax.py counts, the "
+              "minimum is over the two seeds that finished. Before: ec24c65 (81c84f4 plus a C "
+              "slice reverted since) 115.42 / 109.57 / 119.53, every seed's path the core's "
+              "output FIFO read into c_out_q; 88383df 123.67 and 4ebabeb 120.21 on seed 2 "
+              "(their seeds 1 and 3 stopped in router1's tail). 7a06fda (614cbf2's RTL) "
               "gave 123.02 / 119.52 / 112.36 on seeds 1-3, 113.53 / 128.65 on seeds 4-5; "
               "1af1302 103.98 on seed 1 (seeds 2-3 stopped in the router); bd973bd "
               "123.23 / 124.04 / 128.30; ac8e72c 128.06 / 122.71 / 123.00; 32abc82 125.11 / "
