@@ -8,11 +8,11 @@ an error (``--timing-allow-fail``): the point is to measure the achieved Fmax. W
 ``work/nextpnr.log`` and ``work/nextpnr.json`` and returns the parsed :class:`PnrResult`.
 
 nextpnr's default router (router1) can stall on a congested design: tens of minutes on the last
-few hundred arcs without a log line, sometimes to finish after all. A run that prints nothing for ``stall_minutes`` (default
-:data:`STALL_MINUTES`) is stopped and placed and routed again with router2 (``PnrResult.router``
-says which router gave the figures; the stalled run's log is kept as ``nextpnr-router1.log``);
-if that stalls too or runs past :data:`RETRY_MINUTES`, :class:`~fpga.tools.ToolStalled` (a
-UserError) is raised.
+few hundred arcs without a log line, sometimes to finish after all. A run that prints nothing
+for ``stall_minutes`` (default :data:`STALL_MINUTES`) is stopped and placed and routed again
+with router2 (``PnrResult.router`` says which router gave the figures; the stalled run's log
+is kept as ``nextpnr-router1.log``); if that stalls too or runs past :data:`RETRY_MINUTES`,
+:class:`~fpga.tools.ToolStalled` (a UserError) is raised.
 
 The report format (nextpnr ``docs/report.md``): ``utilization`` {bel type: {used, available}},
 ``fmax`` {clock: {achieved, constraint}} in MHz, and ``critical_paths``, a list of

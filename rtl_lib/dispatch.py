@@ -168,8 +168,9 @@ def cmd_field(cmd, i: int, w: int):
 class Decode:
     """What dispatch decodes from a command: ``opcodes`` (LOAD, EXEC, STORE, VEC), ``fence``
     (FENCE's opcode), ``dst_p`` / ``dst_x`` (the LOAD destinations with a hazard). ``bits(cmd)``:
-    :data:`BITS` decode bits, in order: is LOAD, EXEC, STORE, VEC, bad (none of them and not
-    FENCE), LOAD into P, LOAD into X, FENCE."""
+    :data:`BITS` decode bits, in order: is LOAD, then the classes of :data:`CLASS_NAMES`
+    (EXEC, STORE, VEC, bad: none of them and not FENCE, LOAD into P, LOAD into X, FENCE, LOAD
+    into neither)."""
 
     opcodes: tuple[int, int, int, int]
     fence: int
@@ -190,7 +191,10 @@ class Decode:
         ld_p = is_op[0] & (ldst == Bits(8)(self.dst_p))
         ld_x = is_op[0] & (ldst == Bits(8)(self.dst_x))
         ld_plain = is_op[0] & ~ld_p & ~ld_x
-        return BitsSignal.concat([ld_plain, fence, ld_x, ld_p, bad] + list(reversed(is_op)))
+        cls = {"exec": is_op[1], "store": is_op[2], "vec": is_op[3], "bad": bad, "ld_p": ld_p,
+               "ld_x": ld_x, "fence": fence, "ld_plain": ld_plain}
+        low_first = [is_op[0]] + [cls[c] for c in self.CLASS_NAMES]
+        return BitsSignal.concat(low_first[::-1])
 
 
 #: decode bits per command (Decode.bits)
