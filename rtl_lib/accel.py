@@ -137,7 +137,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
     """The accelerator top module class for ``config`` (ConfigError for a bad config).
     ``row_reduce``: the vector engine's ROWRED unit (``rtl_lib.row_reduce``), or None."""
     from .matmul_unit import make_matmul_unit
-    from .store_engine import make_store_engine
+    from .store_engine import make_store_engine, row_mask as st_row_mask
     from .vector_engine import make_vector_engine
 
     config.validate()
@@ -198,6 +198,8 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
             n = cmd_field(cmd, 1, 16)
             return BitsSignal.concat([n == Bits(16)(1), n != Bits(16)(0)])
 
+        # a STORE's row mask (bit r: row r is written) likewise: the store engine's intake
+        # pushes it into its output queue as it is (see store_engine's ``st_row_mask``)
         # a LOAD's route entry is decoded (``route_decode``) on its way into the command FIFO
         # and carried into the load queue: the load engine stores the decode from the queue's
         # slice flops into the route FIFO
@@ -207,6 +209,8 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
         cmdq = CommandQueue(CMD_BITS, CMD_FIFO_DEPTH, clk, rst,
                             Decode((OP_LOAD, OP_EXEC, OP_STORE, OP_VEC), OP_FENCE, DST_P, DST_X),
                             {"vec": EngineDecode(2, vec_n_flags),
+                             "store": EngineDecode(R, lambda cmd: st_row_mask(
+                                 cmd_field(cmd, 2, 16), R)),
                              "load": EngineDecode(route_dec.width,
                                                   lambda cmd: route_dec(load_entry(cmd)))})
         disp = Dispatcher(clk, rst, cmdq, start, fetch.pop, ENGINE_FIFO_DEPTH)
@@ -267,6 +271,7 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                    c_valid=mm.c_valid, p_wr_valid=rt.p_valid, p_wr_index=rt.param_index(),
                    p_wr_data=rt.p_data,
                    st_addr=cmd_field(sh, 1, AW), st_rows=cmd_field(sh, 2, 16),
+                   st_row_mask=storeq.decoded,
                    st_stride=cmd_word(sh, 3), st_p_index=cmd_field(sh, 4, 16),
                    st_relu=sh[8], st_per_tensor=sh[9], st_valid=~storeq.empty,
                    **arb.ports("st"))

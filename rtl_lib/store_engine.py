@@ -44,6 +44,8 @@ until it is taken)
   ``spad_c_depth`` records; the record index wraps modulo the depth. A write must not happen
   while the engine is busy (the spec's rule: a LOAD to P waits until the store engine is idle).
 * Store command: ``st_addr`` (axi_addr_width), ``st_rows`` (16: 1..R, not checked),
+  ``st_row_mask`` (R: bit r = row r is written, ``row_mask(st_rows, R)``; the sender decodes
+  it, so the engine's intake has no compare),
   ``st_stride`` (32), ``st_p_index`` (16), ``st_relu``, ``st_per_tensor``, ``st_valid``,
   ``st_ready`` (out). Up to ``QUEUE`` commands are queued inside (st_ready low when full).
 * DMA write command out (``axi_dma_wr``'s command form): ``wc_addr`` (axi_addr_width),
@@ -166,6 +168,18 @@ def _sext32(v):
     return BitsSignal.concat([BitsSignal.concat([v[w - 1]] * (XW - w)), v])
 
 
+def row_mask(rows, R: int):
+    """The ``st_row_mask`` of a command whose row count is ``rows`` (bits): bit r = (r < rows),
+    R bits. The top decodes it on the way into the command FIFO (``dispatch.EngineDecode``)."""
+    kept = [(rows.as_uint() > Bits(rows.type.width)(r).as_uint()).as_bits() for r in range(R)]
+    return BitsSignal.concat(kept[::-1]) if R > 1 else kept[0]
+
+
+def row_mask_value(rows: int, R: int) -> int:
+    """:func:`row_mask` as an integer, for testbenches and drivers."""
+    return (1 << min(max(rows, 0), R)) - 1
+
+
 def check_config(config: AccelConfig) -> None:
     config.validate()
     contract.check_beat_alignment(config, "config")
@@ -196,7 +210,8 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
 
     io = {"clk": Clock(), "rst": Reset(), **Stream(data=C * ACC, last=1).sink("c"),
           **Stream(valid=1, index=32, data=32, ready=1).sink("p_wr"),
-          **Stream(addr=AW, rows=16, stride=32, p_index=16, relu=1, per_tensor=1).sink("st"),
+          **Stream(addr=AW, rows=16, row_mask=R, stride=32, p_index=16, relu=1,
+                   per_tensor=1).sink("st"),
           **write_ports(AW, W), "busy": Output(Bits(1))}
 
     def build(p):
@@ -214,7 +229,10 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         # 7.77 ns)
         fq = Queue(Bits(L * PA + 1), QUEUE, clk, rst, "feed_queue")
         # the output side's queue holds (relu, row mask): bit r of the mask = row r is kept
-        # (r < rows), so the output's row test is a bit select of a flop, not a compare
+        # (r < rows), so the output's row test is a bit select of a flop, not a compare. The
+        # mask comes in with the command (``st_row_mask``, decoded before the engine's
+        # command queue): st_rows' head flops -> five LUTs of ``st_rows > r`` -> out_queue's
+        # LUT-RAM write data was the placed 8x8's critical path on seed 1 at 35bd50c (8.48 ns)
         oq = Queue(Bits(R + 1), QUEUE, clk, rst, "out_queue")
         st_ready = not_rst & ~wcq.full & ~fq.full & ~oq.full
         st_fire = p.st_valid & st_ready
@@ -223,9 +241,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         p0 = _fit(p.st_p_index, PA)
         recs = [Mux(p.st_per_tensor, add(p0, Bits(PA)(l % (1 << PA)), PA), p0) for l in range(L)]
         fq.push(BitsSignal.concat([p.st_per_tensor] + recs[::-1]), st_fire)
-        kept = [(p.st_rows.as_uint() > Bits(16)(r).as_uint()).as_bits() for r in range(R)]
-        row_mask = BitsSignal.concat(kept[::-1]) if R > 1 else kept[0]
-        oq.push(BitsSignal.concat([p.st_relu, row_mask]), st_fire)
+        oq.push(BitsSignal.concat([p.st_relu, p.st_row_mask]), st_fire)
 
         wc_valid = ~wcq.empty
         wc_head = wcq.pop(wc_valid & p.wc_ready)

@@ -31,7 +31,7 @@ from pycde_accel.sim.watchdog import Watchdog
 
 PERIOD_NS = tb.PERIOD_NS
 INPUTS = ["c_data", "c_last", "c_valid", "p_wr_valid", "p_wr_index", "p_wr_data", "st_addr",
-          "st_rows", "st_stride", "st_p_index", "st_relu", "st_per_tensor", "st_valid",
+          "st_rows", "st_row_mask", "st_stride", "st_p_index", "st_relu", "st_per_tensor", "st_valid",
           "wc_ready", "wd_ready"]
 
 
@@ -47,6 +47,7 @@ async def store(dut):
     c_drv = StreamDriver(dut.clk, {"data": dut.c_data, "last": dut.c_last}, dut.c_valid,
                          dut.c_ready, PERIOD_NS, RandomGate(spec["p_c"], seed + 1))
     st_drv = StreamDriver(dut.clk, {"addr": dut.st_addr, "rows": dut.st_rows,
+                                    "row_mask": dut.st_row_mask,
                                     "stride": dut.st_stride, "p_index": dut.st_p_index,
                                     "relu": dut.st_relu, "per_tensor": dut.st_per_tensor},
                           dut.st_valid, dut.st_ready, PERIOD_NS, RandomGate(spec["p_st"], seed + 2))
@@ -110,7 +111,9 @@ async def store(dut):
                 for j, a in enumerate(row):
                     data |= (a & ((1 << ACC) - 1)) << (j * ACC)
                 beats.append({"data": data, "last": int(r == R - 1)})
-        t_st = cocotb.start_soon(st_drv.send([dict(c) for c in ph["cmds"]]))
+        # the sender decodes each command's row mask (store_engine.row_mask_value)
+        t_st = cocotb.start_soon(st_drv.send([dict(c, row_mask=(1 << min(c["rows"], R)) - 1)
+                                              for c in ph["cmds"]]))
         t_c = cocotb.start_soon(c_drv.send(beats))
         await t_st
         await t_c
