@@ -36,7 +36,7 @@ from . import nextpnr, yosys
 
 #: the files a run leaves in the work folder that an entry keeps (those that exist)
 OUTPUTS = (yosys.SCRIPT, yosys.LOG, yosys.STDOUT_LOG, yosys.STAT, yosys.NETLIST,
-           nextpnr.LOG, nextpnr.REPORT, nextpnr.STALLED_LOG)
+           nextpnr.LOG, nextpnr.REPORT, nextpnr.STALLED_LOG, nextpnr.PATHS)
 #: bump when what an entry holds, or how it is keyed, changes
 VERSION = "1"
 

@@ -5,7 +5,10 @@ Contract: ``run_nextpnr(device, work, seed, freq_mhz)`` places and routes ``work
 buffers, no global clock promotion: the figures are those of the core alone). nextpnr-ice40 has
 no out-of-context mode: there the top's ports are placed on package pins. Timing failure is not
 an error (``--timing-allow-fail``): the point is to measure the achieved Fmax. Writes
-``work/nextpnr.log`` and ``work/nextpnr.json`` and returns the parsed :class:`PnrResult`.
+``work/nextpnr.log``, ``work/nextpnr.json``, the routed delays as SDF (``work/timing.sdf``)
+and from them ``work/paths.txt``: the worst path of every (start register, end register) pair,
+worst first (:mod:`.sta`; nextpnr's report names one path per clock). Returns the parsed
+:class:`PnrResult`.
 
 nextpnr's default router (router1) can stall on a congested design: tens of minutes on the last
 few hundred arcs without a log line, sometimes to finish after all. A run that prints nothing
@@ -35,6 +38,9 @@ from .yosys import NETLIST
 
 REPORT = "nextpnr.json"
 LOG = "nextpnr.log"
+#: the routed design's delays (nextpnr's ``--sdf``) and the paths :mod:`.sta` finds in them
+SDF = "timing.sdf"
+PATHS = "paths.txt"
 #: minutes without a log line after which a nextpnr run is taken as stalled. router1 prints a
 #: line per 1000 arcs, and in its last few hundred overused wires those can take 10 minutes and
 #: more: the default accelerator at 2094307, seed 1, went 18 minutes without a line (two
@@ -115,8 +121,8 @@ class PnrResult:
 
 def args(device: Device, seed: int, freq_mhz: float, router: str = ROUTERS[0]) -> list[str]:
     extra = [] if router == ROUTERS[0] else ["--router", router]
-    return [*device.nextpnr[1:], "--json", NETLIST, "--report", REPORT, "--seed", str(seed),
-            "--freq", f"{freq_mhz:g}", "--timing-allow-fail", *extra]
+    return [*device.nextpnr[1:], "--json", NETLIST, "--report", REPORT, "--sdf", SDF,
+            "--seed", str(seed), "--freq", f"{freq_mhz:g}", "--timing-allow-fail", *extra]
 
 
 #: log-line markers of the long nextpnr steps -> progress messages
@@ -147,6 +153,9 @@ def run_nextpnr(device: Device, work: Path, seed: int, freq_mhz: float,
             if progress is not None:
                 progress(f"{tool}: {router} made no progress for {stall_minutes:g} minutes; "
                          f"placing and routing again with {ROUTERS[-1]}")
+    from . import sta    # not at import: ``python -m pycde_accel.fpga.sta`` runs it as __main__
+    if (work / SDF).exists():
+        sta.write_paths(work / SDF, work / PATHS, freq_mhz)
     return parse_report(work / REPORT)
 
 
