@@ -35,7 +35,8 @@ care which route its kernel took. The wrapper then:
   enable, so no stall net fans out across the pipeline): the results go into an output FIFO
   (LUT RAM, :func:`out_fifo_depth` entries: the latency plus the credit's round trip) and an
   element goes in only with a credit, a free FIFO slot not yet claimed (``out_has_credit``, a
-  register); ``y`` is the FIFO's head; full rate is kept (1 element/cycle).
+  register); ``y`` is the FIFO's head, from a register of its own (``Queue(head=True)``);
+  full rate is kept (1 element/cycle).
 
 A result therefore leaves L + 1 cycles after its element went in at the earliest.
 The static wrapper's class has ``lockstep_join = True``: its inputs are taken in one cycle and
@@ -265,7 +266,10 @@ def static_stream_module(system, kernel, lowered):
         inst = core(**args)
         depth = out_fifo_depth(kernel)
         k_in_ready.assign(has_credit & inst.in_ready)
-        out = Queue(Bits(yw), depth, clk, rst, "out_fifo")
+        # y leaves from the queue's head register, not its LUT-RAM read (same cycles): the
+        # ADD kernel's out_fifo read -> the engine's byte select and ReLU -> out_lane was a
+        # placed 8x8 path of five LUTs on seed 1 at 3ea0699 (7.18 ns; fpga.sta)
+        out = Queue(Bits(yw), depth, clk, rst, "out_fifo", head=True)
         out.push(inst.out0, inst.out0_valid)
         has = ~out.empty
         pop = has & p.y_ready

@@ -150,7 +150,7 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
     from .lowering.stream import stream_module
     from .rtl_lib import keep_ff, lutram
     from .rtl_lib.accel import make_accelerator
-    from .rtl_lib import store_engine
+    from .rtl_lib import store_engine, vector_engine
     from .rtl_lib.matmul_unit import sim_models
 
     route = route or config.schedule       # --schedule; config.schedule defaults to KERNEL_ROUTE
@@ -159,7 +159,7 @@ def emit_accelerator(config: AccelConfig, sv_dir: Path, kernel_dir: Path | None 
                         f"the {' or '.join(ACCEL_SCHEDULES)} route")
     ks = accel_kernels(config, route, rowred)
     models = _union(sim_models(config), store_engine.sim_models(config),
-                    kernel_sim_models(route, config.target))
+                    vector_engine.sim_models(config), kernel_sim_models(route, config.target))
     with tempfile.TemporaryDirectory(prefix="pycde_accel_kernels_") as tmp:
         base = Path(kernel_dir) if kernel_dir is not None else Path(tmp)
         lowered = {role: lowering.build_kernel(k, base / k.name,
@@ -250,8 +250,9 @@ def emit_vector_engine(config: AccelConfig, sv_dir: Path, work_dir: Path | None 
     ks = vector_kernels(config, max_run) + (row_reduce_kernels(config, max_run) if rowred else ())
     route = route or KERNEL_ROUTE
     pairs = [lower_accel_kernel(k, work_dir / k.name, route, config.target) for k in ks]
-    from .rtl_lib import keep_ff
+    from .rtl_lib import keep_ff, vector_engine
 
-    return emit_module(None, sv_dir, sim_models=kernel_sim_models(route, config.target),
+    models = _union(vector_engine.sim_models(config), kernel_sim_models(route, config.target))
+    return emit_module(None, sv_dir, sim_models=models,
                        sources=[keep_ff.SOURCE], prepare=vector_engine_prepare(
         config, [lo for _, lo in pairs], max_run, [k for k, _ in pairs]))

@@ -72,8 +72,9 @@ output register whole, as LUT results do. ``x_off`` is the beats per row, ``mb``
 (bits 0-15) and the operation (bits 16-17), ``ma``/``shift`` the requantization.
 
 Registers on the way (for the clock, see below): S beats enter through a register slice; the X
-buffer's block-RAM read data is registered before anything else (with the S beat beside it)
-and then pushed into the pair FIFO; each ADD/MUL kernel input (``a`` bytes of X, ``b`` bytes
+buffer's block-RAM read data is registered before anything else (with the S beat beside it;
+on an ECP5 target that register is the DP16KD blocks' own output register, ``x_ebr``, and
+simulation then needs ``sim_models(config)``) and then pushed into the pair FIFO; each ADD/MUL kernel input (``a`` bytes of X, ``b`` bytes
 of S) comes from a register slice after the byte select, and the MAX lane kernels' inputs from
 ``max_in``, so the kernels' first stage starts at flops; result beats for DRAM leave the output
 register through a register slice (``wd_out``), so the kernels' output handshakes start at its
@@ -158,6 +159,9 @@ from ..queue import Queue
 from .axi_dma import write_ports
 from .bits import add, inc, log2, resize, sub, up_down
 from .common import NamedReg, dual_port_mem, register_slice
+from .ecp5 import is_ecp5
+from .ecp5_ebr import SIM_MODEL as EBR_SIM_MODEL
+from .ecp5_ebr import ebr_ram, ebr_supported
 from .keep_ff import kept_copies
 from .stream import Stream, module
 
@@ -181,6 +185,18 @@ def _check_kernel(cls, ins, scalars, what):
     missing = sorted(need - names)
     if missing:
         raise ConfigError(f"vector engine: {what} kernel module lacks ports {', '.join(missing)}")
+
+
+def x_ebr(config: AccelConfig) -> bool:
+    """Whether the X buffer is DP16KD blocks with their output register on (an ECP5 target, a
+    depth one block holds; ``ecp5_ebr.ebr_ram``)."""
+    return is_ecp5(config.target) and ebr_supported(config.spad_c_depth)
+
+
+def sim_models(config: AccelConfig) -> list:
+    """The simulation-only sources of the vector engine for ``config``: the DP16KD model if
+    its X buffer instantiates DP16KD."""
+    return [EBR_SIM_MODEL] if x_ebr(config) else []
 
 
 def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
@@ -367,21 +383,29 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         wr_addr = Mux(eng_wr, xw_i.q, add(dst16, w, CW)[0:XA])
         out_beat_w = Wire(Bits(W), "out_beat")
         wr_data = Mux(eng_wr, xw_d.q, out_beat_w)
-        x_rd = dual_port_mem(clk, rst, "x_mem", W, D, wr_addr, wr_data, eng_wr | xw_v.q, rd_addr)
+        x_wen = eng_wr | xw_v.q
         p.x_wr_ready = x_ready_q.q
         s_q = NamedReg(W, clk, None, None, ce=issue, name="s_beat")
         s_q.next(s_in_data)
         rd_v.next(issue)
         # the block RAM's read data goes into a register before anything else (its
-        # clock-to-out alone is ~5.7 ns on ECP5); the S beat waits alongside it
-        x_q = NamedReg(W, clk, None, None, name="x_beat_q")
-        x_q.next(x_rd)
+        # clock-to-out alone is ~5.7 ns on ECP5); the S beat waits alongside it. On ECP5 that
+        # register is the DP16KD blocks' own (``x_ebr``: the same two-edge read): x_mem ->
+        # a 1.44 ns route -> x_beat_q was a placed 8x8 path on seed 1 at 3ea0699 (7.27 ns,
+        # 5.83 of it the block's clock-to-out; fpga.sta)
+        if x_ebr(config):
+            x_beat = ebr_ram(clk, "x_mem", W, D, wr_addr, wr_data, x_wen, rd_addr)
+        else:
+            x_rd = dual_port_mem(clk, rst, "x_mem", W, D, wr_addr, wr_data, x_wen, rd_addr)
+            x_q = NamedReg(W, clk, None, None, name="x_beat_q")
+            x_q.next(x_rd)
+            x_beat = x_q.q
         s_q2 = NamedReg(W, clk, None, None, name="s_beat_q")
         s_q2.next(s_q.q)
         rd_v2 = NamedReg(1, clk, rst, 0, name="x_rd_valid_q")
         rd_v2.next(rd_v.q)
         pairs = Queue(Bits(2 * W), PAIR_FIFO_DEPTH, clk, rst, "pairs")
-        pairs.push(BitsSignal.concat([s_q2.q, x_q.q]), rd_v2.q & ~is_lut)
+        pairs.push(BitsSignal.concat([s_q2.q, x_beat]), rd_v2.q & ~is_lut)
 
         # ------------------------------------------------------------ function table
         # AB copies of the 256-entry table, one per byte lane, each TW words of one beat
@@ -434,11 +458,14 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
             at_last.next(e_next == Bits(EB)(AB - 1))
             last = fire & at_last.q
             finished = done.q | last
-            return k_valid, k_data, finished, done
+            # ``finished`` where the head is a non-MAX beat (valid = ~done there): for the
+            # pop, which then has neither the head's valid nor its class inside each lane's term
+            ends = done.q | (slice_ready & at_last.q)
+            return k_valid, k_data, finished, done, ends
 
         a_ready_w, b_ready_w = Wire(Bits(1), "a_ready"), Wire(Bits(1), "b_ready")
-        a_valid, a_data, a_fin, a_done = lane_feed("a", x_beat, a_ready_w)
-        b_valid, b_data, b_fin, b_done = lane_feed("b", s_beat, b_ready_w)
+        a_valid, a_data, a_fin, a_done, a_ends = lane_feed("a", x_beat, a_ready_w)
+        b_valid, b_data, b_fin, b_done, b_ends = lane_feed("b", s_beat, b_ready_w)
         ser_pop = head_valid & a_fin & b_fin
         a_done.next(a_fin & ~ser_pop)
         b_done.next(b_fin & ~ser_pop)
@@ -500,7 +527,11 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         max_pop_w.assign(max_pop)
         mi_x, mi_s = mi_data[0:W], mi_data[W:2 * W]
 
-        pop = Mux(is_max, ser_pop, max_pop)
+        # == Mux(is_max, ser_pop, max_pop), with the head's valid and class outside the two
+        # lanes' terms: the MAX flag -> each lane's valid -> its take -> the pop -> the pair
+        # FIFO's occupancy enable was the placed 8x8's second path on seed 1 at 3ea0699 (five
+        # LUTs, 7.78 ns; fpga.sta)
+        pop = head_valid & Mux(is_max, a_ends & b_ends, mi_in_ready)
         pop_w.assign(pop)
         pairs.pop(pop)
 
