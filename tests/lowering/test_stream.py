@@ -145,3 +145,18 @@ def test_static_stream_readies_start_at_their_own_flop(add_static_stream):
         assert not {"run_active", "out_credits"} & src, sorted(src)
     # the credits' next value still reads the run flop and its own bits
     assert "run_active" in leaves(defs, next_value(sv, "out_credits"))
+
+
+def test_y_leaves_from_the_output_fifos_head_register(add_static_stream):
+    """``y`` is the output FIFO's head register (``out_fifo_head``, ``Queue(head=True)``), not
+    its LUT-RAM read: the ADD kernel's FIFO read -> the vector engine's byte select and ReLU
+    -> ``out_lane`` was a five-LUT placed path on the 8x8's seed 1 at 3ea0699. Same cycles:
+    the full-rate and gated runs above."""
+    import re
+
+    from sv_cone import definitions, leaves  # tests/rtl_lib (pyproject pythonpath)
+
+    k, _, base = add_static_stream
+    sv = (base / "sv" / "residual_add_stream.sv").read_text()
+    y = re.search(r"assign\s+y\s*=\s*(.*?);", sv, re.S).group(1)
+    assert leaves(definitions(sv), y) == {"out_fifo_head"}, sorted(leaves(definitions(sv), y))

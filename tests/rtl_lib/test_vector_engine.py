@@ -416,7 +416,8 @@ def test_random_programs(block_sim, tmp_path, w):
     _run(sim, tmp_path, m, seed=11, p_s=0.4, p_x=0.5, p_wc=0.3, p_wd=0.3)
 
 
-def test_x_buffer_write_starts_at_the_engines_flops(tmp_path):
+@pytest.mark.parametrize("target", ["ecp5-85f", "xc7a100t"])
+def test_x_buffer_write_starts_at_the_engines_flops(tmp_path, target):
     """An X beat from outside goes into the engine's ``x_wr_pend`` register before the block
     RAM: X's write address and data depend on no input port (the read router's output mux ->
     X's write data across the die was the placed 8x8's critical path on seed 2 at af39b54),
@@ -427,11 +428,18 @@ def test_x_buffer_write_starts_at_the_engines_flops(tmp_path):
 
     from .sv_cone import cone
 
-    em = emit_vector_engine(_config(64), tmp_path / "sv", work_dir=tmp_path / "k")
+    cfg = _config(64).replace(target=target)
+    em = emit_vector_engine(cfg, tmp_path / "sv", work_dir=tmp_path / "k")
     sv = (tmp_path / "sv" / f"{em.top}.sv").read_text()
     m = re.search(r"x_mem\[([^;]*?)\]\s*<=\s*([^;]*);", sv)
-    assert m, "no write of x_mem"
-    seen = cone(sv, m.group(1) + " " + m.group(2))
+    if target.startswith("ecp5"):      # DP16KD instances: the write port's pins
+        assert not m
+        pins = re.findall(r"\.(?:DIA|ADA)\d+\s*\(([^()]*)\)", sv)
+        assert pins and re.search(r"\bx_mem_ebr0\b", sv), "no DP16KD write port of x_mem"
+        seen = cone(sv, " ".join(pins))
+    else:
+        assert m, "no write of x_mem"
+        seen = cone(sv, m.group(1) + " " + m.group(2))
     assert "x_wr_pend_data" in seen and "x_wr_pend_index" in seen, sorted(seen)
     ports = {"x_wr_data", "x_wr_index", "x_wr_valid"}
     assert not ports & seen, sorted(ports & seen)
@@ -482,3 +490,32 @@ def test_each_max_lane_has_its_own_valid_copy(tmp_path):
         others = sorted(n for n in names if re.fullmatch(r"_max_kernel\d+_t0_ready", n)
                         and n != f"_max_kernel{k}_t0_ready")
         assert not others and "max_in_v" not in names, (k, sorted(names))
+
+
+@pytest.mark.parametrize("target", ["ecp5-85f", "xc7a100t"])
+def test_the_x_buffer_read_is_registered_inside_the_block_on_ecp5(tmp_path, target):
+    """On ECP5 the X buffer is DP16KD blocks with their output register on (``x_ebr``), which
+    replaces the fabric register ``x_beat_q`` behind the read: x_mem's 5.83 ns clock-to-out
+    and a 1.44 ns route to x_beat_q were a placed 8x8 path on seed 1 at 3ea0699. The DP16KD
+    model is then a simulation-only source. Other targets keep the inferred memory and
+    ``x_beat_q``. The read latency is the same (the random tests above run the ECP5 form)."""
+    import re
+
+    from pycde_accel.assemble import emit_vector_engine
+    from pycde_accel.rtl_lib import ecp5_ebr, vector_engine
+
+    cfg = _config(64).replace(target=target)
+    em = emit_vector_engine(cfg, tmp_path / "sv", work_dir=tmp_path / "k")
+    sv = (tmp_path / "sv" / f"{em.top}.sv").read_text()
+    inst = re.findall(r"DP16KD #\((.*?)\) (x_mem_ebr\d+) \(", sv, re.S)
+    if target.startswith("ecp5"):
+        assert len(inst) == ecp5_ebr.ebr_blocks(64, cfg.spad_c_depth) >= 2, [n for _, n in inst]
+        for params, name in inst:
+            assert 'REGMODE_B("OUTREG")' in params, name
+        assert not re.search(r"reg\s+\[63:0\]\s+x_beat_q", sv)
+        assert vector_engine.sim_models(cfg) == [ecp5_ebr.SIM_MODEL]
+        assert ecp5_ebr.SIM_MODEL.name in {m.name for m in em.sim_models}
+        assert ecp5_ebr.SIM_MODEL.name not in em.filelist.read_text()
+    else:
+        assert inst == [] and vector_engine.sim_models(cfg) == []
+        assert re.search(r"reg\s+\[63:0\]\s+x_beat_q", sv)
