@@ -45,11 +45,13 @@ class KeepFFSet(Module):
     q = Output(Bits(1))
 
 
-def kept_counter(clk, rst, en, width: int, init: int, name: str) -> list:
+def kept_counter(clk, rst, en, width: int, init: int, name: str,
+                 modulus: int | None = None) -> list:
     """A ``width``-bit register of kept flops (instances ``{name}_b{k}``) that starts at
-    ``init`` and counts up by one (modulo ``2**width``) on an edge where ``en`` is high: a copy
-    of a pointer that synthesis does not merge with the pointer it copies, so each copy can
-    sit beside the part of a wide memory it addresses. Returns its value (``width`` bits)."""
+    ``init`` and counts up by one (modulo ``2**width``, or ``modulus``) on an edge where ``en``
+    is high: a copy of a pointer that synthesis does not merge with the pointer it copies, so
+    each copy can sit beside the part of a wide memory it addresses. Returns its value
+    (``width`` bits)."""
     from pycde.constructs import Mux, Wire
     from pycde.signals import BitsSignal
 
@@ -59,6 +61,8 @@ def kept_counter(clk, rst, en, width: int, init: int, name: str) -> list:
          for k in range(width)]
     cur = BitsSignal.concat(list(reversed(q))) if width > 1 else q[0]
     nxt = (cur.as_uint() + 1).as_bits(width)
+    if modulus is not None and modulus != 1 << width:
+        nxt = Mux(cur == Bits(width)(modulus - 1), nxt, Bits(width)(0))
     val = Mux(en, cur, nxt)
     for k in range(width):
         d[k].assign(val[k])

@@ -73,7 +73,8 @@ output is a register or logic of registers (``c_*``: the C slice's registers).
 Resources: ``bench/fmax.py`` reports them for the default config (the lane memories map to
 DP16KD, the PEs to MULT18X18D). The operand FIFO's slots are registers, each loaded by
 registered enables computed a cycle ahead, one kept copy (``keep_ff``) per ``SLOT_CHUNK`` bits of
-the slot, so no single enable net reaches a whole slot.
+the slot, so no single enable net reaches a whole slot; likewise each ``SLOT_CHUNK`` bits of the
+head are picked by a kept copy of the read pointer (``fifo_rd_c<i>``).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ from ..errors import ConfigError
 from .bits import count_width, index_width, inc, log2
 from .common import NamedReg, register_slice
 from .ecp5 import is_ecp5
-from .keep_ff import replicated
+from .keep_ff import kept_counter, replicated
 from .operand_spad import RD_LATENCY, make_operand_spad
 from .stream import Stream, module
 from .systolic import has_depthwise, make_systolic_core
@@ -266,7 +267,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
             push_ahead = push_ahead.reg(clk, rst, rst_value=0, name=f"fifo_push_ahead{i}")
         wr_next = Mux(push, wr.q, ring_inc(wr.q))
         chunks = [(lo, min(lo + SLOT_CHUNK, EW)) for lo in range(0, EW, SLOT_CHUNK)]
-        slots = []
+        slots, slot_parts = [], []
         for i in range(FIFO_DEPTH):
             load = push_ahead & (wr_next == Bits(FW)(i))
             ens = replicated(clk, rst, load, len(chunks), f"fifo_slot{i}_load")
@@ -275,8 +276,17 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
                 part = NamedReg(hi - lo, clk, None, None, ce=en, name=f"fifo_slot{i}_{lo}")
                 part.next(entry[lo:hi])
                 parts.append(part.q)
+            slot_parts.append(parts)
             slots.append(BitsSignal.concat(parts[::-1]) if len(parts) > 1 else parts[0])
-        head = Mux(rd.q, *slots)
+        # the head's SLOT_CHUNK-bit parts each picked by a kept copy of the read pointer
+        # (``fifo_rd_c<i>``), so no pointer net drives the select of the whole head: fifo_rd
+        # -> a route across the array -> the core's skew and depthwise registers was a group
+        # of placed 8x8 paths on seed 1 at 3ea0699 (7.14 ns, 6.14 of it routing; fpga.sta)
+        rd_c = [kept_counter(clk, rst, pop, FW, 0, f"fifo_rd_c{c}", FIFO_DEPTH)
+                for c in range(len(chunks))]
+        head_parts = [Mux(rd_c[c], *[slot_parts[i][c] for i in range(FIFO_DEPTH)])
+                      for c in range(len(chunks))]
+        head = BitsSignal.concat(head_parts[::-1]) if len(head_parts) > 1 else head_parts[0]
         LB = EW - 2 if DWM else EW - 1                 # the entry's last flag
         occ0 = occ.q == Bits(CNTW)(0)
         occ1 = occ.q == Bits(CNTW)(1)
