@@ -69,7 +69,11 @@ class WriteArbiter:
 
     def build(self, clk, rst, a, b, wr, wr_cmd_ready, wr_in_ready):
         (a_wc_ready, a_wd_ready), (b_wc_ready, b_wd_ready) = (self._ready[n] for n in self._names)
-        own = Queue(Bits(33), OWNER_FIFO_DEPTH, clk, rst, "owner")
+        # the owner FIFO's head is a register (``Queue(head=True)``, same cycles), so the
+        # compares below start at flops, not at its LUT-RAM read: owner_rd -> a 2.55 ns route
+        # -> the read -> the rows - 1 / bpr - 1 carry chains -> own_q_d was a placed 8x8 path
+        # on seed 1 at 2cef53c (7.73 ns; fpga.sta)
+        own = Queue(Bits(33), OWNER_FIFO_DEPTH, clk, rst, "owner", head=True)
         a_wants = a.wc_valid
         pick_b = ~a_wants
         any_wc = a_wants | b.wc_valid

@@ -23,3 +23,17 @@ def test_the_last_flag_follows_the_counters_not_the_owner_fifo(top_sv):
     src = leaves(top_sv, next_value(top_sv, "write_last"))
     assert {"write_beat_in_row", "write_row"} <= src, sorted(src)
     assert not {"owner_mem", "owner_rd", "own_q_skid_d"} & src, sorted(src)
+
+
+def test_the_owner_slice_loads_from_the_owner_fifos_head_register(top_sv):
+    """The owner FIFO's head is a register (``owner_head``), so the slice's entering data (the
+    head and its rows - 1 / bpr - 1 compares) starts at flops, not at the LUT-RAM read
+    (owner_rd -> the read -> the compares -> own_q_d was a placed 8x8 path on seed 1 at
+    2cef53c)."""
+    import re
+
+    nxt = re.findall(r"\bown_q_d\s*<=\s*(.*?);", top_sv, re.S)
+    assert nxt, "no load of own_q_d"
+    src = set().union(*(leaves(top_sv, n) for n in nxt))
+    assert "owner_head" in src, sorted(src)
+    assert not {"owner_mem", "owner_rd", "owner_rd_next"} & src, sorted(src)
