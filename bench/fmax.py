@@ -14,7 +14,8 @@ as the contract requires; the most PEs, then the squarer shape; A/B scratchpads
 ``LARGE_SPAD`` deep), checked against the placed DSP count. Prints what it measured against the targets (array >= 150 MHz, default accelerator
 >= 150 MHz, large accelerator >= 140 MHz with >= 128 PEs, exactly 1 DSP per PE), where the
 array's critical path runs and whether it stays inside one PE, each accelerator's resources and
-the critical path of its slowest seed (with the top-level blocks it crosses), and ends with
+the critical path of its slowest seed (with the top-level blocks it crosses), each seed's worst
+register pairs (its ``paths.txt``: ``fpga.sta`` on nextpnr's routed delays), and ends with
 one JSON line: ``array_fmax_mhz``, ``accel_fmax_mhz``, ``large_fmax_mhz``, ``large_array``
 ("RxC"), ``large_pes``, ``large_dsp``, ``seeds``, ``accel_fmax_by_seed``,
 ``large_fmax_by_seed``, ``dsp_per_pe``, ``array_lut``, ``array_ff`` (null where a design could
@@ -200,8 +201,25 @@ def measure_accel(cfg: AccelConfig, work: Path, seeds: list[int], freq: float,
         for st in cp.steps:
             if st.delay_ns >= 0.05:
                 log(f"{tag}:   {st.type:<9} {st.delay_ns:6.3f} ns  {st.src} -> {st.dst}")
+    log_near_critical(tag, work, seeds)
     log(f"{tag}: report in {work / tag / 'report.md'}")
     return {"fmax": min_fmax(by_seed), "by_seed": by_seed, "dsp": rep.dsp}
+
+
+def log_near_critical(tag: str, work: Path, seeds: list[int], top: int = 8) -> None:
+    """Each seed's worst register pairs from its ``paths.txt`` (``fpga.sta``: every path over
+    the clock, not only nextpnr's critical one), so one run names what to fix next."""
+    from pycde_accel.fpga import nextpnr
+
+    for i, sd in enumerate(seeds):
+        w = work / tag if i == 0 else work / f"{tag}-seed{sd}"    # as place_seeds names them
+        f = w / nextpnr.PATHS
+        if not f.is_file():
+            continue
+        rows = [ln.strip() for ln in f.read_text().splitlines() if re.match(r"\s*\d+\. ", ln)]
+        log(f"{tag}: seed {sd}: the {min(top, len(rows))} worst register pairs ({f}):")
+        for ln in rows[:top]:
+            log(f"{tag}:   {ln}")
 
 
 def largest_array(kernel_dsp: int, device_dsp: int, beat: int) -> tuple[int, int] | None:
