@@ -47,7 +47,8 @@ until it is taken)
   ``st_row_mask`` (R: bit r = row r is written, ``row_mask(st_rows, R)``; the sender decodes
   it, so the engine's intake has no compare),
   ``st_stride`` (32), ``st_p_index`` (16), ``st_relu``, ``st_per_tensor``, ``st_valid``,
-  ``st_ready`` (out). Up to ``QUEUE`` commands are queued inside (st_ready low when full).
+  ``st_ready`` (out, a register: low in reset and on the first edge after it). Up to
+  ``QUEUE`` commands are queued inside (st_ready low when full).
 * DMA write command out (``axi_dma_wr``'s command form): ``wc_addr`` (axi_addr_width),
   ``wc_beats`` (16, = C/AB), ``wc_rows`` (16, = st_rows), ``wc_stride`` (axi_addr_width, the
   low bits of st_stride), ``wc_valid`` (out), ``wc_ready``. Offered from the cycle after the
@@ -234,7 +235,12 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         # command queue): st_rows' head flops -> five LUTs of ``st_rows > r`` -> out_queue's
         # LUT-RAM write data was the placed 8x8's critical path on seed 1 at 35bd50c (8.48 ns)
         oq = Queue(Bits(R + 1), QUEUE, clk, rst, "out_queue")
-        st_ready = not_rst & ~wcq.full & ~fq.full & ~oq.full
+        # st_ready is a flop of its own, set from the three queues' next fill flags (low in
+        # reset and on the first edge after it), so the command's take is one AND of flops:
+        # store_head_v -> the three full flags' AND -> the take -> a queue's full flag was
+        # a placed 8x8 path on both seeds at 2cef53c (7.33 / 7.92 ns; fpga.sta)
+        st_ready_q = NamedReg(1, clk, rst, 0, name="st_ready_q")
+        st_ready = st_ready_q.q
         st_fire = p.st_valid & st_ready
         p.st_ready = st_ready
         wcq.push(BitsSignal.concat([_fit(p.st_stride, AW), p.st_rows, p.st_addr]), st_fire)
@@ -242,6 +248,7 @@ def make_store_engine(config: AccelConfig, requant) -> type[Module]:
         recs = [Mux(p.st_per_tensor, add(p0, Bits(PA)(l % (1 << PA)), PA), p0) for l in range(L)]
         fq.push(BitsSignal.concat([p.st_per_tensor] + recs[::-1]), st_fire)
         oq.push(BitsSignal.concat([p.st_relu, p.st_row_mask]), st_fire)
+        st_ready_q.next(~(wcq.full_next | fq.full_next | oq.full_next))
 
         wc_valid = ~wcq.empty
         wc_head = wcq.pop(wc_valid & p.wc_ready)

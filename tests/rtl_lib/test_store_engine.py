@@ -300,6 +300,26 @@ def test_the_row_mask_enters_the_output_queue_as_it_comes(tmp_path):
         assert "st_row_mask" in src and "st_rows" not in src, sorted(src)
 
 
+def test_the_command_take_is_an_and_of_two_flops(tmp_path):
+    """``st_ready`` is a register (``st_ready_q``) set from the queues' next fill flags, so
+    the take into the three command queues reads the command's valid and one flop, not the
+    three full flags (store_head_v -> their AND -> the take -> a queue's full flag was a placed
+    8x8 path on both seeds at 2cef53c). That commands still queue and leave in order is the
+    random tests'."""
+    from .sv_cone import leaves
+
+    out = emit_store_engine(CONFIGS["8x8_w64_l8"], tmp_path / "sv", tmp_path / "kernel")
+    sv = (tmp_path / "sv" / f"{out.top}.sv").read_text()
+    ready = re.search(r"assign\s+st_ready\s*=\s*(.*?);", sv, re.S).group(1)
+    assert leaves(sv, ready) == {"st_ready_q"}, sorted(leaves(sv, ready))
+    writes = re.findall(r"\bout_queue_mem\[[^\]]*\]\s*<=", sv)
+    assert writes
+    enable = re.search(r"if\s*\(([^)]*)\)\s*\n?\s*out_queue_mem\[", sv)
+    assert enable, "no write enable of out_queue_mem"
+    src = leaves(sv, enable.group(1))
+    assert src <= {"st_valid", "st_ready_q", "out_queue_full"}, sorted(src)
+
+
 @pytest.mark.parametrize("rows", [0, 1, 3, 8, 9, 65535])
 def test_row_mask_value(rows):
     from pycde_accel.rtl_lib.store_engine import row_mask_value
