@@ -284,7 +284,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         # of placed 8x8 paths on seed 1 at 3ea0699 (7.14 ns, 6.14 of it routing; fpga.sta)
         rd_c = [kept_counter(clk, rst, pop, FW, 0, f"fifo_rd_c{c}", FIFO_DEPTH)
                 for c in range(len(chunks))]
-        head_parts = [Mux(rd_c[c], *[slot_parts[i][c] for i in range(FIFO_DEPTH)])
+        head_parts = [_pick(rd_c[c], [slot_parts[i][c] for i in range(FIFO_DEPTH)])
                       for c in range(len(chunks))]
         head = BitsSignal.concat(head_parts[::-1]) if len(head_parts) > 1 else head_parts[0]
         LB = EW - 2 if DWM else EW - 1                 # the entry's last flag
@@ -333,6 +333,22 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         p.stall = busy & ~fire
 
     return module(f"matmul_unit_{R}x{C}", io, build)
+
+
+def _pick(sel, items):
+    """``items[sel]``. An array index over items whose width is not a power of two is a
+    multiply of the index by the width in Yosys, which it can map to a MULT18X18D (a 34-bit
+    chunk of the 2x4's operand FIFO head took one, on its critical path); those get a tree of
+    two-way muxes on the select's bits instead."""
+    w = items[0].type.width
+    if w & (w - 1) == 0:
+        return Mux(sel, *items)
+    level, bit = list(items), 0
+    while len(level) > 1:
+        level = [Mux(sel[bit], level[i], level[i + 1]) if i + 1 < len(level) else level[i]
+                 for i in range(0, len(level), 2)]
+        bit += 1
+    return level[0]
 
 
 def emit_matmul_unit(config: AccelConfig, sv_dir):

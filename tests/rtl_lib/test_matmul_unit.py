@@ -318,3 +318,19 @@ def test_the_operand_fifo_head_is_picked_by_kept_pointer_copies(tmp_path):
                        if not n.startswith(("fifo_slot", "arr_fifo_slot", "_fifo_rd_c")))
         assert not other, other
     assert len({re.match(r"_fifo_rd_c(\d+)", n).group(1) for n in copies}) >= 8, sorted(copies)
+
+
+def test_a_head_chunk_whose_width_is_not_a_power_of_two_is_a_mux_tree(tmp_path):
+    """An array index over 34-bit chunks (the 2x4's operand FIFO head: 98 bits, chunks of 64
+    and 34) is a multiply of the index by 34 in Yosys, which it mapped to a MULT18X18D on the
+    2x4's critical path; such a chunk is a tree of two-way muxes (no array), a power-of-two
+    chunk keeps its array index."""
+    import re
+
+    from pycde_accel.rtl_lib.matmul_unit import SLOT_CHUNK
+
+    out = emit_matmul_unit(AccelConfig(rows=2, cols=4, axi_data_width=32), tmp_path / "sv")
+    sv = (tmp_path / "sv" / f"{out.top}.sv").read_text()
+    arrays = set(re.findall(r"\barr_fifo_slot0_(\d+)_", sv))
+    assert arrays == {"0"}, arrays                  # the 64-bit chunk at bit 0 only
+    assert SLOT_CHUNK == 64
