@@ -203,11 +203,15 @@ def static_stream_module(system, kernel, lowered):
         # take (the engine's valids -> the join -> in_last) moves pointers only, never
         # the scalar registers' enables (b_in_v -> in_last -> start_q_d's CE, two routes
         # across the die, was the placed 8x8's critical path on seed 3 at 1d7174d)
-        can_take = ~active | in_last
+        # (== ~active | in_last: an element is taken only in a run) with in_fire as the
+        # last select, here and in the run flag and in_open below: the engine's valids ->
+        # the join -> in_last -> the start slice's take -> in_open_r ran five LUTs, and the
+        # MAX lanes' were the placed 8x8's worst paths on two seeds at 2cef53c and 74c8211
+        # (9.4-10.3 ns, three clusters 3.5 ns of route apart; fpga.sta)
+        can_take = Mux(in_fire, ~active, at_last)
         s_fields = [getattr(p, nm) for nm, _ in kernel.scalars] or [zero]
         t_v, t_in_ready, t_d = held_slice(clk, rst, p.start_valid & all_s,
                                           BitsSignal.concat(s_fields), can_take, "start_q")
-        take = can_take & t_v
         p.start_ready = t_in_ready & all_s
         for nm, _ in kernel.scalars:
             others = p.start_valid
@@ -220,7 +224,9 @@ def static_stream_module(system, kernel, lowered):
             w = getattr(p, nm).type.width
             s_val[nm] = t_d[s_lo - w:s_lo]
             s_lo -= w
-        act_next = Mux(take, active & ~in_last, one)
+        # == Mux(take, active & ~in_last, one): without an element the run goes on or a
+        # waiting start opens one; with one (active) it ends at the last unless a start waits
+        act_next = Mux(in_fire, active | t_v, ~at_last | t_v)
         active.assign(act_next.reg(clk, rst, rst_value=0, name="run_active_r"))
         cnt_next = Mux(in_fire, in_cnt, Mux(in_last, (in_cnt.as_uint() + 1).as_bits(cw),
                                             Bits(cw)(0)))
@@ -291,7 +297,12 @@ def static_stream_module(system, kernel, lowered):
         therm.assign(BitsSignal.concat(list(reversed(t_next))).reg(
             clk, rst, rst_value=(1 << depth) - 1, name="out_credits_r"))
         has_credit.assign(t_bits[0])
-        open_q = (act_next & t_next[0]).reg(clk, rst, rst_value=0, name="in_open_r")
+        # == act_next & t_next[0], in_fire selecting last: without an element the credit
+        # count only rises (on a pop); with one it falls unless a result leaves
+        open_none = (active | t_v) & (t_bits[0] | pop)
+        open_fire = (~at_last | t_v) & Mux(pop, t_bits[1] if depth > 1 else zero, t_bits[0])
+        open_q = Mux(in_fire, open_none, open_fire).reg(clk, rst, rst_value=0,
+                                                          name="in_open_r")
         in_open.assign(open_q & inst.in_ready)   # == active & k_in_ready, every cycle
         # -- done: the n-th result of a run leaves
         oc = Wire(Bits(cw), "out_count")
