@@ -35,6 +35,8 @@ _IOPATH = re.compile(r"\(IOPATH\s+(\((?:posedge|negedge)\s+\S+\)|\S+)\s+(\S+)\s+
 _SETUP = re.compile(r"\(SETUP(?:HOLD)?\s+\((?:posedge|negedge)\s+(\S+)\)\s+"
                     r"\((?:posedge|negedge)\s+(\S+)\)\s+\(([-\d.:]*)\)")
 _INSTANCE = re.compile(r"\(INSTANCE\s*([^)]*)\)")
+
+
 def _max(triple: str) -> float:
     """The max of an SDF ``min:typ:max`` value, in the file's unit (ps)."""
     vals = [float(v) for v in triple.split(":") if v]

@@ -70,7 +70,7 @@ from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from ..queue import Queue
-from ..regs import held_slice
+from ..regs import held_slice, thermometer_step
 
 
 def _w(ty: str) -> int:
@@ -289,11 +289,7 @@ def static_stream_module(system, kernel, lowered):
         t_bits = [therm[i] for i in range(depth)]
         down = in_fire & ~pop                    # one credit claimed, none returned
         up = pop & ~in_fire                      # one returned, none claimed
-        t_next = []
-        for i in range(depth):
-            above = t_bits[i + 1] if i + 1 < depth else zero
-            below = t_bits[i - 1] if i > 0 else one
-            t_next.append(Mux(down, Mux(up, t_bits[i], below), above))
+        t_next = thermometer_step(t_bits, up, down)
         therm.assign(BitsSignal.concat(list(reversed(t_next))).reg(
             clk, rst, rst_value=(1 << depth) - 1, name="out_credits_r"))
         has_credit.assign(t_bits[0])

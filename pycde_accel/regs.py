@@ -1,7 +1,8 @@
 """Registers shared by the PyCDE modules of ``rtl_lib`` and the kernels' stream wrappers of
 ``lowering`` (neither imports the other): a register with an exact SV name (``NamedReg``) and
 three full-rate slices with one handshake: ``register_slice``, ``fifo_slice`` (the receiver's
-ready reaches no data enable) and ``held_slice`` (also holds the last beat taken)."""
+ready reaches no data enable) and ``held_slice`` (also holds the last beat taken); and
+``thermometer_step``, the next value of a count kept as a thermometer code."""
 
 from __future__ import annotations
 
@@ -24,6 +25,20 @@ class NamedReg:
 
     def next(self, value) -> None:
         self._d.assign(value)
+
+
+def thermometer_step(bits, up, down) -> list:
+    """The next value, bit by bit, of a count kept as a thermometer code (``bits[k]``: the
+    count is more than k): shifted up on ``up`` alone, down on ``down`` alone, held otherwise
+    (``up`` and ``down`` together, or neither). Each bit is a mux of itself and its two
+    neighbours, so "more than k after the edge" is one LUT of flops and the two events, not
+    an add and a compare."""
+    from pycde.constructs import Mux
+
+    n = len(bits)
+    one, zero = Bits(1)(1), Bits(1)(0)
+    return [Mux(down, Mux(up, bits[k], bits[k - 1] if k > 0 else one),
+                bits[k + 1] if k + 1 < n else zero) for k in range(n)]
 
 
 def register_slice(clk, rst, valid, data, ready, name: str, next_valid: bool = False,

@@ -128,6 +128,7 @@ from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from ..config import AccelConfig
+from ..regs import thermometer_step
 from .bits import add, count_width, inc
 from .common import NamedReg
 from .ecp5 import DSP_WIDTH, uses_ecp5_dsp
@@ -365,16 +366,10 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         nonempty = occ.q[0]
         pop = nonempty & ports.c_ready
         up, down = push.q & ~pop, pop & ~push.q
-
-        def occ_next(k):
-            below = occ.q[k - 1] if k > 0 else one
-            above = occ.q[k + 1] if k + 1 < depth else zero
-            return Mux(up, Mux(down, occ.q[k], above), below)
-
-        occ.next(BitsSignal.concat([occ_next(k) for k in reversed(range(depth))])
-                 if depth > 1 else occ_next(0))
+        occ_next = thermometer_step([occ.q[k] for k in range(depth)], up, down)
+        occ.next(BitsSignal.concat(occ_next[::-1]) if depth > 1 else occ_next[0])
         # fifo_few: at most one entry held (after the edge)
-        few_next = ~occ_next(1) if depth > 1 else one
+        few_next = ~occ_next[1] if depth > 1 else one
         W = cols * aw + 1
         n_ch = -(-W // FIFO_CHUNK)
         cw_ = -(-W // n_ch)                # every chunk one width: one Lutram parameter set

@@ -74,8 +74,8 @@ output register whole, as LUT results do. ``x_off`` is the beats per row, ``mb``
 Registers on the way (for the clock, see below): S beats enter through a register slice; the X
 buffer's block-RAM read data is registered before anything else (with the S beat beside it;
 on an ECP5 target that register is the DP16KD blocks' own output register, ``x_ebr``, and
-simulation then needs ``sim_models(config)``) and then pushed into the pair FIFO; each ADD/MUL kernel input (``a`` bytes of X, ``b`` bytes
-of S) comes from a register slice after the byte select, and the MAX lane kernels' inputs from
+simulation then needs ``sim_models(config)``) and then pushed into the pair FIFO; each ADD/MUL
+kernel input (``a`` bytes of X, ``b`` bytes of S) comes from a register slice after the byte select, and the MAX lane kernels' inputs from
 ``max_in``, so the kernels' first stage starts at flops; result beats for DRAM leave the output
 register through a register slice (``wd_out``), so the kernels' output handshakes start at its
 in_ready, a flop, not at the write side's ready (one cycle more per DRAM-bound command).
@@ -394,18 +394,18 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         # a 1.44 ns route -> x_beat_q was a placed 8x8 path on seed 1 at 3ea0699 (7.27 ns,
         # 5.83 of it the block's clock-to-out; fpga.sta)
         if x_ebr(config):
-            x_beat = ebr_ram(clk, "x_mem", W, D, wr_addr, wr_data, x_wen, rd_addr)
+            x_read = ebr_ram(clk, "x_mem", W, D, wr_addr, wr_data, x_wen, rd_addr)
         else:
             x_rd = dual_port_mem(clk, rst, "x_mem", W, D, wr_addr, wr_data, x_wen, rd_addr)
             x_q = NamedReg(W, clk, None, None, name="x_beat_q")
             x_q.next(x_rd)
-            x_beat = x_q.q
+            x_read = x_q.q
         s_q2 = NamedReg(W, clk, None, None, name="s_beat_q")
         s_q2.next(s_q.q)
         rd_v2 = NamedReg(1, clk, rst, 0, name="x_rd_valid_q")
         rd_v2.next(rd_v.q)
         pairs = Queue(Bits(2 * W), PAIR_FIFO_DEPTH, clk, rst, "pairs")
-        pairs.push(BitsSignal.concat([s_q2.q, x_beat]), rd_v2.q & ~is_lut)
+        pairs.push(BitsSignal.concat([s_q2.q, x_read]), rd_v2.q & ~is_lut)
 
         # ------------------------------------------------------------ function table
         # AB copies of the 256-entry table, one per byte lane, each TW words of one beat
