@@ -109,6 +109,11 @@ class Queue:
         self._empty, self._full = empty.q, full.q
         #: ``full``'s next value (for a copy of the flag kept beside a far pusher)
         self.full_next = full_next
+        #: ``full_next`` for each value of the push request, as functions of the flags and the
+        #: pop alone: a pusher whose request is a deep decision can select between them with
+        #: it last (``Mux(request, full_if_idle, full_if_push)`` == ``full_next``)
+        self.full_if_push = Mux(pop & full.q, Mux(~full.q & ~pop, full.q, at_top), Bits(1)(0))
+        self.full_if_idle = Mux(pop, full.q, Bits(1)(0))
 
     def push(self, data, en) -> None:
         self._data.assign(data)

@@ -21,18 +21,31 @@ TB = "tb_skid_buffer"
 TB_DIRS = [Path(__file__).resolve().parent]
 
 
-def _queue(width: int, depth: int, head: bool = False):
+def _queue(width: int, depth: int, head: bool = False, shadow: bool = False):
+    """``shadow``: ``in_ready`` is a flop of the queue's own, set from ``full_if_idle`` /
+    ``full_if_push`` picked by the push request, in place of ``~full``: any cycle where that
+    pick differs from ``full_next`` loses or duplicates a word, or changes the capacity."""
     s = Stream(data=width)
 
     def build(p):
+        from pycde.constructs import Mux
+
+        from pycde_accel.regs import NamedReg
+
         q = Queue(Bits(width), depth, p.clk, p.rst, "q", head=head)
         q.push(p.in_data, p.in_valid)
-        p.in_ready = ~q.full
+        if shadow:
+            f = NamedReg(1, p.clk, p.rst, 0, name="full_shadow")
+            f.next(Mux(p.in_valid, q.full_if_idle, q.full_if_push))
+            p.in_ready = ~f.q
+        else:
+            p.in_ready = ~q.full
         p.out_valid = ~q.empty
         p.out_data = q.pop(p.out_ready & ~q.empty)
 
-    return module(f"queue_test_w{width}_d{depth}" + ("_head" if head else ""), {"clk": Clock(), "rst": Reset(),
-                                                    **s.sink("in"), **s.source("out")}, build)
+    name = f"queue_test_w{width}_d{depth}" + ("_head" if head else "") + ("_sh" if shadow else "")
+    return module(name, {"clk": Clock(), "rst": Reset(), **s.sink("in"), **s.source("out")},
+                  build)
 
 
 def _run(sim, tmp_path, testcase, **spec):
@@ -46,6 +59,16 @@ def test_queue_stream_and_capacity(module_sim, tmp_path, depth, head):
     """``head=True`` (the head in a register of its own) keeps every word, its order and its
     cycle: the same testbench, the same checks."""
     sim = module_sim(_queue(16, depth, head))
+    _run(sim, tmp_path / "s", "stream", width=16, beats=300, seed=depth, p_in=0.8, p_out=0.4)
+    _run(sim, tmp_path / "r", "registered", width=16, beats=0, seed=depth + 10, p_in=1.0,
+         p_out=1.0, depth=depth)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 4, 5])
+def test_queue_full_candidates(module_sim, tmp_path, depth):
+    """``full_if_idle`` / ``full_if_push``, picked by the push request, are ``full_next``: a
+    ready flop set from them carries every word in order and holds exactly ``depth``."""
+    sim = module_sim(_queue(16, depth, shadow=True))
     _run(sim, tmp_path / "s", "stream", width=16, beats=300, seed=depth, p_in=0.8, p_out=0.4)
     _run(sim, tmp_path / "r", "registered", width=16, beats=0, seed=depth + 10, p_in=1.0,
          p_out=1.0, depth=depth)
