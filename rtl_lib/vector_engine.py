@@ -404,7 +404,10 @@ def make_vector_engine(config: AccelConfig, add_kernel, max_kernel,
         s_q2.next(s_q.q)
         rd_v2 = NamedReg(1, clk, rst, 0, name="x_rd_valid_q")
         rd_v2.next(rd_v.q)
-        pairs = Queue(Bits(2 * W), PAIR_FIFO_DEPTH, clk, rst, "pairs")
+        # the head in a register of its own (same cycles): the LUT-RAM read at pairs_rd -> the
+        # byte mux -> the input slice -> the MUL kernel's input was the placed 8x8's worst
+        # path on seed 2 at de882f7 (7.88 ns, five LUTs; fpga.sta)
+        pairs = Queue(Bits(2 * W), PAIR_FIFO_DEPTH, clk, rst, "pairs", head=True)
         pairs.push(BitsSignal.concat([s_q2.q, x_read]), rd_v2.q & ~is_lut)
 
         # ------------------------------------------------------------ function table

@@ -16,7 +16,7 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 
 def definitions(sv: str) -> dict[str, str]:
     out = {m.group(1): m.group(2) for m in
-           re.finditer(r"wire\s+(?:\[[^\]]*\]\s*)?(\w+)\s*=\s*(.*?);", sv, re.S)}
+           re.finditer(r"wire\s+(?:\[[^\]]*\]\s*)*(\w+)\s*=\s*(.*?);", sv, re.S)}
     out.update({m.group(1): m.group(2) for m in
                 re.finditer(r"assign\s+(\w+)\s*=\s*(.*?);", sv, re.S)})
     return out
