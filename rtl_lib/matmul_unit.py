@@ -308,7 +308,10 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
                     a_last=head_last, a_valid=head_valid,
                     b_data=head[AE:AE + C * 8], b_last=head_last,
                     b_valid=head_valid, c_ready=c_in_ready, instance_name="core", **dw_in)
-        fire = head_valid & core.a_ready
+        # the take from the core's ``a_last_ok`` copy and the head's own flops (== head_valid
+        # & core.a_ready): the pop logic sits by the head, and the core decides its own take
+        # from its own copy (see systolic's a_last_ok)
+        fire = head_valid & ~rst.as_bits() & (~head_last | core.a_last_ok)
         pop.assign(fire)
         occ_next = (occ.q.as_uint() + push.as_uint()).as_bits(CNTW)
         occ.next((occ_next.as_uint() - fire.as_uint()).as_bits(CNTW))

@@ -38,6 +38,10 @@ where valid and ready are both high; a sender must hold a beat until it is taken
   beats per tile, beat r is row r of C (lane j = C[r][j], signed, two's complement), tiles in
   input order. ``c_last`` marks beat ``rows - 1``.
 * ``err`` (out): sticky, set if a beat was taken with ``a_last != b_last``.
+* ``a_last_ok`` (out): a flop, high when a last beat would be admitted this cycle (the output
+  FIFO has room for its tile and the previous tile's last beat is ``rows`` beats back), so
+  ``a_ready == b_valid & ~rst & (~a_last | a_last_ok)``: a feeder can compute the take from a
+  copy of its own beside its head, rather than wait on ``a_ready`` from the core's logic.
 * Depthwise mode (``depthwise=True``, built when cols * data_width == axi_data_width, i.e.
   cols == AB): two more inputs of the A stream, taken on the same edges as ``a_data``:
   ``a_dw`` (1) and ``a_words`` (rows x cols x data_width; lane i = the word of A row i, byte j
@@ -123,13 +127,13 @@ with one more row of flops as its head register.
 from __future__ import annotations
 
 from pycde import Clock, Input, Module, Output, Reset
-from pycde.constructs import Mux
+from pycde.constructs import Mux, Wire
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
 from ..config import AccelConfig
 from ..regs import thermometer_step
-from .bits import add, count_width, inc
+from .bits import count_width, inc
 from .common import NamedReg
 from .ecp5 import DSP_WIDTH, uses_ecp5_dsp
 from .keep_ff import kept_counter, replicated
@@ -212,7 +216,8 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
     io = {"clk": Clock(), "rst": Reset(),
           **Stream(data=rows * dw, last=1).sink("a"),
           **Stream(data=cols * dw, last=1).sink("b"),
-          **Stream(data=cols * aw, last=1).source("c"), "err": Output(Bits(1))}
+          **Stream(data=cols * aw, last=1).source("c"), "err": Output(Bits(1)),
+          "a_last_ok": Output(Bits(1))}
     if dwm:
         io.update({"a_dw": Input(Bits(1)), "a_words": Input(Bits(rows * cols * dw))})
 
@@ -222,13 +227,13 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         zero = Bits(1)(0)
 
         # -- admission: back-pressure only a tile's last beat ------------------------------
-        cw = count_width(depth)
-        credits = NamedReg(cw, clk, rst, depth, name="credits")
-        # the admission's two compares are flops of their own, set from the next values of
-        # their counters: a last beat's admission (from the operand FIFO's head) then runs
-        # through one LUT of flops, not through a compare of the credits and the gap
-        credit_ok_q = NamedReg(1, clk, rst, int(depth >= rows), name="credit_ok")
-        credit_ok = credit_ok_q.q
+        # the credits (free output FIFO rows, 0 .. depth) as a thermometer code, bit k: more
+        # than k free, so "at least rows free" is ``credits[rows - 1]`` and its next value a
+        # mux of four flops picked by the two events (below); the gap check is a flop set
+        # from its counter's next value; and the admission of a last beat (from the operand
+        # FIFO's head) reads one flop of their AND (``last_ok``), not a compare
+        assert depth >= rows
+        credits = NamedReg(depth, clk, rst, (1 << depth) - 1, name="credits")
         if rows > 1:
             gw = count_width(rows)
             gap = NamedReg(gw, clk, rst, rows, name="last_gap")
@@ -236,7 +241,16 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
             gap_ok = gap_ok_q.q
         else:
             gap_ok = one
-        ok = ~rst.as_bits() & (~ports.a_last | (credit_ok & gap_ok))
+        # credit_ok & gap_ok as one flop, in two kept copies: ``last_ok_0`` for the core's
+        # take, ``last_ok_1`` out as ``a_last_ok`` for the feeder's (the matmul unit's head).
+        # With one decision the feeder's pop waited on a LUT of the core's flops across the
+        # die and the core's state on the pop back: matmul.core.last_gap_ok -> a 3.14 ns
+        # route -> the take beside the unit's head -> 2.67 ns back -> last_gap was the placed
+        # 8x8's critical path on seed 1 at a428892 (9.27 ns, three more of its paths too)
+        last_ok_w = Wire(Bits(1), "last_ok_next")
+        last_ok, a_last_ok = replicated(clk, rst, last_ok_w, 2, "last_ok", init=1)
+        ports.a_last_ok = a_last_ok
+        ok = ~rst.as_bits() & (~ports.a_last | last_ok)
         fire = ports.a_valid & ports.b_valid & ok
         last_fire = fire & ports.a_last
         ports.a_ready = ports.b_valid & ok
@@ -248,7 +262,10 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
             gap_inc = inc(gap.q)
             gap.next(Mux(last_fire, Mux(gap_ok, gap_inc, gap.q), Bits(gw)(1)))
             # gap == rows after this edge: it saturates there; a last beat restarts it at 1
-            gap_ok_q.next(~last_fire & (gap_ok | (gap_inc == Bits(gw)(rows))))
+            gap_ok_next = ~last_fire & (gap_ok | (gap_inc == Bits(gw)(rows)))
+            gap_ok_q.next(gap_ok_next)
+        else:
+            gap_ok_next = one
 
         # -- skew the operands ----------------------------------------------------------
         lanes_a = []
@@ -392,28 +409,24 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         ports.c_last = head.q[cols * aw]
         ports.c_valid = nonempty
 
-        # credits: -rows when a last beat is taken, +1 per C beat that leaves. The four
-        # candidates are adders of the credits register alone, and the two events pick one,
-        # so the admission (the operand FIFO's head and credit_ok, across the unit and back)
-        # reaches the register through one mux, not through a subtract and an add:
-        # credit_ok -> the unit's fire -> last_fire -> the two carry chains -> credits was the
-        # placed 8x8's critical path on seed 1 at f108eac (8.43 ns, 6.18 routing)
-        def cred_plus(k):     # credits + k, modulo 2**cw
-            return add(credits.q, Bits(cw)(k % (1 << cw)), cw)
-
-        credits.next(Mux(last_fire, Mux(pop, credits.q, cred_plus(1)),
-                         Mux(pop, cred_plus(-rows), cred_plus(1 - rows))))
-        # credits' >= rows for each case of (last beat taken, C beat left), as compares of
-        # the credits register with constants, picked by the two events: the last beat's
-        # admission does not run through the subtract, the add and a compare
-        c = credits.q.as_uint(cw + 1)
-
-        def ge(k):
-            if k <= 0:
+        # credits: -rows when a last beat is taken, +1 per C beat that leaves; each bit of the
+        # thermometer code picks its next value among four bits of the register by the two
+        # events (credits + d > k is bit k - d), so the admission and the pop reach every bit,
+        # credit_ok among them, through one mux of flops. With a binary count, the four
+        # compares of the count and the two events' mux were five LUTs that Yosys ordered
+        # with the pop first: matmul._core_c_valid -> the pop -> a 2.76 ns route -> four LUTs
+        # -> credit_ok was the placed 8x8's third path on seed 2 at de882f7 (7.80 ns;
+        # fpga.sta). (A binary count with its candidates as adders of the register was the
+        # fix of f108eac's: credit_ok -> last_fire -> two carry chains -> credits, 8.43 ns.)
+        def more_than(k):          # the current credits > k
+            if k < 0:
                 return one
-            return (c >= k).as_bits() if k < 1 << (cw + 1) else zero
+            return credits.q[k] if k < depth else zero
 
-        credit_ok_q.next(Mux(last_fire, Mux(pop, ge(rows), ge(rows - 1)),
-                             Mux(pop, ge(2 * rows), ge(2 * rows - 1))))
+        nxt = [Mux(last_fire, Mux(pop, more_than(k), more_than(k - 1)),
+                   Mux(pop, more_than(k + rows), more_than(k + rows - 1)))
+               for k in range(depth)]
+        credits.next(BitsSignal.concat(nxt[::-1]) if depth > 1 else nxt[0])
+        last_ok_w.assign(nxt[rows - 1] & gap_ok_next)
 
     return module(f"systolic_core_{rows}x{cols}_d{dw}_a{aw}" + ("_dw" if dwm else ""), io, build)

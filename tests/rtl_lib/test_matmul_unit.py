@@ -334,3 +334,20 @@ def test_a_head_chunk_whose_width_is_not_a_power_of_two_is_a_mux_tree(tmp_path):
     arrays = set(re.findall(r"\barr_fifo_slot0_(\d+)_", sv))
     assert arrays == {"0"}, arrays                  # the 64-bit chunk at bit 0 only
     assert SLOT_CHUNK == 64
+
+
+def test_the_operand_fifo_pop_uses_the_cores_admission_copy(tmp_path):
+    """The unit's take (the operand FIFO's pop: its read-pointer copies) reads the core's
+    ``a_last_ok`` flop and the head's own flops, not the core's ``a_ready``: with ``a_ready``
+    the pop waited on the core's logic across the die (the placed 8x8's critical path on
+    seed 1 at a428892). That the take is the same is the random programs' above."""
+    import re
+
+    from .sv_cone import definitions, leaves, next_value
+
+    out = emit_matmul_unit(AccelConfig(), tmp_path / "sv")
+    sv = (tmp_path / "sv" / f"{out.top}.sv").read_text()
+    defs = definitions(sv)
+    src = leaves(defs, next_value(sv, "fifo_head_valid"))
+    assert "_core_a_last_ok" in src and "_core_a_ready" not in src, sorted(src)
+    assert re.search(r"\.a_last_ok\s*\(_core_a_last_ok\)", sv)

@@ -218,3 +218,53 @@ def test_the_output_fifo_flags_are_bits_of_its_occupancy(tmp_path):
     assert len(few) >= 2, few
     for d in few:
         assert leaves(defs, d) <= {"fifo_occ", "out_push", "c_ready"}, sorted(leaves(defs, d))
+
+
+def test_the_credit_check_is_a_bit_of_the_credits_thermometer(tmp_path):
+    """The free output FIFO rows (``credits``) are a thermometer code of ``out_fifo_depth``
+    bits, so the admission's credit check is the flop ``credits[rows - 1]`` and every bit's
+    next value is a mux of the register's bits by the two events, no adder or compare (the
+    pop -> four LUTs of compares and muxes -> ``credit_ok`` was the placed 8x8's third path on
+    seed 2 at de882f7). That the credits admit and hold back tiles at the right cycles is
+    the formula and back-pressure runs' above."""
+    import re
+
+    from pycde_accel.rtl_lib.emit import emit_core
+    from pycde_accel.rtl_lib.systolic import out_fifo_depth
+
+    from sv_cone import cone, definitions, leaves, next_value
+
+    rows, cols = 4, 4
+    depth = out_fifo_depth(rows, cols)
+    out = emit_core(AccelConfig(rows=rows, cols=cols), tmp_path / "sv")
+    sv = (tmp_path / "sv" / f"{out.top}.sv").read_text()
+    defs = definitions(sv)
+    assert re.search(rf"reg\s+\[{depth - 1}:0\]\s+credits\b", sv), "credits is no thermometer"
+    adm = leaves(defs, defs["last_ok_next"])
+    assert "credits" in adm and "last_gap_ok" in adm, sorted(adm)
+    nxt = next_value(sv, "credits")
+    arith = [n for n in cone(defs, nxt) if n in defs and re.search(r"[-+<>]", defs[n])]
+    assert not re.search(r"[-+<>]", nxt) and not arith, arith
+
+
+def test_the_last_beat_admission_is_one_flop_with_a_copy_for_the_feeder(tmp_path):
+    """``a_ready`` reads one kept flop of the admission (``last_ok_0``: room for the tile AND
+    the gap since the last tile), not the credits and the gap counter, and ``a_last_ok`` is a
+    second copy of it for the feeder's own take (last_gap_ok -> the take beside the matmul
+    unit's head -> back to the core's gap counter was the placed 8x8's critical path on seed 1
+    at a428892, 9.27 ns). That both copies admit at the right cycles is the formula and
+    back-pressure runs' above, and the whole-model sims'."""
+    import re
+
+    from pycde_accel.rtl_lib.emit import emit_core
+
+    from sv_cone import definitions, leaves
+
+    out = emit_core(AccelConfig(rows=4, cols=4), tmp_path / "sv")
+    sv = (tmp_path / "sv" / f"{out.top}.sv").read_text()
+    defs = definitions(sv)
+    ready = leaves(defs, re.search(r"assign\s+a_ready\s*=\s*(.*?);", sv, re.S).group(1))
+    assert "_last_ok_0_q" in ready and not {"credits", "last_gap_ok"} & ready, sorted(ready)
+    copy = re.search(r"pycde_accel_keep_ff_set last_ok_1 \((.*?)\);", sv, re.S)
+    assert copy and re.search(r"\.q\s*\(a_last_ok\)", copy.group(1)), "a_last_ok: no kept copy"
+    assert re.search(r"\.d\s*\(last_ok_next\)", copy.group(1)), copy.group(1)
