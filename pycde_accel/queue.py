@@ -70,19 +70,41 @@ class Queue:
         pop = self._rd_en & ~empty.q
         wr.next(Mux(push, wr.q, _inc(wr.q, pw)))
         rd.next(Mux(pop, rd.q, _inc(rd.q, pw)))
-        up = push & ~pop
-        down = pop & ~push
-        count_next = Mux(up, Mux(down, count.q, _dec(count.q, cw)), _inc(count.q, cw))
-        count.next(count_next)
-        # the flags from the count's next value, as compares of the count (a register) and
-        # the two enables: count == 1 and a pop only -> empty, count == depth-1 and a push
-        # only -> full
+        # the count and the flags from the count's next value, as compares of the count (a
+        # register) and the two enables: count == 1 and a pop only -> empty, count ==
+        # depth-1 and a push only -> full. Each is computed for the four values of the two
+        # requests (functions of the queue's flops alone) and the requests select last: a
+        # pusher's or a popper's decision, often deep and far away, then reaches the flags
+        # through one mux, not through the up/down terms and a compare (the write DMA's
+        # burst_q_v -> m_axi_awvalid -> a 3.04 ns route -> four LUTs -> its length queue's
+        # lens_full was a path of the placed 8x8 on seed 1 at a428892, 8.04 ns; fpga.sta)
         at1 = count.q == Bits(cw)(1)
         at_top = count.q == Bits(cw)(depth - 1)
-        empty.next(Mux(up, Mux(down, empty.q, at1), Bits(1)(0)))
-        full_next = Mux(down, Mux(up, full.q, at_top), Bits(1)(0))
-        full.next(full_next)
+        eq = [count.q == Bits(cw)(k) if k < (1 << cw) else Bits(1)(0) for k in range(3)]
+        le1 = eq[0] | eq[1]
+        zero, one = Bits(1)(0), Bits(1)(1)
 
+        def step(wr_req, rd_req):
+            """(count, empty, full, few) after the edge for these requests."""
+            push_, pop_ = wr_req & ~full.q, rd_req & ~empty.q
+            up_, down_ = push_ & ~pop_, pop_ & ~push_
+            return (Mux(up_, Mux(down_, count.q, _dec(count.q, cw)), _inc(count.q, cw)),
+                    Mux(up_, Mux(down_, empty.q, at1), zero),
+                    Mux(down_, Mux(up_, full.q, at_top), zero),
+                    Mux(up_, Mux(down_, le1, le1 | eq[2]), eq[0]))
+
+        cand = {(w, r): step(wv, rv) for w, wv in ((0, zero), (1, one))
+                for r, rv in ((0, zero), (1, one))}
+
+        def pick(i, w=None):
+            if w is None:
+                return Mux(self._wr_en, pick(i, 0), pick(i, 1))
+            return Mux(self._rd_en, cand[(w, 0)][i], cand[(w, 1)][i])
+
+        count.next(pick(0))
+        empty.next(pick(1))
+        full_next = pick(2)
+        full.next(full_next)
         mem = raw_seq.HLMemOp(ir.Type.parse(f"!seq.hlmem<{1 << pw}xi{width}>"), clk.value,
                               rst.value, f"{name}_mem").handle
         raw_seq.WritePortOp(mem, [wr.q.value], self._data.value, push.value, 1)
@@ -93,9 +115,7 @@ class Queue:
             # becomes the head (``{name}_few``: at most one word held after the edge, a flop
             # set from compares of the count)
             few = NamedReg(1, clk, rst, 1, name=f"{name}_few")
-            eq = [count.q == Bits(cw)(k) if k < (1 << cw) else Bits(1)(0) for k in range(3)]
-            le1 = eq[0] | eq[1]
-            few.next(Mux(up, Mux(down, le1, le1 | eq[2]), eq[0]))
+            few.next(pick(3))
             rd_data = raw_seq.ReadPortOp(ir.IntegerType.get_signless(width), mem,
                                          [rd.q.value], 0)
             nxt = Mux(few.q, _FromCirctValue(rd_data.result), self._data)
@@ -112,8 +132,8 @@ class Queue:
         #: ``full_next`` for each value of the push request, as functions of the flags and the
         #: pop alone: a pusher whose request is a deep decision can select between them with
         #: it last (``Mux(request, full_if_idle, full_if_push)`` == ``full_next``)
-        self.full_if_push = Mux(pop & full.q, Mux(~full.q & ~pop, full.q, at_top), Bits(1)(0))
-        self.full_if_idle = Mux(pop, full.q, Bits(1)(0))
+        self.full_if_push = pick(2, 1)
+        self.full_if_idle = pick(2, 0)
 
     def push(self, data, en) -> None:
         self._data.assign(data)
