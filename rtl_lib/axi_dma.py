@@ -288,14 +288,6 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
         r_in = r_in_q.q
         r_in_q.next(Mux(cmd_fire, Mux(go_row, r_in, in_plus(row_beats.q, row_low)),
                         in_plus(p.cmd_beats, cmd_low)))
-        # and le_page(r_in), the new-row candidate of fits_page_q, is a flop of its own kept
-        # in step with r_in_q: next_row_left_in_q -> the bit tests -> the three selects ->
-        # fits_page_q ran eight LUTs, the placed 8x8's path on seed 2 at de882f7 (7.23 ns,
-        # write DMA) and its worst on seed 1 at 2cef53c (7.87 ns)
-        r_fits_q = NamedReg(1, clk, None, None, name="next_row_fits_page_q")
-        r_fits_q.next(Mux(cmd_fire, Mux(go_row, r_fits_q.q,
-                                        le_page(in_plus(row_beats.q, row_low))),
-                          le_page(in_plus(p.cmd_beats, cmd_low))))
         r_cap_q = NamedReg(1, clk, None, None, name="next_row_page_cap_q")
         r_cap_q.next(Mux(cmd_fire, Mux(go_row, r_cap_q.q, beat_in_page(row_low) > cap_at),
                          beat_in_page(cmd_low) > cap_at))
@@ -309,7 +301,7 @@ def make_burst_splitter(data_width: int = 64, addr_width: int = 32, max_burst: i
         # left_in <= 2 page (left_in > page there: the burst did not end the row)
         a_fits = Mux(wrap, le_page(left_in), _le_const(left_in, 2 * page_beats))
         fits_page_q.next(Mux(cmd_fire, Mux(issue, fits_page,
-                                           Mux(row_done, a_fits, r_fits_q.q)),
+                                           Mux(row_done, a_fits, le_page(r_in))),
                              le_page(c_in)))
         page_cap_q.next(Mux(cmd_fire, Mux(issue, page_cap,
                                           Mux(row_done, a_cap, r_cap_q.q)),

@@ -182,22 +182,3 @@ def test_write_in_ready_is_a_flop_that_wready_does_not_reach(tmp_path):
     assert "m_axi_wready" not in ready_cone, sorted(ready_cone)
     fill = re.search(r"w_q_n\s*<=\s*(.*?);", sv.split("w_q_n <= 2'h0;")[1], re.S)
     assert "m_axi_wready" in cone(sv, fill.group(1))
-
-
-def test_fits_page_new_row_candidate_is_a_flop(tmp_path):
-    """The splitter's ``fits_page_q`` takes its new-row candidate from the flop
-    ``next_row_fits_page_q`` (kept in step with ``next_row_left_in_q``), not from bit tests
-    of ``next_row_left_in_q`` (eight LUTs into ``fits_page_q``, the placed 8x8's path on
-    seed 2 at de882f7 and its worst on seed 1 at 2cef53c, write DMA). The random DMA runs
-    above check its value."""
-    from pycde_accel.rtl_lib.axi_dma import make_burst_splitter
-    from pycde_accel.rtl_lib.emit import emit_module
-
-    from .sv_cone import definitions, leaves, next_value
-
-    m = make_burst_splitter(64, 32, 256, 16, 16)
-    emit_module(m, tmp_path / "sv")
-    sv = (tmp_path / "sv" / f"{m.module_name}.sv").read_text()
-    fits = leaves(definitions(sv), next_value(sv, "fits_page_q"))
-    assert "next_row_fits_page_q" in fits, sorted(fits)
-    assert "next_row_left_in_q" not in fits, sorted(fits)
