@@ -179,12 +179,13 @@ class FmaxPoint:
 #: The family the placed points come from; other families get no model (their constraint clock).
 FMAX_FAMILY = "ecp5"
 FMAX_POINTS: tuple[FmaxPoint, ...] = (
-    FmaxPoint(8, 8, 32, 64, 1024, 256, 116.80,
+    FmaxPoint(8, 8, 32, 64, 1024, 256, 119.12,
               "the whole default accelerator, Yosys once and nextpnr towards 150 MHz on seeds "
-              "1-3 (as bench/fmax.py's measure_accel), RTL of commit 2094307: 116.80 / 119.93 "
-              "on seeds 1-2; seed 3 was still in router1's tail (111-485 overused wires) after "
-              "71 minutes of router time and was stopped, so, as bench/fmax.py counts, the "
-              "minimum is over the two seeds that finished. Before: ec24c65 (81c84f4 plus a C "
+              "1-2 (as bench/fmax.py's measure_accel), RTL of commit fc1165b: 122.43 / 119.12; "
+              "seed 3 was not run (the session's two cores), so the minimum is over two seeds. "
+              "Before: 7193335 110.82 / 116.23; a428892 107.92 on seed 1; de882f7 126.94 on "
+              "seed 2; 2094307 116.80 / 119.93 on seeds 1-2 (seed 3 stopped in router1's tail "
+              "after 71 minutes); ec24c65 (81c84f4 plus a C "
               "slice reverted since) 115.42 / 109.57 / 119.53, every seed's path the core's "
               "output FIFO read into c_out_q; 88383df 123.67 and 4ebabeb 120.21 on seed 2 "
               "(their seeds 1 and 3 stopped in router1's tail). 7a06fda (614cbf2's RTL) "

@@ -32,9 +32,9 @@ class AccelConfig:
 
     rows, cols:      systolic array shape (PE rows x PE columns); rows index M, cols index N.
                      The default 8x8 is chosen from placed measurements on the ECP5-85F
-                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 116.8-119.9
-                     MHz (seeds 1-2 of one netlist, commit 2094307; its seed 3 did not finish
-                     routing; 109.6-119.5 at ec24c65, 112.4-123.0 at 7a06fda, 123.2-128.3 at
+                     (``fpga.fit.FMAX_POINTS``, ``bench/vs_cpu.py``): it places at 119.1-122.4
+                     MHz (seeds 1-2 of one netlist, commit fc1165b; 116.8-119.9 at 2094307,
+                     107.9-126.9 over the seeds placed since; 109.6-119.5 at ec24c65, 112.4-123.0 at 7a06fda, 123.2-128.3 at
                      bd973bd: the seeds of one netlist spread by up to 16 MHz).
                      16x8 with 2048-deep A/B scratchpads (128 PEs, 153 of the 156
                      DSPs with the kernels) placed at 106.7 MHz (seed 1, e8fcff2; 100.0 at
