@@ -286,8 +286,9 @@ class Dispatcher:
             queues[k].push(head, own[e],
                            cmdq.engine_decoded(dec, e) if e in cmdq.decoders else None)
         # the flags' next values with the head's own terms selecting last, between candidates
-        # of the queues' flags and the pops alone (the classes are one-hot, so a LOAD going
-        # is no STORE or VEC going): dispatch_head_hot -> own["load"] -> the load queue's
+        # of the queues' flags and the pops alone (the Queue's full_next already has its
+        # push request last; for LOAD P / X the classes are one-hot, so a LOAD going is no
+        # STORE or VEC going): dispatch_head_hot -> own["load"] -> the load queue's
         # full_next -> the store idle AND -> dispatch_ok_load_p ran seven LUTs, the placed
         # 8x8's fifth path on seed 2 at de882f7 (7.51 ns; fpga.sta)
         room_idle = {e: ~q.fifo.full_if_idle for e, q in zip(engines, queues)}
@@ -295,15 +296,15 @@ class Dispatcher:
         st_idle = self.storeq.idle & ~self.store_busy
         vec_idle = self.vecq.idle & ~self.vec_busy
         zero = Bits(1)(0)
-        ok["load"].next(Mux(own["load"], room_idle["load"], room_push["load"]))
+        ok["load"].next(~self.loadq.fifo.full_next)
         ok["load_p"].next(Mux(own["load"],
                               Mux(own["store"], room_idle["load"] & st_idle, zero),
                               room_push["load"] & st_idle))
         ok["load_x"].next(Mux(own["load"],
                               Mux(own["vec"], room_idle["load"] & vec_idle, zero),
                               room_push["load"] & vec_idle))
-        for e in ("exec", "store", "vec"):
-            ok[e].next(Mux(own[e], room_idle[e], room_push[e]))
+        for e, q in zip(engines[1:], queues[1:]):
+            ok[e].next(~q.fifo.full_next)
         ok["fence"].next(self.drained & ~dispatch)
         cmdq.pop(~cmdq.empty & slice_ready)
         credit_q = NamedReg(1, clk, rst, 0, name="credit_return_q")
