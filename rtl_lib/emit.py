@@ -170,13 +170,14 @@ def emit_module(top, sv_dir: Path, sim_models=(), sources=(), prepare=None) -> E
                      sim_filelist=sim_filelist)
 
 
-def emit_core(config: AccelConfig, sv_dir: Path) -> EmittedSV:
-    """Emit the systolic core for ``config`` into ``sv_dir`` (ConfigError for a bad config)."""
+def emit_core(config: AccelConfig, sv_dir: Path, fed: bool = False) -> EmittedSV:
+    """Emit the systolic core for ``config`` into ``sv_dir`` (ConfigError for a bad config);
+    ``fed``: its fed form (``systolic.make_systolic_core``)."""
     from . import keep_ff, lutram
     from .ecp5 import SIM_MODEL, uses_ecp5_dsp
     from .systolic import make_systolic_core
 
-    core = make_systolic_core(config)
+    core = make_systolic_core(config, fed=fed)
     models = [SIM_MODEL] if uses_ecp5_dsp(config.target, config.data_width) else []
     return emit_module(core, Path(sv_dir), sim_models=models,
                        sources=[lutram.SOURCE, keep_ff.SOURCE])

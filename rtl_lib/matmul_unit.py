@@ -62,7 +62,9 @@ previous one's last read). So a run of EXECs with K_0..K_{T-1}, with both banks 
 ``c_ready`` high, takes the core's ``run_cycles(R, C, ks)`` from the first beat into the core to
 the last C beat, plus ``C_SLICE_LATENCY`` (1, the C slice); from the edge that accepts the first command to its first beat into the core
 is ``ISSUE_TO_CORE + 1`` edges (accept, then the first read, then the core). Short tiles (K < R)
-are slowed by the core's own admission (one tile per R cycles) only: the FIFO absorbs it.
+are slowed by the core's admission (one tile per R cycles) only: the FIFO absorbs it. The core is
+built in its fed form: that admission (``systolic.LastBeatAdmission``) runs here, beside the
+FIFO's head, with the same cycles as the core's own.
 
 Registers hold the command (remaining count, word and byte counters, release flags, and the
 issue decision's compares: ``cmd_rem_zero`` = no reads left after this one, ``cmd_credit`` =
@@ -93,7 +95,7 @@ from .ecp5 import is_ecp5
 from .keep_ff import kept_counter, replicated
 from .operand_spad import RD_LATENCY, make_operand_spad
 from .stream import Stream, module
-from .systolic import has_depthwise, make_systolic_core
+from .systolic import LastBeatAdmission, has_depthwise, make_systolic_core, out_fifo_depth
 
 #: entries of the operand FIFO in front of the core (= read credits; the contract's)
 FIFO_DEPTH = contract.EXEC_CREDITS
@@ -143,7 +145,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
     ebr = is_ecp5(config.target)
     SpadA = make_operand_spad(R, W, a_words, ebr=ebr)
     SpadB = make_operand_spad(C, W, b_words, ebr=ebr)
-    Core = make_systolic_core(config)
+    Core = make_systolic_core(config, fed=True)
     FW = index_width(FIFO_DEPTH)
     CNTW = count_width(FIFO_DEPTH)
 
@@ -238,7 +240,7 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         wr = NamedReg(FW, clk, rst, 0, ce=push, name="fifo_wr")
         wr.next(ring_inc(wr.q))
         occ = NamedReg(CNTW, clk, rst, 0, name="fifo_occ")
-        # the head's valid and last flags are flops of their own (the core's admission of a
+        # the head's valid and last flags are flops of their own (the admission of a
         # tile's last beat is logic of them, not of the slot mux behind the read pointer),
         # set from candidates for "no pop" and "pop" computed from registers, selected by pop
         hv_q = NamedReg(1, clk, rst, 0, name="fifo_head_valid")
@@ -303,15 +305,18 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         else:
             a_bytes = [head[i * 8:i * 8 + 8] for i in range(R)]
             dw_in = {}
+        # the take: the core is the fed form, so the head's last beat waits here, on an
+        # admission beside the head (its ``last_ok`` flop, the head's flops), and the core
+        # takes whatever is offered; the admission counts the core's C rows out from the core's
+        # ``c_valid`` flop and the register slice's ready below
+        adm = LastBeatAdmission(clk, rst, R, out_fifo_depth(R, C))
+        fire = head_valid & ~rst.as_bits() & (~head_last | adm.ok)
         core = Core(clk=clk, rst=rst,
                     a_data=BitsSignal.concat(list(reversed(a_bytes))) if R > 1 else a_bytes[0],
-                    a_last=head_last, a_valid=head_valid,
+                    a_last=head_last, a_valid=fire,
                     b_data=head[AE:AE + C * 8], b_last=head_last,
-                    b_valid=head_valid, c_ready=c_in_ready, instance_name="core", **dw_in)
-        # the take from the core's ``a_last_ok`` copy and the head's own flops (== head_valid
-        # & core.a_ready): the pop logic sits by the head, and the core decides its own take
-        # from its own copy (see systolic's a_last_ok)
-        fire = head_valid & ~rst.as_bits() & (~head_last | core.a_last_ok)
+                    b_valid=fire, c_ready=c_in_ready, instance_name="core", **dw_in)
+        adm.update(fire & head_last, core.c_valid & c_in_ready)
         pop.assign(fire)
         occ_next = (occ.q.as_uint() + push.as_uint()).as_bits(CNTW)
         occ.next((occ_next.as_uint() - fire.as_uint()).as_bits(CNTW))

@@ -38,10 +38,14 @@ where valid and ready are both high; a sender must hold a beat until it is taken
   beats per tile, beat r is row r of C (lane j = C[r][j], signed, two's complement), tiles in
   input order. ``c_last`` marks beat ``rows - 1``.
 * ``err`` (out): sticky, set if a beat was taken with ``a_last != b_last``.
-* ``a_last_ok`` (out): a flop, high when a last beat would be admitted this cycle (the output
-  FIFO has room for its tile and the previous tile's last beat is ``rows`` beats back), so
-  ``a_ready == b_valid & ~rst & (~a_last | a_last_ok)``: a feeder can compute the take from a
-  copy of its own beside its head, rather than wait on ``a_ready`` from the core's logic.
+* Fed form (``make_systolic_core(config, fed=True)``, the matmul unit's): the core has no
+  admission of its own and takes every beat offered (``a_ready == b_valid & ~rst``); the
+  feeder offers a tile's last beat only when a :class:`LastBeatAdmission` of its own, fed with
+  its takes of last beats and the core's C pops (``c_valid & c_ready``), says ``ok``. The
+  cycles are the same as the self-admitting core's: it is the same state machine with the same
+  inputs, run beside the feeder's head (the core's flop read by the feeder's take, and the
+  feeder's head read by the core's credits, put two routes across the die in one cycle's loop:
+  the placed 8x8's worst paths on seed 2 at fc1165b, 8.40 and 8.01 ns).
 * Depthwise mode (``depthwise=True``, built when cols * data_width == axi_data_width, i.e.
   cols == AB): two more inputs of the A stream, taken on the same edges as ``a_data``:
   ``a_dw`` (1) and ``a_words`` (rows x cols x data_width; lane i = the word of A row i, byte j
@@ -92,7 +96,7 @@ accumulators; it is not on any data path). Every other path is PE-to-neighbour, 
 register. Inside a PE the multiplier has registers on both sides (on ECP5 those inside the
 MULT18X18D) and one more fabric register (``p_r``) before the accumulator, so the longest path
 is ``p_r`` -> the accumulator's carry chain -> ``acc``, local to one PE (``bench/fmax.py``
-measures the clock). The admission logic (ready) is a few gates and a counter compare in front of the array;
+measures the clock). The admission logic (ready) is a few gates and one flop in front of the array;
 the output FIFO's pointers count by themselves (power-of-two depth) and its flags are registers.
 
 Reset: a one-cycle ``rst`` in the middle of a tile drops every beat in flight (valid flags in
@@ -189,6 +193,61 @@ def out_fifo_depth(rows: int, cols: int) -> int:
     return 1 << (need - 1).bit_length()
 
 
+class LastBeatAdmission:
+    """The flow control on a tile's last beat (the module docstring's cases (1) and (2)), built
+    inside a module: ``ok`` is a flop (``last_ok``), high when a last beat may be taken on this
+    edge, i.e. the output FIFO has room for the tile's ``rows`` result rows and ``rows`` edges
+    have passed since the previous tile's last beat. :meth:`update` closes the loop with the
+    edge's two events: ``last_fire`` (a last beat is taken) and ``pop`` (a C row leaves the
+    output FIFO of ``depth`` rows). Reset: ``ok`` high, all rows free, the gap satisfied.
+
+    Registers: ``credits`` (the free output FIFO rows, 0 .. depth, as a thermometer code, bit
+    k: more than k free; each bit's next value is a mux of four of its bits picked by the two
+    events: no adder, no compare. With a binary count, the compares and the events' mux were
+    five LUTs ordered with the pop first: matmul._core_c_valid -> the pop -> a 2.76 ns route
+    -> four LUTs -> credit_ok was the placed 8x8's third path on seed 2 at de882f7, 7.80 ns),
+    ``last_gap`` (edges since the last beat, saturating at ``rows``) with its flag
+    ``last_gap_ok``, and ``last_ok`` = credits[rows - 1] & last_gap_ok of the next edge.
+    """
+
+    def __init__(self, clk, rst, rows: int, depth: int):
+        assert depth >= rows
+        self.clk, self.rst, self.rows, self.depth = clk, rst, rows, depth
+        self.credits = NamedReg(depth, clk, rst, (1 << depth) - 1, name="credits")
+        self.last_ok = NamedReg(1, clk, rst, 1, name="last_ok")
+        self.ok = self.last_ok.q
+
+    def update(self, last_fire, pop) -> None:
+        """Drive the registers' next values from this edge's events."""
+        clk, rst, rows, depth = self.clk, self.rst, self.rows, self.depth
+        one, zero = Bits(1)(1), Bits(1)(0)
+        if rows > 1:
+            gw = count_width(rows)
+            gap = NamedReg(gw, clk, rst, rows, name="last_gap")
+            gap_ok_q = NamedReg(1, clk, rst, 1, name="last_gap_ok")
+            gap_ok = gap_ok_q.q
+            gap_inc = inc(gap.q)
+            gap.next(Mux(last_fire, Mux(gap_ok, gap_inc, gap.q), Bits(gw)(1)))
+            # gap == rows after this edge: it saturates there; a last beat restarts it at 1
+            gap_ok_next = ~last_fire & (gap_ok | (gap_inc == Bits(gw)(rows)))
+            gap_ok_q.next(gap_ok_next)
+        else:
+            gap_ok_next = one
+
+        # -rows when a last beat is taken, +1 per C row that leaves: credits + d > k is
+        # bit k - d, so each bit is a mux of four bits by the two events
+        def more_than(k):          # the current credits > k
+            if k < 0:
+                return one
+            return self.credits.q[k] if k < depth else zero
+
+        nxt = [Mux(last_fire, Mux(pop, more_than(k), more_than(k - 1)),
+                   Mux(pop, more_than(k + rows), more_than(k + rows - 1)))
+               for k in range(depth)]
+        self.credits.next(BitsSignal.concat(nxt[::-1]) if depth > 1 else nxt[0])
+        self.last_ok.next(nxt[rows - 1] & gap_ok_next)
+
+
 # ---- the generator ---------------------------------------------------------------------------
 
 def has_depthwise(config: AccelConfig) -> bool:
@@ -197,8 +256,9 @@ def has_depthwise(config: AccelConfig) -> bool:
     return config.cols * config.data_width == config.axi_data_width
 
 
-def make_systolic_core(config: AccelConfig) -> type[Module]:
-    """The core module class for ``config`` (ConfigError if the config cannot be built)."""
+def make_systolic_core(config: AccelConfig, fed: bool = False) -> type[Module]:
+    """The core module class for ``config`` (ConfigError if the config cannot be built);
+    ``fed``: the fed form, whose feeder runs the last-beat admission (module docstring)."""
     config.validate()
     rows, cols = config.rows, config.cols
     dw, aw = config.data_width, config.acc_width
@@ -216,8 +276,7 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
     io = {"clk": Clock(), "rst": Reset(),
           **Stream(data=rows * dw, last=1).sink("a"),
           **Stream(data=cols * dw, last=1).sink("b"),
-          **Stream(data=cols * aw, last=1).source("c"), "err": Output(Bits(1)),
-          "a_last_ok": Output(Bits(1))}
+          **Stream(data=cols * aw, last=1).source("c"), "err": Output(Bits(1))}
     if dwm:
         io.update({"a_dw": Input(Bits(1)), "a_words": Input(Bits(rows * cols * dw))})
 
@@ -227,30 +286,9 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         zero = Bits(1)(0)
 
         # -- admission: back-pressure only a tile's last beat ------------------------------
-        # the credits (free output FIFO rows, 0 .. depth) as a thermometer code, bit k: more
-        # than k free, so "at least rows free" is ``credits[rows - 1]`` and its next value a
-        # mux of four flops picked by the two events (below); the gap check is a flop set
-        # from its counter's next value; and the admission of a last beat (from the operand
-        # FIFO's head) reads one flop of their AND (``last_ok``), not a compare
-        assert depth >= rows
-        credits = NamedReg(depth, clk, rst, (1 << depth) - 1, name="credits")
-        if rows > 1:
-            gw = count_width(rows)
-            gap = NamedReg(gw, clk, rst, rows, name="last_gap")
-            gap_ok_q = NamedReg(1, clk, rst, 1, name="last_gap_ok")
-            gap_ok = gap_ok_q.q
-        else:
-            gap_ok = one
-        # credit_ok & gap_ok as one flop, in two kept copies: ``last_ok_0`` for the core's
-        # take, ``last_ok_1`` out as ``a_last_ok`` for the feeder's (the matmul unit's head).
-        # With one decision the feeder's pop waited on a LUT of the core's flops across the
-        # die and the core's state on the pop back: matmul.core.last_gap_ok -> a 3.14 ns
-        # route -> the take beside the unit's head -> 2.67 ns back -> last_gap was the placed
-        # 8x8's critical path on seed 1 at a428892 (9.27 ns, three more of its paths too)
-        last_ok_w = Wire(Bits(1), "last_ok_next")
-        last_ok, a_last_ok = replicated(clk, rst, last_ok_w, 2, "last_ok", init=1)
-        ports.a_last_ok = a_last_ok
-        ok = ~rst.as_bits() & (~ports.a_last | last_ok)
+        # (the fed form's feeder runs it beside its head; see the module docstring)
+        adm = None if fed else LastBeatAdmission(clk, rst, rows, depth)
+        ok = ~rst.as_bits() if fed else ~rst.as_bits() & (~ports.a_last | adm.ok)
         fire = ports.a_valid & ports.b_valid & ok
         last_fire = fire & ports.a_last
         ports.a_ready = ports.b_valid & ok
@@ -258,14 +296,6 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         err = NamedReg(1, clk, rst, 0, name="err_r")
         err.next(err.q | (fire & (ports.a_last ^ ports.b_last)))
         ports.err = err.q
-        if rows > 1:
-            gap_inc = inc(gap.q)
-            gap.next(Mux(last_fire, Mux(gap_ok, gap_inc, gap.q), Bits(gw)(1)))
-            # gap == rows after this edge: it saturates there; a last beat restarts it at 1
-            gap_ok_next = ~last_fire & (gap_ok | (gap_inc == Bits(gw)(rows)))
-            gap_ok_q.next(gap_ok_next)
-        else:
-            gap_ok_next = one
 
         # -- skew the operands ----------------------------------------------------------
         lanes_a = []
@@ -409,24 +439,8 @@ def make_systolic_core(config: AccelConfig) -> type[Module]:
         ports.c_last = head.q[cols * aw]
         ports.c_valid = nonempty
 
-        # credits: -rows when a last beat is taken, +1 per C beat that leaves; each bit of the
-        # thermometer code picks its next value among four bits of the register by the two
-        # events (credits + d > k is bit k - d), so the admission and the pop reach every bit,
-        # credit_ok among them, through one mux of flops. With a binary count, the four
-        # compares of the count and the two events' mux were five LUTs that Yosys ordered
-        # with the pop first: matmul._core_c_valid -> the pop -> a 2.76 ns route -> four LUTs
-        # -> credit_ok was the placed 8x8's third path on seed 2 at de882f7 (7.80 ns;
-        # fpga.sta). (A binary count with its candidates as adders of the register was the
-        # fix of f108eac's: credit_ok -> last_fire -> two carry chains -> credits, 8.43 ns.)
-        def more_than(k):          # the current credits > k
-            if k < 0:
-                return one
-            return credits.q[k] if k < depth else zero
+        if adm is not None:
+            adm.update(last_fire, pop)
 
-        nxt = [Mux(last_fire, Mux(pop, more_than(k), more_than(k - 1)),
-                   Mux(pop, more_than(k + rows), more_than(k + rows - 1)))
-               for k in range(depth)]
-        credits.next(BitsSignal.concat(nxt[::-1]) if depth > 1 else nxt[0])
-        last_ok_w.assign(nxt[rows - 1] & gap_ok_next)
-
-    return module(f"systolic_core_{rows}x{cols}_d{dw}_a{aw}" + ("_dw" if dwm else ""), io, build)
+    return module(f"systolic_core_{rows}x{cols}_d{dw}_a{aw}" + ("_dw" if dwm else "")
+                  + ("_fed" if fed else ""), io, build)

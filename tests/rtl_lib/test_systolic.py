@@ -240,31 +240,37 @@ def test_the_credit_check_is_a_bit_of_the_credits_thermometer(tmp_path):
     sv = (tmp_path / "sv" / f"{out.top}.sv").read_text()
     defs = definitions(sv)
     assert re.search(rf"reg\s+\[{depth - 1}:0\]\s+credits\b", sv), "credits is no thermometer"
-    adm = leaves(defs, defs["last_ok_next"])
+    adm = leaves(defs, next_value(sv, "last_ok"))
     assert "credits" in adm and "last_gap_ok" in adm, sorted(adm)
     nxt = next_value(sv, "credits")
     arith = [n for n in cone(defs, nxt) if n in defs and re.search(r"[-+<>]", defs[n])]
     assert not re.search(r"[-+<>]", nxt) and not arith, arith
 
 
-def test_the_last_beat_admission_is_one_flop_with_a_copy_for_the_feeder(tmp_path):
-    """``a_ready`` reads one kept flop of the admission (``last_ok_0``: room for the tile AND
-    the gap since the last tile), not the credits and the gap counter, and ``a_last_ok`` is a
-    second copy of it for the feeder's own take (last_gap_ok -> the take beside the matmul
-    unit's head -> back to the core's gap counter was the placed 8x8's critical path on seed 1
-    at a428892, 9.27 ns). That both copies admit at the right cycles is the formula and
-    back-pressure runs' above, and the whole-model sims'."""
+def test_the_last_beat_admission_is_one_flop_and_the_fed_form_has_none(tmp_path):
+    """``a_ready`` reads one flop of the admission (``last_ok``: room for the tile AND the gap
+    since the last tile), not the credits and the gap counter. The fed form (the matmul
+    unit's) has no admission: no credits, and it takes every beat offered; its feeder runs
+    the admission beside its head (the core's flop read by the feeder's take and the feeder's
+    head read by the core's credits were the placed 8x8's two worst paths on seed 2 at
+    fc1165b). That the admission admits at the right cycles is the formula and back-pressure
+    runs' above, and for the fed form the matmul unit's and the whole-model sims'."""
     import re
 
     from pycde_accel.rtl_lib.emit import emit_core
 
     from sv_cone import definitions, leaves
 
+    def ready_of(sv):
+        return leaves(definitions(sv), re.search(r"assign\s+a_ready\s*=\s*(.*?);", sv,
+                                                 re.S).group(1))
+
     out = emit_core(AccelConfig(rows=4, cols=4), tmp_path / "sv")
     sv = (tmp_path / "sv" / f"{out.top}.sv").read_text()
-    defs = definitions(sv)
-    ready = leaves(defs, re.search(r"assign\s+a_ready\s*=\s*(.*?);", sv, re.S).group(1))
-    assert "_last_ok_0_q" in ready and not {"credits", "last_gap_ok"} & ready, sorted(ready)
-    copy = re.search(r"pycde_accel_keep_ff_set last_ok_1 \((.*?)\);", sv, re.S)
-    assert copy and re.search(r"\.q\s*\(a_last_ok\)", copy.group(1)), "a_last_ok: no kept copy"
-    assert re.search(r"\.d\s*\(last_ok_next\)", copy.group(1)), copy.group(1)
+    ready = ready_of(sv)
+    assert "last_ok" in ready and not {"credits", "last_gap_ok"} & ready, sorted(ready)
+
+    out = emit_core(AccelConfig(rows=4, cols=4), tmp_path / "fed", fed=True)
+    sv = (tmp_path / "fed" / f"{out.top}.sv").read_text()
+    assert out.top.endswith("_fed") and not re.search(r"\b(credits|last_ok|last_gap)\b", sv)
+    assert ready_of(sv) == {"b_valid", "rst"}, sorted(ready_of(sv))
