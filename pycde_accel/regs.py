@@ -101,7 +101,7 @@ def _fill_flags(clk, rst, valid, ready, name: str):
 
 
 def fifo_slice(clk, rst, valid, data, ready, name: str, chunk: int | None = None,
-               toggles=None, hot: tuple[int, int] | None = None):
+               toggles=None, hot: tuple[int, int] | None = None, gate: list | None = None):
     """The handshake of :func:`register_slice` (``(out_valid, out_data, in_ready)``, latency 1,
     1 beat per cycle, order kept, ``in_ready`` high while it holds fewer than 2 beats at the
     cycle's start) built as a 2-slot FIFO, so that the receiver's ``ready`` reaches only its
@@ -121,8 +121,16 @@ def fifo_slice(clk, rst, valid, data, ready, name: str, chunk: int | None = None
     output, ``head_hot``, is that field of the beat offered, all zero while none is, from
     flops of its own (``{name}_hot``): a receiver's valid and a ready that depends on the
     destination (``ready = OR(head_hot[d] & ready_d)``) then start at flops, not at the
-    slot mux. ``ready`` selects between the two next values last."""
+    slot mux. ``ready`` selects between the two next values last.
+
+    ``gate`` (with ``hot``): ``n`` signals, each the next value of a condition of its own (the
+    receiver's "may take a beat of destination d" for the next cycle): ``head_hot[d]`` is then
+    the field bit AND gate d as it was on the previous edge, one flop each
+    (``{name}_go``, the field's own flops ``{name}_hot`` kept for a head that stays), so a
+    ready ``OR(head_hot[d] & ok_d)`` whose ``ok_d`` flops were set from those next values is
+    ``OR(head_hot[d])``: an OR of flops, with no AND beside it."""
     from pycde.constructs import Mux
+    from pycde.signals import BitsSignal
 
     w = data.type.width
     wr = NamedReg(1, clk, rst, 0, name=f"{name}_wr")
@@ -144,12 +152,16 @@ def fifo_slice(clk, rst, valid, data, ready, name: str, chunk: int | None = None
         other = Mux(rd.q, slots[1][lo:lo + n], slots[0][lo:lo + n])   # the slot not offered
         # no pop: the head stays, or (none held) the beat entering; a pop: the other slot's
         # beat if both were held, else the beat entering
-        hot_q.next(Mux(pop, Mux(nonempty, entering, hot_q.q),
-                       Mux(full_q, entering, other)))
+        hot_next = Mux(pop, Mux(nonempty, entering, hot_q.q), Mux(full_q, entering, other))
+        hot_q.next(hot_next)
         extra = (hot_q.q,)
+        if gate is not None:
+            assert len(gate) == n
+            go = NamedReg(n, clk, rst, 0, name=f"{name}_go")
+            go.next(hot_next & BitsSignal.concat(list(reversed(gate))))
+            extra = (go.q,)
     if chunk is None or toggles is None or w <= chunk:
         return (nonempty, Mux(rd.q, *slots), in_ready) + extra
-    from pycde.signals import BitsSignal
 
     bounds = [(lo, min(lo + chunk, w)) for lo in range(0, w, chunk)]
     # (``rd`` itself stays: it feeds the one-hot head's other-slot mux, or nothing)

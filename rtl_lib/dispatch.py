@@ -34,8 +34,9 @@ memory (P) and of the vector engine's X buffer. A command is bits ``[0, cmd_bits
   command's flops (the decision -> the enable of a register slice's data was the placed
   8x8's critical path on seed 1 at a190752, 9.72 ns, and on d3b65bf's seed 2 with nextpnr's
   placer timing weight at 40, 8.43 ns). The head's class (:class:`Decode`'s 8 one-hot class
-  bits) is in flops of their own, ``dispatch_head_hot``, all zero while no head waits: the
-  decision is an OR of 8 class-and-flag pairs with no valid beside them. With a valid and the
+  bits) is in flops of their own, ``dispatch_head_hot``, all zero while no head waits, and
+  ANDed with each class's condition in ``dispatch_head_go`` (below): the decision is an OR
+  of those 8 flops with no valid beside them. With a valid and the
   class bits from the slice's data (a register slice), the decision was 4 LUTs deep before
   the slice's flops (the placed 8x8's critical path on seed 2 at 2094307: the decode flops ->
   three LUTs of the decision with a 2.16 ns route among them -> the skid valid, 8.34 ns).
@@ -62,16 +63,17 @@ memory (P) and of the vector engine's X buffer. A command is bits ``[0, cmd_bits
   stamp). Fetch is not held: the commands after the FENCE are fetched while it waits.
 * The decision: the head's class is one of eight, one-hot in its decode bits (:class:`Decode`:
   LOAD into neither P nor X, LOAD P, LOAD X, EXEC, STORE, VEC, FENCE, bad), and each class
-  but bad has one flop that says whether such a head may go this cycle (``dispatch_ok_load``,
-  ``_load_p``, ``_load_x``, ``_exec``, ``_store``, ``_vec``, ``_fence``), set from the next
-  values of what it waits for: its engine queue's room (``not full``, from the Queue's
-  ``full_next``), the idle condition of its hazard, ``drained``. So the decision is an AND-OR
-  of the head's class flops and these seven, all beside the head slice, and each engine
-  queue's push is its own classes' terms. The decision's inputs in three places (the head's
-  decode, the engine queues' ``full`` flags beside their queues, the idle and drained
-  registers) was the placed 8x8's critical path on seed 1 at af39b54 (8.99 ns, 7.10 of it
-  routing: three routes of 1.8-1.9 ns between its LUTs). The same cycles as testing the
-  queues' flags and the idle registers directly.
+  but bad has a condition for such a head to go (``dispatch_ok_<class>_next``, its value for
+  the next cycle): its engine queue's room (``not full``, from the Queue's ``full_next``),
+  the idle condition of its hazard, ``drained``. The slice keeps the head's class AND its
+  condition in flops (``dispatch_head_go``, ``fifo_slice``'s ``gate``), so the decision is an
+  OR of eight flops beside the head slice, and each engine queue's push is an OR of its own
+  classes' flops. The decision's inputs in three places (the head's decode, the engine
+  queues' ``full`` flags beside their queues, the idle and drained registers) was the placed
+  8x8's critical path on seed 1 at af39b54 (8.99 ns, 7.10 of it routing: three routes of
+  1.8-1.9 ns between its LUTs); an AND-OR of the class flops and one flop per condition
+  was 7193335's on seed 1 (9.02 ns, four LUTs). The same cycles as testing the queues' flags
+  and the idle registers directly.
 * ``credit_return`` (the fetcher's ``pop`` wire) is driven with the register
   ``credit_return_q``, set by ``dispatch``: a command's credit returns the cycle after it is
   dispatched, not when it enters the slice, so the credits cover the FIFO and the slice and
@@ -244,11 +246,17 @@ class Dispatcher:
         # the decision reaches pointer and fill flops only, not the enables of the command's
         # flops; the head's class (8 one-hot decode bits) is kept in flops of its own that are
         # all zero while no head waits (``dispatch_head_hot``), so the decision needs no valid
-        head_valid, dec, slice_ready, hot = fifo_slice(
+        # each class's "may go" condition for the next cycle (the module docstring's "the
+        # decision"), folded into the slice's one-hot class flops (``dispatch_head_go``: class
+        # AND its condition, registered together), so the decision is an OR of flops
+        may = {c: Wire(Bits(1), f"dispatch_ok_{c}_next") for c in Decode.CLASS_NAMES
+               if c != "bad"}
+        gate = [may[c] if c != "bad" else Bits(1)(1) for c in Decode.CLASS_NAMES]
+        head_valid, dec, slice_ready, go = fifo_slice(
             clk, rst, ~cmdq.empty, cmdq.raw, dispatch_w, "dispatch_head", chunk=DISPATCH_CHUNK,
-            toggles=toggles, hot=(cmd_bits + Decode.CLASS_LO, Decode.CLASSES))
+            toggles=toggles, hot=(cmd_bits + Decode.CLASS_LO, Decode.CLASSES), gate=gate)
         self.head = head = dec[0:cmd_bits]
-        cls = {c: hot[k] for k, c in enumerate(Decode.CLASS_NAMES)}
+        go = {c: go[k] for k, c in enumerate(Decode.CLASS_NAMES)}
         engines = ("load", "exec", "store", "vec")
         unknown = set(cmdq.decoders) - set(engines)
         if unknown:
@@ -260,23 +268,17 @@ class Dispatcher:
         self.store_busy = Wire(Bits(1), "store_busy")
         self.vec_busy = Wire(Bits(1), "vec_busy")
         self.drained = Wire(Bits(1), "drained")
-        # one flop per class of head that says whether it may go (see the module docstring:
-        # "the decision"), each set from its conditions' next values
-        ok = {c: NamedReg(1, clk, rst, r, name=f"dispatch_ok_{c}")
-              for c, r in (("load", 1), ("load_p", 0), ("load_x", 0), ("exec", 1),
-                           ("store", 1), ("vec", 1), ("fence", 0))}
-        own = {
-            "load": ((cls["ld_plain"] & ok["load"].q) | (cls["ld_p"] & ok["load_p"].q)
-                     | (cls["ld_x"] & ok["load_x"].q)),
-            "exec": cls["exec"] & ok["exec"].q,
-            "store": cls["store"] & ok["store"].q,
-            "vec": cls["vec"] & ok["vec"].q,
-        }
+        own = {"load": go["ld_plain"] | go["ld_p"] | go["ld_x"], "exec": go["exec"],
+               "store": go["store"], "vec": go["vec"]}
         # FENCE and a bad opcode from their own terms, not through the decision
         # (dispatch_head_d -> the decision -> fence_go -> the stamp counter's enable ->
         # stamp_we_q was the placed 8x8's critical path on seed 3 at ac8e72c, 8.13 ns)
-        self.fence_go = cls["fence"] & ok["fence"].q
-        self.bad_go = bad = cls["bad"]
+        self.fence_go = go["fence"]
+        self.bad_go = bad = go["bad"]
+        # (with the class flops and one ``dispatch_ok_*`` flop per class, the decision was
+        # an AND-OR of 14 flops that synthesis chained four LUTs deep: dispatch_head_hot ->
+        # four LUTs -> the slice's pop -> dispatch_head_hot was the placed 8x8's critical
+        # path on seed 1 at 7193335, 9.02 ns, and its fifth on seed 2 at fc1165b, 7.82 ns)
         dispatch = (own["load"] | own["exec"] | own["store"] | own["vec"] | self.fence_go
                     | self.bad_go)
         dispatch_w.assign(dispatch)
@@ -285,10 +287,10 @@ class Dispatcher:
         for k, e in enumerate(engines):
             queues[k].push(head, own[e],
                            cmdq.engine_decoded(dec, e) if e in cmdq.decoders else None)
-        # the flags' next values with the head's own terms selecting last, between candidates
-        # of the queues' flags and the pops alone (the Queue's full_next already has its
-        # push request last; for LOAD P / X the classes are one-hot, so a LOAD going is no
-        # STORE or VEC going): dispatch_head_hot -> own["load"] -> the load queue's
+        # the conditions' next values with the head's own terms selecting last, between
+        # candidates of the queues' flags and the pops alone (the Queue's full_next already
+        # has its push request last; for LOAD P / X the classes are one-hot, so a LOAD going
+        # is no STORE or VEC going): dispatch_head_hot -> own["load"] -> the load queue's
         # full_next -> the store idle AND -> dispatch_ok_load_p ran seven LUTs, the placed
         # 8x8's fifth path on seed 2 at de882f7 (7.51 ns; fpga.sta)
         room_idle = {e: ~q.fifo.full_if_idle for e, q in zip(engines, queues)}
@@ -296,16 +298,14 @@ class Dispatcher:
         st_idle = self.storeq.idle & ~self.store_busy
         vec_idle = self.vecq.idle & ~self.vec_busy
         zero = Bits(1)(0)
-        ok["load"].next(~self.loadq.fifo.full_next)
-        ok["load_p"].next(Mux(own["load"],
-                              Mux(own["store"], room_idle["load"] & st_idle, zero),
-                              room_push["load"] & st_idle))
-        ok["load_x"].next(Mux(own["load"],
-                              Mux(own["vec"], room_idle["load"] & vec_idle, zero),
-                              room_push["load"] & vec_idle))
+        may["ld_plain"].assign(~self.loadq.fifo.full_next)
+        may["ld_p"].assign(Mux(own["load"], Mux(own["store"], room_idle["load"] & st_idle, zero),
+                               room_push["load"] & st_idle))
+        may["ld_x"].assign(Mux(own["load"], Mux(own["vec"], room_idle["load"] & vec_idle, zero),
+                               room_push["load"] & vec_idle))
         for e, q in zip(engines[1:], queues[1:]):
-            ok[e].next(~q.fifo.full_next)
-        ok["fence"].next(self.drained & ~dispatch)
+            may[e].assign(~q.fifo.full_next)
+        may["fence"].assign(self.drained & ~dispatch)
         cmdq.pop(~cmdq.empty & slice_ready)
         credit_q = NamedReg(1, clk, rst, 0, name="credit_return_q")
         credit_q.next(dispatch)
