@@ -313,11 +313,14 @@ def make_accelerator(config: AccelConfig, requant, add_kernel, max_kernel,
                             arb.own_empty & ~dma.wr_busy)
 
         # ---------------------------------------------------------------- done, status, perf
-        idle = (fetch.left_zero & fetch.credits_zero &
-                cmdq.empty & ~disp.head_valid & loadq.idle & execq.idle & storeq.idle &
-                vecq.idle & load.route_empty & ~rt.r_valid & ~rt.rd_valid & ~rt.out_valid &
-                ~rt.p_pending &
-                ~mm.busy & ~st.busy & ~vec.busy & arb.idle & ~dma.rd_busy & ~dma.wr_busy & ~start)
+        # (by where its terms are: each group is registered on its own, counters.finish)
+        idle = {"fetch": fetch.left_zero & fetch.credits_zero & cmdq.empty & ~disp.head_valid
+                & ~start,
+                "queues": loadq.idle & execq.idle & storeq.idle & vecq.idle,
+                "route": load.route_empty & ~rt.r_valid & ~rt.rd_valid & ~rt.out_valid
+                & ~rt.p_pending,
+                "matmul": ~mm.busy, "store": ~st.busy, "vector": ~vec.busy,
+                "write": arb.idle & ~dma.rd_busy & ~dma.wr_busy}
         status.finish(clk, rst, start, idle)
         status.close(clk, rst, start,
                      {ERR_BAD_OP: disp.bad_go, ERR_CORE: mm.err,

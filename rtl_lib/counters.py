@@ -8,9 +8,11 @@ sticky CSRs show (built inside the top's generator; ``accel`` composes it).
   register's ``events_set``; ``csr[name]`` is the wire of register ``name``.
 * ``run_flag(clk, rst)``: the ``running`` register (``status.busy``): set by ``start``,
   cleared on the edge where the top is idle (``finish``).
-* ``finish(clk, rst, start, idle)``: ``idle`` is the top's all-idle condition (it holds once
-  it holds, until the next ``start``); it is registered (``idle_q``), and ``finish = running
-  & idle_q & ~start`` (the ``done`` event) ends the run one edge after the top went idle.
+* ``finish(clk, rst, start, idle)``: ``idle`` maps a group name to its part of the top's
+  all-idle condition (their AND holds once it holds, until the next ``start``); each part is
+  registered (``idle_<group>_q``) and ``idle_q``, their AND, is the whole condition one edge
+  late, so ``finish = running & idle_q & ~start`` (the ``done`` event) ends the run one edge
+  after the top went idle.
 * ``close(clk, rst, start, errors, perf)``: ``errors`` maps each error bit (a power of two,
   the ``ERR_*`` of ``accel``) to its source; ``perf`` lists ``(register name, increment,
   amount)`` per counter. Then:
@@ -72,14 +74,21 @@ class StatusCounters:
         self._running = NamedReg(1, clk, rst, 0, name="running")
         return self._running.q
 
-    def finish(self, clk, rst, start, idle):
-        """``running`` ends on the edge after the one where the top was ``idle``; returns
-        ``finish``. The idle condition is an AND of every engine's state, spread over the die;
-        registered, it is a flop next to ``running`` (the store head's FIFO -> the write side's
-        idle -> ``running`` was the placed 8x8's critical path on seed 2 at f317b6c). Sound
-        because idle holds until a start: nothing moves without a command."""
+    def finish(self, clk, rst, start, idle: dict):
+        """``running`` ends on the edge after the one where the top was idle (every part of
+        ``idle``, a dict group name -> condition); returns ``finish``. The idle condition is
+        an AND of every engine's state, spread over the die; registered, it is flops next to
+        ``running`` (the store head's FIFO -> the write side's idle -> ``running`` was the
+        placed 8x8's critical path on seed 2 at f317b6c). Sound because idle holds until a
+        start: nothing moves without a command. Each group is registered on its own, so no
+        AND of the whole die sits before one flop (the store queue's ``fifo_empty`` -> two
+        LUTs -> a 3.22 ns route -> the AND -> ``idle_q`` was the placed 8x8's fourth path on
+        seed 1 at fc1165b, 7.89 ns); their AND is the same value as registering the whole."""
         running = self._running
-        idle_q = idle.reg(clk, rst, rst_value=0, name="idle_q")
+        idle_q = None
+        for name, cond in idle.items():
+            q = cond.reg(clk, rst, rst_value=0, name=f"idle_{name}_q")
+            idle_q = q if idle_q is None else idle_q & q
         self._finish = finish = running.q & idle_q & ~start
         running.next(Mux(start, Mux(finish, running.q, Bits(1)(0)), Bits(1)(1)))
         return finish
