@@ -234,8 +234,15 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
         dw_d = iss & dwq.q
         for i in range(RD_LATENCY):
             last_d = last_d.reg(clk, rst, name=f"rd_last_d{i}")
-            if DWM:
+            if DWM and i < RD_LATENCY - 1:
                 dw_d = dw_d.reg(clk, rst, name=f"rd_dw_d{i}")
+        if DWM:
+            # the last stage in kept copies, one per A lane (its byte-0 select in every slot)
+            # and one for the entry's flag: one flop before R lanes' selects over the slots
+            # was the placed 16x8's critical path at 222f7a9 (rd_dw_d2 -> a 9.69 ns route ->
+            # a slot's flop, 10.45 ns)
+            dw_c = replicated(clk, rst, dw_d, R + 1, f"rd_dw_d{RD_LATENCY - 1}")
+            dw_d = dw_c[R]
         push = spad_a.rd_data_valid
         wr = NamedReg(FW, clk, rst, 0, ce=push, name="fifo_wr")
         wr.next(ring_inc(wr.q))
@@ -253,8 +260,8 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
             a_lanes = []
             for i in range(R):
                 wd = spad_a.rd_words[i * W:(i + 1) * W]
-                a_lanes.append(BitsSignal.concat([wd[8:], Mux(dw_d, spad_a.rd_data[8 * i:8 * i + 8],
-                                                             wd[0:8])]))
+                byte0 = Mux(dw_c[i], spad_a.rd_data[8 * i:8 * i + 8], wd[0:8])
+                a_lanes.append(BitsSignal.concat([wd[8:], byte0]))
             a_ent = BitsSignal.concat(list(reversed(a_lanes))) if R > 1 else a_lanes[0]
             entry = BitsSignal.concat([dw_d, last_d, spad_b.rd_data, a_ent])
         else:
@@ -316,7 +323,11 @@ def make_matmul_unit(config: AccelConfig) -> type[Module]:
                     a_last=head_last, a_valid=fire,
                     b_data=head[AE:AE + C * 8], b_last=head_last,
                     b_valid=fire, c_ready=c_in_ready, instance_name="core", **dw_in)
-        adm.update(fire & head_last, core.c_valid & c_in_ready)
+        # (the last beat's take written from the flops, not as ``fire & head_last``: the
+        # take fans out to the read pointer copies by the core's skews, and the admission's
+        # loop then ran through that net: matmul.last_ok -> the take -> a 2.56 ns route ->
+        # the last take -> last_gap_ok -> last_ok, 7.73 ns on seed 1 at 9ccb201)
+        adm.update(head_valid & head_last & adm.ok & ~rst.as_bits(), core.c_valid & c_in_ready)
         pop.assign(fire)
         occ_next = (occ.q.as_uint() + push.as_uint()).as_bits(CNTW)
         occ.next((occ_next.as_uint() - fire.as_uint()).as_bits(CNTW))
