@@ -68,6 +68,7 @@ from ..errors import ConfigError
 from .bits import index_width, log2
 from .common import NamedReg, dual_port_mem
 from .ecp5_ebr import ebr_ram, ebr_supported
+from .keep_ff import toggles
 from .scratchpad import bank_ownership
 from .stream import Stream, module
 
@@ -110,7 +111,7 @@ def make_operand_spad(lanes: int, width: int, depth_words: int,
         # on the edge its last write lands, and the producer owns no bank in between.
         commit_q = NamedReg(1, clk, rst, 0, name="commit_q")
         own = bank_ownership(clk, rst, commit_q.q, p.rd_release)
-        wr_bank, rd_bank = own.wr_bank, own.rd_bank
+        wr_bank = own.wr_bank
         # wr_ready (the ownership's, low too in the cycle after a commit) is one flop of its
         # own, set from the next values of both: the read router's destination ready starts
         # at a flop, not at an AND of two (spad_a.commit_q -> the AND -> the router's ready
@@ -130,9 +131,14 @@ def make_operand_spad(lanes: int, width: int, depth_words: int,
         wen = p.wr_valid & wr_ready
         waddr = BitsSignal.concat([wr_bank.q, p.wr_word]).reg(clk, name="wr_addr_q")
         wdata = p.wr_data.reg(clk, name="wr_data_q")
-        raddr = BitsSignal.concat([rd_bank.q, p.rd_word])
+        # the read bank bit in a kept copy per lane (each flips on the release beside
+        # itself): one rd_bank flop into every lane's block RAM address was a route across
+        # the die on the placed 16x8 at 222f7a9 (spad_a.rd_bank -> an 8.54 ns route -> lane
+        # 4's ADB13, 9.27 ns)
+        rd_bank_c = toggles(clk, rst, own.release, lanes, "rd_bank_c")
         words = []
         for i in range(lanes):
+            raddr = BitsSignal.concat([rd_bank_c[i], p.rd_word])
             lane_hit = (wen & p.wr_lane[i]).reg(
                 clk, rst, rst_value=0, name=f"lane{i}_wen_q")
             if use_ebr:  # read latency 2 in the block: its output register

@@ -12,7 +12,7 @@ import pytest
 from pycde_accel.errors import ConfigError
 from pycde_accel.fpga.devices import DEVICES
 from pycde_accel.fpga.yosys import run_yosys
-from pycde_accel.rtl_lib import ecp5_ebr
+from pycde_accel.rtl_lib import ecp5_ebr, keep_ff
 from pycde_accel.rtl_lib.emit import emit_module
 from pycde_accel.rtl_lib.operand_spad import make_operand_spad
 from pycde_accel.sim import run
@@ -31,8 +31,10 @@ CASES = [  # lanes, width, depth, seed, p_wr, p_rd, hold
 
 @pytest.mark.parametrize("lanes,width,depth,seed,p_wr,p_rd,hold", CASES,
                          ids=["l3w32d16-s1", "l3w32d16-s2", "l1w64d8-s3"])
-def test_pingpong(module_sim, tmp_path, lanes, width, depth, seed, p_wr, p_rd, hold):
-    sim = module_sim(make_operand_spad(lanes, width, depth))
+def test_pingpong(block_sim, tmp_path, lanes, width, depth, seed, p_wr, p_rd, hold):
+    mod = make_operand_spad(lanes, width, depth)
+    sim = block_sim(mod.module_name, lambda sv_dir: emit_module(mod, sv_dir,
+                                                                 sources=[keep_ff.SOURCE]))
     spec = {"lanes": lanes, "width": width, "depth": depth, "tiles": 10, "seed": seed,
             "p_wr": p_wr, "p_rd": p_rd, "hold": hold}
     run(sim, TB, tmp_path, module_dirs=TB_DIRS, extra_env={"TB_OSPAD_SPEC": json.dumps(spec)})
@@ -54,7 +56,7 @@ def test_pingpong_on_ecp5_block_ram(block_sim, tmp_path, lanes, width, depth, se
     mod = make_operand_spad(lanes, width, depth, ebr=True)
     assert mod.module_name.endswith("_ebr")
     sim = block_sim(mod.module_name, lambda sv_dir: emit_module(
-        mod, sv_dir, sim_models=[ecp5_ebr.SIM_MODEL]))
+        mod, sv_dir, sim_models=[ecp5_ebr.SIM_MODEL], sources=[keep_ff.SOURCE]))
     spec = {"lanes": lanes, "width": width, "depth": depth, "tiles": 6, "seed": seed,
             "p_wr": p_wr, "p_rd": p_rd, "hold": hold}
     run(sim, TB, tmp_path, module_dirs=TB_DIRS, extra_env={"TB_OSPAD_SPEC": json.dumps(spec)})
@@ -85,7 +87,7 @@ def test_refusals():
 def test_banks_map_to_block_ram(tmp_path):
     """4 lanes x 2 banks of 128 x 64 bits: one 256 x 64 memory per lane = 2 DP16KD (512 x 36
     each at most), 8 in all; none in LUT RAM."""
-    sv = emit_module(make_operand_spad(4, 64, 128), tmp_path / "sv")
+    sv = emit_module(make_operand_spad(4, 64, 128), tmp_path / "sv", sources=[keep_ff.SOURCE])
     cells = run_yosys(sv.filelist.read_text().split(), sv.top, DEVICES["ecp5-85f"],
                       tmp_path / "sv").cells
     print(f"operand spad 4 lanes x 2 x 128 x 64 in synth_ecp5: {cells}")
@@ -98,7 +100,8 @@ def test_ebr_blocks_keep_their_output_register(tmp_path):
     """The instantiated DP16KDs reach the netlist as they are: 8 blocks (2 a lane), the output
     register on (REGMODE OUTREG on both halves of the 36-bit mode), the lanes' data registers
     gone from the fabric (the block holds them)."""
-    sv = emit_module(make_operand_spad(4, 64, 128, ebr=True), tmp_path / "sv")
+    sv = emit_module(make_operand_spad(4, 64, 128, ebr=True), tmp_path / "sv",
+                     sources=[keep_ff.SOURCE])
     rep = run_yosys(sv.filelist.read_text().split(), sv.top, DEVICES["ecp5-85f"],
                     tmp_path / "sv")
     assert rep.cells.get("DP16KD") == 8, rep.cells
@@ -123,8 +126,8 @@ def test_the_release_only_selects_the_next_bank_state(tmp_path):
 
     from .sv_cone import cone, definitions, next_value
 
-    em = emit_module(make_operand_spad(3, 32, 16), tmp_path / "sv")
-    sv = Path(em.files[0]).read_text()
+    em = emit_module(make_operand_spad(3, 32, 16), tmp_path / "sv", sources=[keep_ff.SOURCE])
+    sv = (tmp_path / "sv" / f"{em.top}.sv").read_text()
     defs = definitions(sv)
     for reg in ("bank0_full", "bank1_full", "rd_avail_q", "wr_ready_out_q"):
         expr = next_value(sv, reg)
