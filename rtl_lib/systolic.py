@@ -131,7 +131,7 @@ with one more row of flops as its head register.
 from __future__ import annotations
 
 from pycde import Clock, Input, Module, Output, Reset
-from pycde.constructs import Mux, Wire
+from pycde.constructs import Mux
 from pycde.signals import BitsSignal
 from pycde.types import Bits
 
